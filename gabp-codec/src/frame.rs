@@ -1,0 +1,703 @@
+//! `Content-Length` framing: [`FrameCodec`], [`Frame`] and [`FrameError`].
+
+use std::io;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (DESIGN 3.7).
+pub const DEFAULT_MAX_BODY_SIZE: usize = 1024 * 1024;
+
+/// Default largest header block a [`FrameCodec`] accepts, including the blank line that ends it: 8 KiB.
+pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
+
+/// The `Content-Type` every frame this crate writes carries.
+pub const CONTENT_TYPE: &str = "application/json";
+
+const CONTENT_LENGTH_NAME: &[u8] = b"content-length";
+const CANONICAL_PREFIX: &[u8] = b"Content-Length: ";
+const CANONICAL_SUFFIX: &[u8] = b"\r\nContent-Type: application/json\r\n\r\n";
+const BARE_SUFFIX: &[u8] = b"\r\n\r\n";
+/// `u64::MAX` has 20 decimal digits; 19 digits can never overflow a `u64`.
+const MAX_SAFE_DIGITS: usize = 19;
+
+/// One unit the [`FrameCodec`] decoder yields.
+///
+/// A body over the configured limit is not an error of the stream: the decoder yields
+/// [`Frame::Oversized`] once, then silently discards exactly `declared` bytes as they arrive (never
+/// buffering them) and goes on with the next frame. The receiver answers it (GABP: `-32600` with
+/// `data.maxMessageSize`) and keeps the connection open. This has to be an item rather than an `Err`
+/// because tokio-util's `FramedRead` ends the stream after the first decoder error.
+///
+/// # Example
+///
+/// ```
+/// use bytes::BytesMut;
+/// use gabp_codec::{Frame, FrameCodec};
+/// use tokio_util::codec::Decoder;
+///
+/// let mut codec = FrameCodec::new().with_max_body_size(4);
+/// let mut buf = BytesMut::from(&b"Content-Length: 6\r\n\r\n123456Content-Length: 2\r\n\r\n{}"[..]);
+/// assert_eq!(
+///     codec.decode(&mut buf)?,
+///     Some(Frame::Oversized { declared: 6, limit: 4 })
+/// );
+/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Body("{}".into())));
+/// # Ok::<(), gabp_codec::FrameError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A complete body, split out of the read buffer without copying.
+    Body(Bytes),
+    /// The header announced a body larger than the limit. The body is being skipped.
+    Oversized {
+        /// The length the `Content-Length` header announced.
+        declared: u64,
+        /// The body limit of the codec that refused it.
+        limit: usize,
+    },
+}
+
+impl Frame {
+    /// The body, if this is [`Frame::Body`].
+    ///
+    /// ```
+    /// use gabp_codec::Frame;
+    ///
+    /// assert_eq!(Frame::Body("{}".into()).into_body().as_deref(), Some(&b"{}"[..]));
+    /// assert_eq!(Frame::Oversized { declared: 9, limit: 8 }.into_body(), None);
+    /// ```
+    #[must_use]
+    pub fn into_body(self) -> Option<Bytes> {
+        match self {
+            Frame::Body(body) => Some(body),
+            Frame::Oversized { .. } => None,
+        }
+    }
+}
+
+/// Why a `Content-Length` value was refused. Part of [`FrameError::InvalidContentLength`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidLength {
+    /// The value is empty (or only whitespace).
+    #[error("the value is empty")]
+    Empty,
+    /// The value carries a sign (`-5`, `+5`); lengths are unsigned decimal numbers.
+    #[error("the value is signed")]
+    Signed,
+    /// The value is not a decimal number (`0x10`, `1e3`, `5 5`, ...).
+    #[error("the value is not a decimal number")]
+    NonNumeric,
+    /// The value does not fit in 64 bits.
+    #[error("the value does not fit in 64 bits")]
+    Overflow,
+}
+
+/// Why a header line was refused. Part of [`FrameError::MalformedHeader`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MalformedHeader {
+    /// A header line ends in a bare `\n` instead of `\r\n`.
+    #[error("a header line ends in a bare LF instead of CRLF")]
+    BareLineFeed,
+    /// A header line has no `:` separating name and value.
+    #[error("a header line has no `:`")]
+    MissingColon,
+    /// A header name is empty or contains whitespace or control characters.
+    #[error("a header name is empty or contains whitespace or control characters")]
+    InvalidName,
+}
+
+/// Errors of [`FrameCodec`].
+///
+/// Every decoding error is fatal for the stream: after it, the position of the next frame is unknown
+/// and the connection must be closed (GABP: after a best-effort `-32700` answer). A body over the
+/// limit is *not* an error when decoding; see [`Frame::Oversized`]. When encoding,
+/// [`FrameError::BodyTooLarge`] is returned and nothing is written, so the stream stays usable.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The header block ended without a `Content-Length` header.
+    #[error("header block has no Content-Length header")]
+    MissingContentLength,
+    /// A `Content-Length` value is empty, signed, non-numeric, or overflows 64 bits.
+    #[error("invalid Content-Length: {reason}")]
+    InvalidContentLength {
+        /// What is wrong with the value.
+        reason: InvalidLength,
+    },
+    /// Two `Content-Length` headers in one header block announce different lengths. (Repeating the
+    /// same length is accepted.)
+    #[error("conflicting Content-Length headers: {first} and {second}")]
+    ConflictingContentLength {
+        /// The length of the first `Content-Length` header.
+        first: u64,
+        /// The length of the later, different `Content-Length` header.
+        second: u64,
+    },
+    /// The header block, including the blank line that ends it, is longer than the limit.
+    #[error("header block exceeds {limit} bytes")]
+    HeaderTooLarge {
+        /// The header block limit of the codec.
+        limit: usize,
+    },
+    /// A header line is not `Name: value\r\n`.
+    #[error("malformed header: {reason}")]
+    MalformedHeader {
+        /// What is wrong with the line.
+        reason: MalformedHeader,
+    },
+    /// Encoding only: the body is longer than the limit. Nothing was written.
+    #[error("body of {len} bytes exceeds the limit of {limit} bytes")]
+    BodyTooLarge {
+        /// The length of the refused body.
+        len: usize,
+        /// The body limit of the codec.
+        limit: usize,
+    },
+    /// The stream ended inside a header block.
+    #[error("stream ended inside a frame header ({buffered} bytes buffered)")]
+    TruncatedHeader {
+        /// How many bytes of the incomplete header block had arrived.
+        buffered: usize,
+    },
+    /// The stream ended inside a body (possibly an oversized one being skipped).
+    #[error("stream ended inside a frame body ({received} of {expected} bytes received)")]
+    TruncatedBody {
+        /// The announced body length.
+        expected: u64,
+        /// How many body bytes had arrived.
+        received: u64,
+    },
+    /// Reading or writing the underlying transport failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DecodeState {
+    /// Reading a header block. `scanned` bytes of the buffer are complete, already parsed lines.
+    Head { scanned: usize, length: Option<u64> },
+    /// Header done (and removed from the buffer); waiting for `len` body bytes.
+    Body { len: usize },
+    /// Skipping an oversized body.
+    Discard { declared: u64, remaining: u64 },
+}
+
+const HEAD_START: DecodeState = DecodeState::Head {
+    scanned: 0,
+    length: None,
+};
+
+/// The GABP `Content-Length` framing as a tokio-util [`Decoder`] and [`Encoder`].
+///
+/// Wire format: `Content-Length: N\r\n[other headers\r\n]\r\n` followed by exactly `N` body bytes.
+///
+/// Reading is liberal: header names are case-insensitive, `Content-Type` is optional and, like any
+/// other header, ignored; an identical repeated `Content-Length` is accepted. Writing is strict: every
+/// frame is `Content-Length: N\r\nContent-Type: application/json\r\n\r\n<body>`.
+///
+/// Guarantees of the decoder:
+///
+/// - the announced length is checked against the body limit before any memory is reserved;
+/// - a header block is never buffered beyond the header limit, an oversized body never at all, so the
+///   read buffer stays below body limit + header limit + one read;
+/// - an oversized body yields [`Frame::Oversized`] and decoding goes on after it;
+/// - all progress lives in the codec, so a `FramedRead` over it is cancel-safe (a `next()` dropped
+///   inside `tokio::select!` loses nothing), and a header arriving in pieces is never scanned twice;
+/// - bodies are split out of the read buffer ([`Bytes`]), not copied;
+/// - header errors are fatal ([`FrameError`]); the stream ending inside a frame is
+///   [`FrameError::TruncatedHeader`] or [`FrameError::TruncatedBody`].
+///
+/// # Example
+///
+/// ```
+/// use bytes::{Bytes, BytesMut};
+/// use gabp_codec::{Frame, FrameCodec};
+/// use tokio_util::codec::{Decoder, Encoder};
+///
+/// let mut codec = FrameCodec::new();
+/// let mut wire = BytesMut::new();
+/// codec.encode(Bytes::from_static(br#"{"v":"gabp/1"}"#), &mut wire)?;
+/// assert_eq!(
+///     &wire[..],
+///     b"Content-Length: 14\r\nContent-Type: application/json\r\n\r\n{\"v\":\"gabp/1\"}"
+/// );
+///
+/// // Reading accepts any header case and no Content-Type.
+/// wire.extend_from_slice(b"content-length: 2\r\n\r\n{}");
+/// assert_eq!(codec.decode(&mut wire)?, Some(Frame::Body(r#"{"v":"gabp/1"}"#.into())));
+/// assert_eq!(codec.decode(&mut wire)?, Some(Frame::Body("{}".into())));
+/// assert_eq!(codec.decode(&mut wire)?, None);
+/// # Ok::<(), gabp_codec::FrameError>(())
+/// ```
+///
+/// With a transport, wrap it in `FramedRead`/`FramedWrite` (or `Framed`):
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+/// use gabp_codec::{Frame, FrameCodec};
+/// use tokio_util::codec::{FramedRead, FramedWrite};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), gabp_codec::FrameError> {
+/// let (client, server) = tokio::io::duplex(64);
+/// let mut writer = FramedWrite::new(client, FrameCodec::new());
+/// let mut reader = FramedRead::new(server, FrameCodec::new());
+/// writer.send(&b"{}"[..]).await?;
+/// assert_eq!(reader.next().await.transpose()?, Some(Frame::Body("{}".into())));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct FrameCodec {
+    max_body_size: usize,
+    max_header_size: usize,
+    state: DecodeState,
+}
+
+impl Default for FrameCodec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FrameCodec {
+    /// A codec with the default limits: [`DEFAULT_MAX_BODY_SIZE`] and [`DEFAULT_MAX_HEADER_SIZE`].
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
+            max_header_size: DEFAULT_MAX_HEADER_SIZE,
+            state: HEAD_START,
+        }
+    }
+
+    /// Sets the largest body, in bytes, the codec reads or writes.
+    ///
+    /// ```
+    /// let codec = gabp_codec::FrameCodec::new().with_max_body_size(64 * 1024);
+    /// assert_eq!(codec.max_body_size(), 64 * 1024);
+    /// ```
+    #[must_use]
+    pub const fn with_max_body_size(mut self, max: usize) -> Self {
+        self.max_body_size = max;
+        self
+    }
+
+    /// Sets the largest header block, in bytes, including the blank line that ends it. A header block
+    /// of `Content-Length` and `Content-Type` takes about 60 bytes.
+    ///
+    /// ```
+    /// let codec = gabp_codec::FrameCodec::new().with_max_header_size(1024);
+    /// assert_eq!(codec.max_header_size(), 1024);
+    /// ```
+    #[must_use]
+    pub const fn with_max_header_size(mut self, max: usize) -> Self {
+        self.max_header_size = max;
+        self
+    }
+
+    /// The largest body, in bytes, the codec reads or writes.
+    #[must_use]
+    pub const fn max_body_size(&self) -> usize {
+        self.max_body_size
+    }
+
+    /// The largest header block, in bytes, the codec reads.
+    #[must_use]
+    pub const fn max_header_size(&self) -> usize {
+        self.max_header_size
+    }
+
+    /// Parses (more of) a header block. Returns the header block length and the body length once the
+    /// block is complete, and otherwise remembers how far it got in `self.state`.
+    #[inline]
+    fn decode_head(
+        &mut self,
+        src: &[u8],
+        scanned: usize,
+        length: Option<u64>,
+    ) -> Result<Option<(usize, u64)>, FrameError> {
+        if scanned == 0 {
+            if src.is_empty() {
+                return Ok(None);
+            }
+            if let Some((head_len, len)) = canonical_head(src) {
+                if head_len <= self.max_header_size {
+                    return Ok(Some((head_len, len)));
+                }
+            }
+        }
+        match parse_head_lines(src, self.max_header_size, scanned, length)? {
+            HeadProgress::Complete { head_len, len } => Ok(Some((head_len, len))),
+            HeadProgress::Partial { scanned, length } => {
+                self.state = DecodeState::Head { scanned, length };
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Where the line-by-line header parser stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum HeadProgress {
+    /// The header block is `head_len` bytes long and announces a body of `len` bytes.
+    Complete { head_len: usize, len: u64 },
+    /// The first `scanned` bytes are complete lines, already parsed; the next line is incomplete.
+    Partial { scanned: usize, length: Option<u64> },
+}
+
+/// The general header parser. Consumes complete lines from `scanned` on, so a header block arriving
+/// in pieces is scanned once; never looks beyond `max_header` bytes.
+fn parse_head_lines(
+    src: &[u8],
+    max_header: usize,
+    mut scanned: usize,
+    mut length: Option<u64>,
+) -> Result<HeadProgress, FrameError> {
+    let window = &src[..src.len().min(max_header)];
+    loop {
+        let Some(line_end) = find_line_feed(&window[scanned..]).map(|at| scanned + at) else {
+            if src.len() >= max_header {
+                return Err(FrameError::HeaderTooLarge { limit: max_header });
+            }
+            return Ok(HeadProgress::Partial { scanned, length });
+        };
+        let line = match window[scanned..line_end].split_last() {
+            Some((b'\r', line)) => line,
+            _ => {
+                return Err(FrameError::MalformedHeader {
+                    reason: MalformedHeader::BareLineFeed,
+                })
+            }
+        };
+        scanned = line_end + 1;
+        if line.is_empty() {
+            return match length {
+                Some(len) => Ok(HeadProgress::Complete {
+                    head_len: scanned,
+                    len,
+                }),
+                None => Err(FrameError::MissingContentLength),
+            };
+        }
+        if let Some(value) = content_length_value(line)? {
+            let len = parse_length(value)?;
+            match length {
+                Some(first) if first != len => {
+                    return Err(FrameError::ConflictingContentLength { first, second: len })
+                }
+                _ => length = Some(len),
+            }
+        }
+    }
+}
+
+/// Recognises the header block this crate writes (`Content-Length: N\r\n` optionally followed by
+/// `Content-Type: application/json\r\n`, then `\r\n`) without the line-by-line parser. Returns `None`
+/// for anything else, including an incomplete block; the general parser then decides.
+#[inline]
+fn canonical_head(src: &[u8]) -> Option<(usize, u64)> {
+    let rest = src.strip_prefix(CANONICAL_PREFIX)?;
+    let digits = rest
+        .iter()
+        .take(MAX_SAFE_DIGITS + 1)
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    if digits == 0 || digits > MAX_SAFE_DIGITS {
+        return None;
+    }
+    let (number, tail) = rest.split_at(digits);
+    let len = number
+        .iter()
+        .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+    let suffix = if tail.starts_with(CANONICAL_SUFFIX) {
+        CANONICAL_SUFFIX.len()
+    } else if tail.starts_with(BARE_SUFFIX) {
+        BARE_SUFFIX.len()
+    } else {
+        return None;
+    };
+    Some((CANONICAL_PREFIX.len() + digits + suffix, len))
+}
+
+/// The value of a header line if it is a `Content-Length` header, `None` for any other header.
+fn content_length_value(line: &[u8]) -> Result<Option<&[u8]>, FrameError> {
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        return Err(FrameError::MalformedHeader {
+            reason: MalformedHeader::MissingColon,
+        });
+    };
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    if name.is_empty() || !name.iter().all(|&b| b.is_ascii_graphic()) {
+        return Err(FrameError::MalformedHeader {
+            reason: MalformedHeader::InvalidName,
+        });
+    }
+    Ok(name
+        .eq_ignore_ascii_case(CONTENT_LENGTH_NAME)
+        .then_some(value))
+}
+
+/// Parses a `Content-Length` value: optional spaces or tabs around an unsigned decimal number.
+fn parse_length(value: &[u8]) -> Result<u64, FrameError> {
+    let invalid = |reason| FrameError::InvalidContentLength { reason };
+    let value = value.trim_ascii_start();
+    let value = value
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(&value[..0], |last| &value[..=last]);
+    match value.first() {
+        None => return Err(invalid(InvalidLength::Empty)),
+        Some(b'+' | b'-') => return Err(invalid(InvalidLength::Signed)),
+        Some(_) => {}
+    }
+    let mut len = 0u64;
+    for &b in value {
+        if !b.is_ascii_digit() {
+            return Err(invalid(InvalidLength::NonNumeric));
+        }
+        len = len
+            .checked_mul(10)
+            .and_then(|len| len.checked_add(u64::from(b - b'0')))
+            .ok_or(invalid(InvalidLength::Overflow))?;
+    }
+    Ok(len)
+}
+
+/// Position of the first `\n`, eight bytes at a time.
+#[inline]
+fn find_line_feed(haystack: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const LINE_FEEDS: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut chunks = haystack.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ LINE_FEEDS;
+        // Non-zero exactly when some byte of `x` is zero; the lowest flagged byte is the first one.
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|at| offset + at)
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        loop {
+            match self.state {
+                DecodeState::Head { scanned, length } => {
+                    let Some((head_len, len)) = self.decode_head(src, scanned, length)? else {
+                        return Ok(None);
+                    };
+                    src.advance(head_len);
+                    match usize::try_from(len) {
+                        Ok(len) if len <= self.max_body_size => {
+                            if src.len() < len {
+                                src.reserve(len - src.len());
+                            }
+                            self.state = DecodeState::Body { len };
+                        }
+                        _ => {
+                            self.state = DecodeState::Discard {
+                                declared: len,
+                                remaining: len,
+                            };
+                            return Ok(Some(Frame::Oversized {
+                                declared: len,
+                                limit: self.max_body_size,
+                            }));
+                        }
+                    }
+                }
+                DecodeState::Body { len } => {
+                    if src.len() < len {
+                        return Ok(None);
+                    }
+                    self.state = HEAD_START;
+                    return Ok(Some(Frame::Body(src.split_to(len).freeze())));
+                }
+                DecodeState::Discard {
+                    declared,
+                    remaining,
+                } => {
+                    let skip = usize::try_from(remaining).map_or(src.len(), |r| r.min(src.len()));
+                    src.advance(skip);
+                    let remaining = remaining - skip as u64;
+                    if remaining > 0 {
+                        self.state = DecodeState::Discard {
+                            declared,
+                            remaining,
+                        };
+                        return Ok(None);
+                    }
+                    self.state = HEAD_START;
+                }
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if let Some(frame) = self.decode(src)? {
+            return Ok(Some(frame));
+        }
+        match self.state {
+            DecodeState::Head { .. } if src.is_empty() => Ok(None),
+            DecodeState::Head { .. } => Err(FrameError::TruncatedHeader {
+                buffered: src.len(),
+            }),
+            DecodeState::Body { len } => Err(FrameError::TruncatedBody {
+                expected: len as u64,
+                received: src.len() as u64,
+            }),
+            DecodeState::Discard {
+                declared,
+                remaining,
+            } => Err(FrameError::TruncatedBody {
+                expected: declared,
+                received: declared - remaining,
+            }),
+        }
+    }
+}
+
+/// Writes `Content-Length: N\r\nContent-Type: application/json\r\n\r\n` and the body into `dst` with
+/// one reservation. Refuses bodies over the limit without writing anything.
+impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, body: T, dst: &mut BytesMut) -> Result<(), FrameError> {
+        let body = body.as_ref();
+        if body.len() > self.max_body_size {
+            return Err(FrameError::BodyTooLarge {
+                len: body.len(),
+                limit: self.max_body_size,
+            });
+        }
+        let mut digits = [0u8; 20];
+        let digits = format_decimal(body.len() as u64, &mut digits);
+        dst.reserve(CANONICAL_PREFIX.len() + digits.len() + CANONICAL_SUFFIX.len() + body.len());
+        dst.put_slice(CANONICAL_PREFIX);
+        dst.put_slice(digits);
+        dst.put_slice(CANONICAL_SUFFIX);
+        dst.put_slice(body);
+        Ok(())
+    }
+}
+
+/// The decimal digits of `n`, written into the end of `buf`.
+fn format_decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut start = buf.len();
+    loop {
+        start -= 1;
+        buf[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[start..]
+}
+
+/// Length of the header block [`FrameCodec`] writes for a body of `body_len` bytes.
+pub(crate) fn encoded_head_len(body_len: usize) -> usize {
+    let mut digits = [0u8; 20];
+    CANONICAL_PREFIX.len()
+        + format_decimal(body_len as u64, &mut digits).len()
+        + CANONICAL_SUFFIX.len()
+}
+
+/// Writes the header block for a body of `body_len` bytes into `dst`.
+pub(crate) fn write_head(body_len: usize, dst: &mut [u8]) -> usize {
+    let mut digits = [0u8; 20];
+    let digits = format_decimal(body_len as u64, &mut digits);
+    let mut at = 0;
+    for part in [CANONICAL_PREFIX, digits, CANONICAL_SUFFIX] {
+        dst[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn general_head(src: &[u8]) -> Result<HeadProgress, FrameError> {
+        parse_head_lines(src, DEFAULT_MAX_HEADER_SIZE, 0, None)
+    }
+
+    #[test]
+    fn find_line_feed_matches_naive_search() {
+        let mut data = vec![b'a'; 40];
+        assert_eq!(find_line_feed(&data), None);
+        for at in 0..data.len() {
+            data[at] = b'\n';
+            assert_eq!(find_line_feed(&data), Some(at));
+            data[at] = 0x8a;
+        }
+    }
+
+    #[test]
+    fn format_decimal_writes_digits() {
+        let mut buf = [0u8; 20];
+        assert_eq!(format_decimal(0, &mut buf), b"0");
+        assert_eq!(format_decimal(1_048_576, &mut buf), b"1048576");
+        assert_eq!(format_decimal(u64::MAX, &mut buf), b"18446744073709551615");
+    }
+
+    #[test]
+    fn head_helpers_match_encoder() {
+        for len in [0usize, 9, 10, 200, 65_536, 1_048_576] {
+            let mut wire = BytesMut::new();
+            FrameCodec::new()
+                .with_max_body_size(usize::MAX)
+                .encode(vec![b'x'; len], &mut wire)
+                .expect("encodes");
+            let mut head = vec![0u8; encoded_head_len(len)];
+            assert_eq!(write_head(len, &mut head), head.len());
+            assert_eq!(&wire[..head.len()], &head[..]);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn canonical_head_agrees_with_general_parser(
+            prefix in prop::sample::select(vec!["Content-Length: ", "content-length:", "Content-Length:  "]),
+            len in any::<u64>(),
+            pad in prop::sample::select(vec!["", "0", "00"]),
+            suffix in prop::sample::select(vec![
+                "\r\n\r\n",
+                "\r\nContent-Type: application/json\r\n\r\n",
+                "\r\nContent-Type: application/json\r\n",
+                "\r\n",
+                "\r\nX: y\r\n\r\n",
+                "x\r\n\r\n",
+            ]),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let text = format!("{prefix}{pad}{len}{suffix}body");
+            let bytes = text.as_bytes();
+            let bytes = &bytes[..cut.index(bytes.len() + 1)];
+            if let Some(fast) = canonical_head(bytes) {
+                let general = general_head(bytes).expect("general parser accepts canonical head");
+                prop_assert_eq!(HeadProgress::Complete { head_len: fast.0, len: fast.1 }, general);
+            }
+        }
+    }
+}
