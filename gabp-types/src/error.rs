@@ -1,0 +1,235 @@
+//! Error codes and the error object of a response.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::strict::NonEmptyString;
+
+/// A numeric GABP error code.
+///
+/// Named constants cover every code of the registry; any other integer is carried as is (custom codes, or codes
+/// of other implementations such as Lib.GAB's `-31000`).
+///
+/// ```
+/// use gabp_types::ErrorCode;
+/// assert_eq!(ErrorCode::METHOD_NOT_FOUND.code(), -32601);
+/// assert_eq!(ErrorCode::from(-32403).name(), Some("Tool Timeout"));
+/// assert!(ErrorCode::from(-32050).is_server_error());
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i64);
+
+macro_rules! codes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal, $label:literal;)*) => {
+        impl ErrorCode {
+            $( $(#[$doc])* pub const $name: ErrorCode = ErrorCode($value); )*
+
+            /// Every named code of the registry, in registry order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$name),*];
+
+            /// The registry's name for this code, if it has one.
+            pub fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $($value => Some($label),)*
+                    -32099..=-32000 => Some("Server Error"),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    /// -32700: the body is not JSON, or not UTF-8.
+    PARSE_ERROR = -32700, "Parse Error";
+    /// -32600: JSON, but not a valid message.
+    INVALID_REQUEST = -32600, "Invalid Request";
+    /// -32601: unknown method.
+    METHOD_NOT_FOUND = -32601, "Method Not Found";
+    /// -32602: parameters (or tool arguments) fail their schema.
+    INVALID_PARAMS = -32602, "Invalid Params";
+    /// -32603: internal error (a handler panicked, ...).
+    INTERNAL_ERROR = -32603, "Internal Error";
+    /// -32100: a request arrived before a successful `session/hello`.
+    AUTHENTICATION_REQUIRED = -32100, "Authentication Required";
+    /// -32101: `session/hello` carried a wrong token.
+    AUTHENTICATION_FAILED = -32101, "Authentication Failed";
+    /// -32102: the session has expired.
+    SESSION_EXPIRED = -32102, "Session Expired";
+    /// -32103: insufficient permissions.
+    ACCESS_DENIED = -32103, "Access Denied";
+    /// -32200: `v` is not `gabp/1`.
+    PROTOCOL_VERSION_MISMATCH = -32200, "Protocol Version Mismatch";
+    /// -32201: `type` is not request, response or event.
+    INVALID_MESSAGE_TYPE = -32201, "Invalid Message Type";
+    /// -32202: a required envelope field is missing.
+    MISSING_REQUIRED_FIELD = -32202, "Missing Required Field";
+    /// -32203: an envelope field has an invalid value.
+    INVALID_FIELD_VALUE = -32203, "Invalid Field Value";
+    /// -32300: unknown resource.
+    RESOURCE_NOT_FOUND = -32300, "Resource Not Found";
+    /// -32301: access to the resource denied.
+    RESOURCE_ACCESS_DENIED = -32301, "Resource Access Denied";
+    /// -32302: the resource is locked.
+    RESOURCE_LOCKED = -32302, "Resource Locked";
+    /// -32303: the resource changed during the operation.
+    RESOURCE_MODIFIED = -32303, "Resource Modified";
+    /// -32400: unknown tool.
+    TOOL_NOT_FOUND = -32400, "Tool Not Found";
+    /// -32401: the tool exists but is unavailable (for example blocked by attention).
+    TOOL_UNAVAILABLE = -32401, "Tool Unavailable";
+    /// -32402: the tool returned an error.
+    TOOL_EXECUTION_FAILED = -32402, "Tool Execution Failed";
+    /// -32403: the tool exceeded its time limit.
+    TOOL_TIMEOUT = -32403, "Tool Timeout";
+    /// -32500: unknown event channel.
+    CHANNEL_NOT_FOUND = -32500, "Channel Not Found";
+    /// -32501: subscribing failed.
+    SUBSCRIPTION_FAILED = -32501, "Subscription Failed";
+    /// -32502: an event could not be delivered.
+    EVENT_DELIVERY_FAILED = -32502, "Event Delivery Failed";
+    /// -32503: an event channel's buffer overflowed.
+    CHANNEL_OVERFLOW = -32503, "Channel Overflow";
+}
+
+impl ErrorCode {
+    /// The first code of the implementation-defined server range (-32000..=-32099).
+    pub const SERVER_ERROR_START: ErrorCode = ErrorCode(-32000);
+    /// The last code of the implementation-defined server range.
+    pub const SERVER_ERROR_END: ErrorCode = ErrorCode(-32099);
+
+    /// A code in the server range: `server(0)` is -32000, `server(99)` is -32099; `None` past 99.
+    pub fn server(offset: u8) -> Option<ErrorCode> {
+        (offset <= 99).then(|| ErrorCode(-32000 - i64::from(offset)))
+    }
+
+    /// Whether this code lies in the server range -32099..=-32000.
+    pub fn is_server_error(self) -> bool {
+        (-32099..=-32000).contains(&self.0)
+    }
+
+    /// The numeric value.
+    pub fn code(self) -> i64 {
+        self.0
+    }
+}
+
+impl From<i64> for ErrorCode {
+    fn from(code: i64) -> Self {
+        ErrorCode(code)
+    }
+}
+
+impl From<ErrorCode> for i64 {
+    fn from(code: ErrorCode) -> Self {
+        code.0
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{} ({})", self.0, name),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl fmt::Debug for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ErrorCode({})", self.0)
+    }
+}
+
+/// The `error` member of a failed response.
+///
+/// ```
+/// use gabp_types::{ErrorCode, ErrorObject};
+/// let e = ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, "Method not found")
+///     .with_data(serde_json::json!({"method": "unknown/method"}));
+/// assert_eq!(serde_json::to_value(&e).unwrap()["code"], -32601);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "GABP Error Object",
+    description = "The error member of a failed GABP response."
+)]
+pub struct ErrorObject {
+    /// Numeric error code.
+    pub code: ErrorCode,
+    /// Human-readable description; never empty.
+    pub message: NonEmptyString,
+    /// Additional error-specific data.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::strict::present"
+    )]
+    #[schemars(schema_with = "crate::strict::any_value")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message. An empty message is replaced by the registry name of the code (or
+    /// `"error"`), so the object is always valid.
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> Self {
+        let code = code.into();
+        let message = NonEmptyString::new(message.into())
+            .unwrap_or_else(|_| NonEmptyString::from_static(code.name().unwrap_or("error")));
+        ErrorObject {
+            code,
+            message,
+            data: None,
+        }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The `retryable` flag from `data`, when present.
+    pub fn retryable(&self) -> Option<bool> {
+        self.data.as_ref()?.get("retryable")?.as_bool()
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error {}: {}", self.code.0, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_complete() {
+        let codes: Vec<i64> = ErrorCode::ALL.iter().map(|c| c.0).collect();
+        for expected in [-32700, -32600, -32601, -32602, -32603] {
+            assert!(codes.contains(&expected));
+        }
+        for base in [-32100, -32200, -32300, -32400, -32500] {
+            for k in 0..4 {
+                assert!(codes.contains(&(base - k)), "{}", base - k);
+            }
+        }
+        assert_eq!(ErrorCode::server(99), Some(ErrorCode(-32099)));
+        assert_eq!(ErrorCode::server(100), None);
+        assert_eq!(ErrorCode(-32000).name(), Some("Server Error"));
+        assert_eq!(ErrorCode(-31000).name(), None);
+    }
+
+    #[test]
+    fn empty_message_is_replaced() {
+        let e = ErrorObject::new(ErrorCode::TOOL_TIMEOUT, "");
+        assert_eq!(e.message.as_str(), "Tool Timeout");
+    }
+}

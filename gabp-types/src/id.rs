@@ -1,0 +1,222 @@
+//! Message identifiers.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::str::FromStr;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::format;
+
+/// The identifier of a GABP message: a hyphenated UUID string.
+///
+/// Upper-, lower- and mixed-case forms are accepted, and the exact text is kept so that a response echoes the
+/// id of its request byte for byte. Two ids are equal when they name the same UUID, whatever their case.
+/// Braced (`{...}`), URN (`urn:uuid:...`) and unhyphenated forms are rejected (DESIGN.md 3.3).
+///
+/// ```
+/// use gabp_types::MessageId;
+///
+/// let id: MessageId = "550E8400-E29B-41D4-A716-446655440000".parse()?;
+/// assert_eq!(id.to_string(), "550E8400-E29B-41D4-A716-446655440000");
+/// assert_eq!(id, "550e8400-e29b-41d4-a716-446655440000".parse()?);
+/// assert!("{550e8400-e29b-41d4-a716-446655440000}".parse::<MessageId>().is_err());
+/// # Ok::<(), gabp_types::InvalidMessageId>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct MessageId {
+    text: [u8; 36],
+}
+
+/// Error returned when a string is not a hyphenated UUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a hyphenated UUID (expected 8-4-4-4-12 hexadecimal digits)")]
+#[non_exhaustive]
+pub struct InvalidMessageId;
+
+impl MessageId {
+    /// The nil UUID `00000000-0000-0000-0000-000000000000`, used to answer messages whose own id is unreadable.
+    pub const NIL: MessageId = MessageId {
+        text: *b"00000000-0000-0000-0000-000000000000",
+    };
+
+    /// The nil id (see [`MessageId::NIL`]).
+    pub fn nil() -> MessageId {
+        Self::NIL
+    }
+
+    /// A fresh random (version 4) id, in lower case.
+    pub fn new_v4() -> MessageId {
+        Self::from_uuid(uuid::Uuid::new_v4())
+    }
+
+    /// The id of a UUID, in lower case.
+    pub fn from_uuid(uuid: uuid::Uuid) -> MessageId {
+        let mut text = [0u8; 36];
+        uuid.hyphenated().encode_lower(&mut text);
+        MessageId { text }
+    }
+
+    /// Parses a hyphenated UUID, keeping its case.
+    pub fn parse(s: &str) -> Result<MessageId, InvalidMessageId> {
+        if !format::is_hyphenated_uuid(s) {
+            return Err(InvalidMessageId);
+        }
+        let mut text = [0u8; 36];
+        text.copy_from_slice(s.as_bytes());
+        Ok(MessageId { text })
+    }
+
+    /// The id exactly as it was received or generated.
+    pub fn as_str(&self) -> &str {
+        // The constructors only store ASCII hex digits and hyphens, so this never fails; the fallback keeps the
+        // function total without a panic path.
+        std::str::from_utf8(&self.text).unwrap_or("00000000-0000-0000-0000-000000000000")
+    }
+
+    /// The UUID this id names.
+    pub fn as_uuid(&self) -> uuid::Uuid {
+        uuid::Uuid::try_parse_ascii(&self.text).unwrap_or_default()
+    }
+
+    /// Whether this is the nil id.
+    pub fn is_nil(&self) -> bool {
+        self.as_uuid().is_nil()
+    }
+}
+
+impl PartialEq for MessageId {
+    fn eq(&self, other: &Self) -> bool {
+        self.text.eq_ignore_ascii_case(&other.text)
+    }
+}
+
+impl Eq for MessageId {}
+
+impl Hash for MessageId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for b in self.text {
+            state.write_u8(b.to_ascii_lowercase());
+        }
+    }
+}
+
+impl PartialOrd for MessageId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MessageId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_uuid().cmp(&other.as_uuid())
+    }
+}
+
+impl Default for MessageId {
+    fn default() -> Self {
+        Self::NIL
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MessageId({})", self.as_str())
+    }
+}
+
+impl FromStr for MessageId {
+    type Err = InvalidMessageId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        MessageId::parse(s)
+    }
+}
+
+impl From<uuid::Uuid> for MessageId {
+    fn from(uuid: uuid::Uuid) -> Self {
+        MessageId::from_uuid(uuid)
+    }
+}
+
+impl Serialize for MessageId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        MessageId::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for MessageId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageId".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "format": "uuid",
+            "pattern": format::UUID_PATTERN,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_case_and_compares_case_insensitively() {
+        let upper = MessageId::parse("550E8400-E29B-41D4-A716-446655440000").unwrap();
+        let lower = MessageId::parse("550e8400-e29b-41d4-a716-446655440000").unwrap();
+        assert_eq!(upper.as_str(), "550E8400-E29B-41D4-A716-446655440000");
+        assert_eq!(upper, lower);
+        let hash = |id: &MessageId| {
+            use std::collections::hash_map::DefaultHasher;
+            let mut h = DefaultHasher::new();
+            id.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&upper), hash(&lower));
+    }
+
+    #[test]
+    fn rejects_other_uuid_forms() {
+        for bad in [
+            "{550e8400-e29b-41d4-a716-446655440000}",
+            "urn:uuid:550e8400-e29b-41d4-a716-446655440000",
+            "550e8400e29b41d4a716446655440000",
+            "550e8400-e29b-41d4-a716-44665544000g",
+            "550e8400-e29b-41d4-a716-4466554400000",
+            "",
+            "550e8400-e29b-41d4-a716_446655440000",
+        ] {
+            assert!(MessageId::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn nil_and_v4() {
+        assert!(MessageId::nil().is_nil());
+        let id = MessageId::new_v4();
+        assert!(!id.is_nil());
+        assert_eq!(id.as_str(), id.as_str().to_ascii_lowercase());
+        assert_eq!(MessageId::parse(id.as_str()).unwrap(), id);
+    }
+}

@@ -1,0 +1,55 @@
+//! The typed model of the Game Agent Bridge Protocol (`gabp/1`, schema line 1.x).
+//!
+//! - [`Message`]: the envelope, one enum of [`Request`], [`Response`] and [`Event`];
+//! - validating newtypes: [`MessageId`], [`MethodName`], [`ToolName`], [`ChannelName`], [`Uri`], ...;
+//! - [`ErrorCode`] with a named constant for every registry code, and [`ErrorObject`];
+//! - [`methods`]: params and result types of every core method, tied to their names by [`methods::Method`];
+//! - [`Attention`], [`Capabilities`], [`ToolDescriptor`], [`BridgeFile`];
+//! - [`decode`]: the strict and lenient decoders, with errors that carry a JSON pointer and the GABP code to
+//!   answer with;
+//! - [`schema`]: generation of `SCHEMA/1.0/` from these types.
+//!
+//! This crate has no async runtime dependency.
+//!
+//! ```
+//! use gabp_types::decode::{decode, DecodeMode};
+//! use gabp_types::methods::{Method, ToolsCall, ToolsCallParams};
+//! use gabp_types::Message;
+//!
+//! let body = br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request",
+//!                "method":"tools/call","params":{"name":"world/get_block","arguments":{"x":1,"y":2,"z":3}}}"#;
+//! let Message::Request(request) = decode(body, DecodeMode::Strict)? else { unreachable!() };
+//! assert_eq!(request.method, ToolsCall::NAME);
+//! let params: ToolsCallParams = request.params_as()?;
+//! assert_eq!(params.name, "world/get_block");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod attention;
+mod bridge_config;
+mod capabilities;
+pub mod decode;
+mod error;
+pub mod format;
+mod id;
+mod message;
+pub mod methods;
+mod name;
+pub mod schema;
+mod strict;
+
+pub use attention::{Attention, AttentionSample, AttentionState, Severity};
+pub use bridge_config::{BridgeFile, BridgeMetadata, TransportInfo};
+pub use capabilities::{
+    BelowMinimum, BoundedU64, Capabilities, Extensions, InvalidExtensionKey, Limits, ToolDescriptor,
+};
+pub use decode::{DecodeError, DecodeMode};
+pub use error::{ErrorCode, ErrorObject};
+pub use id::{InvalidMessageId, MessageId};
+pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};
+pub use name::{ChannelName, InvalidName, MethodName, ToolName};
+pub use strict::{
+    EmptyString, InvalidItems, InvalidTimestamp, InvalidUri, NonEmptyString, Timestamp, UniqueVec,
+    Uri,
+};

@@ -1,0 +1,413 @@
+//! Generation of the JSON Schemas in `SCHEMA/1.0/` from the Rust types (run by `cargo xtask gen-schemas`).
+//!
+//! Every file is a self-contained draft-07 schema (no reference to another file, so independent validators need
+//! no resolver), with `$id` under [`ID_BASE`]. Output is deterministic: keys sorted, 2-space indent, final
+//! newline.
+//!
+//! ```
+//! let files = gabp_types::schema::schema_files();
+//! let envelope = files.iter().find(|f| f.path == "envelope.schema.json").unwrap();
+//! assert_eq!(envelope.schema["$id"], "https://gabp-rs.dev/schema/1.0/envelope.schema.json");
+//! assert!(envelope.render().ends_with("}\n"));
+//! ```
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+
+use crate::methods::{self, Method};
+use crate::{
+    Attention, Capabilities, ChannelName, ErrorObject, MessageId, MethodName, Timestamp,
+    ToolDescriptor,
+};
+
+/// The `$id` prefix of every generated schema.
+pub const ID_BASE: &str = "https://gabp-rs.dev/schema/1.0/";
+
+/// The meta-schema every generated file declares.
+pub const DRAFT_07: &str = "http://json-schema.org/draft-07/schema#";
+
+/// Formats the generated schemas use; any other `format` schemars would emit (such as `uint64`) is dropped,
+/// because validators treat unknown formats inconsistently.
+const KNOWN_FORMATS: &[&str] = &["uuid", "uri", "date-time"];
+
+/// One generated schema file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchemaFile {
+    /// Path relative to `SCHEMA/1.0/`, with `/` separators.
+    pub path: String,
+    /// The schema.
+    pub schema: Value,
+}
+
+impl SchemaFile {
+    /// The file's exact text: sorted keys, 2-space indent, final newline.
+    pub fn render(&self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.schema).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft07()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+}
+
+/// The inline schema of `T`, normalized (see [`normalize`]).
+fn schema_of<T: JsonSchema>() -> Value {
+    let mut value = generator().into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    normalize(&mut value);
+    value
+}
+
+/// Normalizes a generated schema in place: optional properties never accept `null` (we omit them instead of
+/// sending `null`, and the typed decoder refuses `null` for them), formats validators disagree on are dropped,
+/// and `default` annotations are removed.
+fn normalize(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    map.remove("default");
+    if let Some(Value::String(f)) = map.get("format") {
+        if !KNOWN_FORMATS.contains(&f.as_str()) {
+            map.remove("format");
+        }
+    }
+    let required: Vec<String> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(props)) = map.get_mut("properties") {
+        for (name, prop) in props.iter_mut() {
+            if !required.contains(name) {
+                strip_null(prop);
+            }
+            normalize(prop);
+        }
+    }
+    for key in ["patternProperties", "definitions", "$defs"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            children.values_mut().for_each(normalize);
+        }
+    }
+    for key in ["items", "additionalProperties", "not", "if", "then", "else"] {
+        if let Some(child) = map.get_mut(key) {
+            normalize(child);
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(children)) = map.get_mut(key) {
+            children.iter_mut().for_each(normalize);
+        }
+    }
+}
+
+fn strip_null(schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            let only = types.remove(0);
+            map.insert("type".into(), only);
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = map.get_mut(key) {
+            options.retain(|o| o != &json!({"type": "null"}));
+            if options.len() == 1 {
+                if let Some(Value::Object(only)) = options.pop() {
+                    map.remove(key);
+                    for (k, v) in only {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn with_header(id: &str, title: &str, description: &str, body: Value) -> Value {
+    let mut map = match body {
+        Value::Object(m) => m,
+        other => {
+            let mut m = Map::new();
+            m.insert("allOf".into(), json!([other]));
+            m
+        }
+    };
+    map.insert("$schema".into(), json!(DRAFT_07));
+    map.insert("$id".into(), json!(format!("{ID_BASE}{id}")));
+    map.insert("title".into(), json!(title));
+    map.insert("description".into(), json!(description));
+    Value::Object(map)
+}
+
+fn version() -> Value {
+    json!({ "const": crate::PROTOCOL_VERSION, "description": "Protocol version identifier." })
+}
+
+fn with_description(mut schema: Value, description: &str) -> Value {
+    if let Value::Object(m) = &mut schema {
+        m.insert("description".into(), json!(description));
+    }
+    schema
+}
+
+/// The response rules: exactly one of `result` and `error`.
+fn exactly_one_outcome() -> Value {
+    json!([
+        { "not": { "required": ["result", "error"] } },
+        { "anyOf": [ { "required": ["result"] }, { "required": ["error"] } ] }
+    ])
+}
+
+fn request_schema(method: Value, params: Value, params_required: bool) -> Value {
+    let mut required = vec!["v", "id", "type", "method"];
+    if params_required {
+        required.push("params");
+    }
+    json!({
+        "type": "object",
+        "required": required,
+        "properties": {
+            "v": version(),
+            "id": with_description(schema_of::<MessageId>(), "Unique request identifier."),
+            "type": { "const": "request" },
+            "method": method,
+            "params": params,
+        },
+        "additionalProperties": false
+    })
+}
+
+fn response_schema(result: Value) -> Value {
+    json!({
+        "type": "object",
+        "required": ["v", "id", "type"],
+        "properties": {
+            "v": version(),
+            "id": with_description(schema_of::<MessageId>(), "Identifier of the request this response answers."),
+            "type": { "const": "response" },
+            "result": result,
+            "error": schema_of::<ErrorObject>(),
+        },
+        "allOf": exactly_one_outcome(),
+        "additionalProperties": false
+    })
+}
+
+fn event_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["v", "id", "type", "channel", "seq", "payload"],
+        "properties": {
+            "v": version(),
+            "id": with_description(schema_of::<MessageId>(), "Unique event identifier."),
+            "type": { "const": "event" },
+            "channel": with_description(schema_of::<ChannelName>(), "Channel the event was published on."),
+            "seq": { "type": "integer", "minimum": 0, "description": "Sequence number, per channel, from 0." },
+            "payload": { "description": "The event's data." },
+            "timestamp": with_description(schema_of::<Timestamp>(), "When the event occurred (RFC 3339)."),
+        },
+        "if": {
+            "required": ["channel"],
+            "properties": { "channel": { "type": "string", "pattern": "^attention/" } }
+        },
+        "then": { "properties": { "payload": schema_of::<Attention>() } },
+        "additionalProperties": false
+    })
+}
+
+fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
+    let stem = M::NAME.replace('/', ".");
+    let request = request_schema(
+        json!({ "const": M::NAME }),
+        with_description(schema_of::<M::Params>(), "Method parameters."),
+        M::PARAMS_REQUIRED,
+    );
+    files.push(SchemaFile {
+        path: format!("methods/{stem}.request.json"),
+        schema: with_header(
+            &format!("methods/{stem}.request.json"),
+            &format!("{} request", M::NAME),
+            &format!("A `{}` request message.", M::NAME),
+            request,
+        ),
+    });
+    let response_stem = if M::NAME == methods::SessionHello::NAME {
+        "session.welcome".to_owned()
+    } else {
+        stem
+    };
+    let result = with_description(schema_of::<M::Result>(), "The method's result.");
+    files.push(SchemaFile {
+        path: format!("methods/{response_stem}.response.json"),
+        schema: with_header(
+            &format!("methods/{response_stem}.response.json"),
+            &format!("{} response", M::NAME),
+            &format!(
+                "A response to a `{}` request: its result, or an error.",
+                M::NAME
+            ),
+            response_schema(result),
+        ),
+    });
+}
+
+/// Every schema file of `SCHEMA/1.0/`, in a stable order.
+pub fn schema_files() -> Vec<SchemaFile> {
+    let mut files = Vec::new();
+    let envelope = json!({
+        "type": "object",
+        "oneOf": [
+            { "$ref": "#/definitions/request" },
+            { "$ref": "#/definitions/response" },
+            { "$ref": "#/definitions/event" }
+        ],
+        "definitions": {
+            "request": request_schema(
+                with_description(schema_of::<MethodName>(), "Method to invoke."),
+                json!({ "type": "object", "description": "Method parameters." }),
+                false,
+            ),
+            "response": response_schema(json!({ "description": "The method's result (any JSON value)." })),
+            "event": event_schema(),
+        }
+    });
+    files.push(SchemaFile {
+        path: "envelope.schema.json".into(),
+        schema: with_header(
+            "envelope.schema.json",
+            "GABP envelope",
+            "Any gabp/1 message: a request, a response or an event.",
+            envelope,
+        ),
+    });
+    let common: [(&str, &str, &str, Value); 4] = [
+        (
+            "common/error.schema.json",
+            "GABP error object",
+            "The error member of a failed response.",
+            schema_of::<ErrorObject>(),
+        ),
+        (
+            "common/tool.schema.json",
+            "GABP tool",
+            "A tool as listed by tools/list.",
+            schema_of::<ToolDescriptor>(),
+        ),
+        (
+            "common/capabilities.schema.json",
+            "GABP capabilities",
+            "What a mod supports, advertised in the welcome.",
+            schema_of::<Capabilities>(),
+        ),
+        (
+            "common/attention.schema.json",
+            "GABP attention object",
+            "A summarized attention item.",
+            schema_of::<Attention>(),
+        ),
+    ];
+    for (path, title, description, schema) in common {
+        files.push(SchemaFile {
+            path: path.into(),
+            schema: with_header(path, title, description, schema),
+        });
+    }
+    files.push(SchemaFile {
+        path: "events/event.message.json".into(),
+        schema: with_header(
+            "events/event.message.json",
+            "GABP event",
+            "An event message; on attention/* channels the payload is an attention object.",
+            event_schema(),
+        ),
+    });
+    files.push(SchemaFile {
+        path: "events/attention.payload.schema.json".into(),
+        schema: with_header(
+            "events/attention.payload.schema.json",
+            "GABP attention event payload",
+            "Payload of the attention/opened, attention/updated and attention/cleared channels.",
+            schema_of::<Attention>(),
+        ),
+    });
+    use methods::*;
+    method_files::<SessionHello>(&mut files);
+    method_files::<SessionPing>(&mut files);
+    method_files::<SessionGoodbye>(&mut files);
+    method_files::<ToolsList>(&mut files);
+    method_files::<ToolsCall>(&mut files);
+    method_files::<EventsSubscribe>(&mut files);
+    method_files::<EventsUnsubscribe>(&mut files);
+    method_files::<ResourcesList>(&mut files);
+    method_files::<ResourcesRead>(&mut files);
+    method_files::<StateGet>(&mut files);
+    method_files::<StateSet>(&mut files);
+    method_files::<AttentionCurrent>(&mut files);
+    method_files::<AttentionAck>(&mut files);
+    files
+}
+
+/// The schemas a message must satisfy, as `(schema path relative to SCHEMA/1.0/, JSON pointer of the part of
+/// the message it applies to)`: the envelope always (to the whole message); a core method's request schema for
+/// its requests; the response schema of `response_to`, when given, for a response; the attention payload schema
+/// (to `/payload`) for an event on an `attention/*` channel.
+pub fn applicable_schemas(
+    message: &Value,
+    response_to: Option<&str>,
+) -> Vec<(String, &'static str)> {
+    let mut paths = vec![("envelope.schema.json".to_owned(), "")];
+    let stem = |m: &str| {
+        if m == methods::SessionHello::NAME {
+            "session.welcome".to_owned()
+        } else {
+            m.replace('/', ".")
+        }
+    };
+    match message.get("type").and_then(Value::as_str) {
+        Some("request") => {
+            if let Some(m) = message.get("method").and_then(Value::as_str) {
+                if methods::CORE_METHODS.contains(&m) {
+                    paths.push((format!("methods/{}.request.json", m.replace('/', ".")), ""));
+                }
+            }
+        }
+        Some("response") => {
+            if let Some(m) = response_to.filter(|m| methods::CORE_METHODS.contains(m)) {
+                paths.push((format!("methods/{}.response.json", stem(m)), ""));
+            }
+        }
+        Some("event")
+            if message
+                .get("channel")
+                .and_then(Value::as_str)
+                .is_some_and(|c| c.starts_with("attention/")) =>
+        {
+            paths.push((
+                "events/attention.payload.schema.json".to_owned(),
+                "/payload",
+            ));
+        }
+        _ => {}
+    }
+    paths
+}

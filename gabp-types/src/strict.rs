@@ -1,0 +1,499 @@
+//! Small validating building blocks shared by the method types: each one checks on deserialization exactly
+//! what its JSON Schema states, so the typed model and the generated schemas agree.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::hash::Hash;
+use std::ops::Deref;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::format;
+
+/// Deserializes an optional field that, when present, must hold a `T` (a JSON `null` is not "absent").
+///
+/// Use with `#[serde(default, deserialize_with = "...")]`.
+pub(crate) fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// A deserializer over a borrowed JSON object, so typed params can be read without cloning the map.
+pub(crate) struct BorrowedMap<'a>(pub(crate) &'a serde_json::Map<String, serde_json::Value>);
+
+impl<'de> Deserializer<'de> for BorrowedMap<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(
+        self,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        let iter = self.0.iter().map(|(k, v)| (k.as_str(), v));
+        let mut de = serde::de::value::MapDeserializer::new(iter);
+        let value = visitor.visit_map(&mut de)?;
+        de.end()?;
+        Ok(value)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// The schema of a required value that may be `null`: `T`, or `null`.
+pub(crate) fn nullable_schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    let inner = generator.subschema_for::<T>();
+    json_schema!({ "oneOf": [ { "type": "null" }, inner ] })
+}
+
+/// The schema that accepts any JSON value.
+pub(crate) fn any_value(_: &mut SchemaGenerator) -> Schema {
+    Schema::from(true)
+}
+
+/// A string that is never empty (`minLength: 1`).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NonEmptyString(String);
+
+/// Error returned for an empty string where one is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must not be empty")]
+#[non_exhaustive]
+pub struct EmptyString;
+
+impl NonEmptyString {
+    /// Wraps `s`, refusing the empty string.
+    pub fn new(s: impl Into<String>) -> Result<Self, EmptyString> {
+        let s = s.into();
+        if s.is_empty() {
+            Err(EmptyString)
+        } else {
+            Ok(Self(s))
+        }
+    }
+
+    pub(crate) fn from_static(s: &'static str) -> Self {
+        Self(if s.is_empty() {
+            "-".to_owned()
+        } else {
+            s.to_owned()
+        })
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The text as an owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for NonEmptyString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for NonEmptyString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl Deref for NonEmptyString {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for NonEmptyString {
+    type Error = EmptyString;
+    fn try_from(s: &str) -> Result<Self, EmptyString> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<String> for NonEmptyString {
+    type Error = EmptyString;
+    fn try_from(s: String) -> Result<Self, EmptyString> {
+        Self::new(s)
+    }
+}
+
+impl PartialEq<str> for NonEmptyString {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for NonEmptyString {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl Serialize for NonEmptyString {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for NonEmptyString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Self::new(s).map_err(|_| serde::de::Error::custom("must be a non-empty string"))
+    }
+}
+
+impl JsonSchema for NonEmptyString {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NonEmptyString".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "minLength": 1 })
+    }
+}
+
+/// An absolute URI (RFC 3986, scheme required), such as `gabp://game/world`.
+///
+/// ```
+/// use gabp_types::Uri;
+/// assert!(Uri::new("gabp://game/world").is_ok());
+/// assert!(Uri::new("world").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Uri(String);
+
+/// Error returned when a string is not an absolute URI.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an absolute URI")]
+#[non_exhaustive]
+pub struct InvalidUri(pub String);
+
+impl Uri {
+    /// Validates `s` as an absolute URI.
+    pub fn new(s: impl Into<String>) -> Result<Self, InvalidUri> {
+        let s = s.into();
+        if format::is_absolute_uri(&s) {
+            Ok(Self(s))
+        } else {
+            Err(InvalidUri(s))
+        }
+    }
+
+    /// The URI text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The scheme (the part before the first `:`).
+    pub fn scheme(&self) -> &str {
+        self.0.split(':').next().unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Uri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Uri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Uri({:?})", self.0)
+    }
+}
+
+impl Deref for Uri {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Uri {
+    type Err = InvalidUri;
+    fn from_str(s: &str) -> Result<Self, InvalidUri> {
+        Self::new(s)
+    }
+}
+
+impl Serialize for Uri {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Uri {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Uri {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Uri".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "uri" })
+    }
+}
+
+/// An RFC 3339 date-time string, such as `2026-03-01T12:00:00.250Z`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Timestamp(String);
+
+/// Error returned when a string is not an RFC 3339 date-time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an RFC 3339 date-time")]
+#[non_exhaustive]
+pub struct InvalidTimestamp(pub String);
+
+impl Timestamp {
+    /// Validates `s` as an RFC 3339 date-time.
+    pub fn new(s: impl Into<String>) -> Result<Self, InvalidTimestamp> {
+        let s = s.into();
+        if format::is_rfc3339_date_time(&s) {
+            Ok(Self(s))
+        } else {
+            Err(InvalidTimestamp(s))
+        }
+    }
+
+    /// The current time in UTC with millisecond precision.
+    pub fn now() -> Self {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Self::from_unix_millis(u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// The UTC time `millis` milliseconds after the Unix epoch.
+    pub fn from_unix_millis(millis: u64) -> Self {
+        let secs = millis / 1000;
+        let ms = millis % 1000;
+        let days = secs / 86_400;
+        let rem = secs % 86_400;
+        let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+        // Civil-from-days (Howard Hinnant's algorithm), valid for the whole u64 range we care about.
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+        let y = yoe + era * 400 + i64::from(mo <= 2);
+        let y = y.clamp(0, 9999);
+        Self(format!(
+            "{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z"
+        ))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Timestamp({:?})", self.0)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "format": "date-time" })
+    }
+}
+
+/// An array whose items are unique (`uniqueItems: true`) and that holds at least `MIN` items (`minItems`).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct UniqueVec<T, const MIN: usize = 0>(Vec<T>);
+
+/// Error returned when building a [`UniqueVec`] from items that repeat or are too few.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidItems {
+    /// An item appears twice.
+    #[error("item {index} repeats an earlier item")]
+    Duplicate {
+        /// Index of the repeated item.
+        index: usize,
+    },
+    /// Fewer items than required.
+    #[error("at least {min} item(s) required")]
+    TooFew {
+        /// The minimum.
+        min: usize,
+    },
+}
+
+impl<T: Eq + Hash, const MIN: usize> UniqueVec<T, MIN> {
+    /// Checks `items` for uniqueness and the minimum count.
+    pub fn new(items: Vec<T>) -> Result<Self, InvalidItems> {
+        if items.len() < MIN {
+            return Err(InvalidItems::TooFew { min: MIN });
+        }
+        let mut seen = HashSet::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            if !seen.insert(item) {
+                return Err(InvalidItems::Duplicate { index });
+            }
+        }
+        Ok(Self(items))
+    }
+}
+
+impl<T, const MIN: usize> UniqueVec<T, MIN> {
+    /// The items.
+    pub fn as_slice(&self) -> &[T] {
+        &self.0
+    }
+
+    /// The items as a vector.
+    pub fn into_vec(self) -> Vec<T> {
+        self.0
+    }
+}
+
+impl<T, const MIN: usize> Default for UniqueVec<T, MIN> {
+    /// An empty list (only meaningful when `MIN` is 0).
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<T: fmt::Debug, const MIN: usize> fmt::Debug for UniqueVec<T, MIN> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl<T, const MIN: usize> Deref for UniqueVec<T, MIN> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Eq + Hash, const MIN: usize> TryFrom<Vec<T>> for UniqueVec<T, MIN> {
+    type Error = InvalidItems;
+    fn try_from(items: Vec<T>) -> Result<Self, InvalidItems> {
+        Self::new(items)
+    }
+}
+
+impl<T: Serialize, const MIN: usize> Serialize for UniqueVec<T, MIN> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Eq + Hash, const MIN: usize> Deserialize<'de>
+    for UniqueVec<T, MIN>
+{
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let items = Vec::<T>::deserialize(deserializer)?;
+        Self::new(items).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<T: JsonSchema, const MIN: usize> JsonSchema for UniqueVec<T, MIN> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("UniqueVec_{}_{}", T::schema_name(), MIN).into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let items = generator.subschema_for::<T>();
+        let mut schema = json_schema!({ "type": "array", "items": items, "uniqueItems": true });
+        if MIN > 0 {
+            schema.insert("minItems".into(), MIN.into());
+        }
+        schema
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_vec_rules() {
+        assert!(UniqueVec::<String, 1>::new(vec![]).is_err());
+        assert_eq!(
+            UniqueVec::<&str>::new(vec!["a", "b", "a"]).unwrap_err(),
+            InvalidItems::Duplicate { index: 2 }
+        );
+        let v: Result<UniqueVec<String>, _> = serde_json::from_str(r#"["a","a"]"#);
+        assert!(v.is_err());
+    }
+
+    #[test]
+    fn timestamps_from_millis_are_valid() {
+        for ms in [
+            0u64,
+            1_704_186_600_123,
+            951_782_400_000, /* 2000-02-29 */
+            4_102_444_799_999,
+        ] {
+            let t = Timestamp::from_unix_millis(ms);
+            assert!(format::is_rfc3339_date_time(t.as_str()), "{t}");
+        }
+        assert_eq!(
+            Timestamp::from_unix_millis(0).as_str(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            Timestamp::from_unix_millis(951_782_400_000).as_str(),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert!(format::is_rfc3339_date_time(Timestamp::now().as_str()));
+    }
+}
