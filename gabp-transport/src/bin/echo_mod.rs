@@ -1,0 +1,53 @@
+//! A tiny GABP "mod" for this crate's tests: it listens on its own stdin/stdout through
+//! [`gabp_transport::Listener`] and echoes every frame body back. Not part of the public surface.
+//!
+//! Arguments:
+//! - `--stderr TEXT`: write TEXT and a newline to stderr first;
+//! - `--hang`: after stdin closes, keep running (so tests can see the child killed);
+//! - `--exit-code N`: exit with status N once stdin closes.
+
+use futures::{SinkExt, StreamExt};
+use gabp_transport::{Endpoint, Frame, Listener};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut hang = false;
+    let mut exit_code = 0;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--hang" => hang = true,
+            "--stderr" => eprintln!("{}", args.next().unwrap_or_default()),
+            "--exit-code" => exit_code = args.next().and_then(|n| n.parse().ok()).unwrap_or(2),
+            other => {
+                eprintln!("echo mod: unknown argument {other:?}");
+                std::process::exit(64);
+            }
+        }
+    }
+    if let Err(e) = serve().await {
+        eprintln!("echo mod: {e}");
+        std::process::exit(1);
+    }
+    if hang {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        }
+    }
+    std::process::exit(exit_code);
+}
+
+async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+    let listener = Listener::bind(&Endpoint::Stdio).await?;
+    let mut conn = listener.accept().await?;
+    while let Some(frame) = conn.next().await {
+        let frame = frame?;
+        if let Frame::Oversized { declared, .. } = frame {
+            conn.send(format!("{{\"oversized\":{declared}}}").into())
+                .await?;
+        } else if let Some(body) = frame.into_body() {
+            conn.send(body).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,517 @@
+//! Where a GABP connection lives: [`Endpoint`] and its textual form.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// The longest pipe name [`Endpoint::Pipe`] accepts (Windows allows 256 characters after
+/// `\\.\pipe\`).
+const MAX_PIPE_NAME: usize = 256;
+
+/// The Windows prefix of a named pipe path.
+const PIPE_PREFIX: &str = r"\\.\pipe\";
+
+/// A transport address in the GABP sense.
+///
+/// The textual forms, accepted by [`str::parse`] and produced by [`Display`](fmt::Display), are:
+///
+/// | form | meaning |
+/// |---|---|
+/// | `tcp://127.0.0.1:PORT` | TCP on IPv4 loopback (any `127.0.0.0/8` address) |
+/// | `tcp://[::1]:PORT` | TCP on IPv6 loopback |
+/// | `tcp://localhost:PORT` | read as `tcp://127.0.0.1:PORT` (no name lookup is ever made) |
+/// | `unix:///abs/path.sock` | a Unix domain socket at an absolute path |
+/// | `pipe://NAME` | the Windows named pipe `\\.\pipe\NAME` (the raw `\\.\pipe\NAME` is accepted too) |
+/// | `stdio` | the standard input and output of a process |
+///
+/// TCP is loopback-only (DESIGN 3.8): parsing refuses every other address, and so do
+/// [`Listener::bind`](crate::Listener::bind) and [`connect`](crate::connect) for a hand-built
+/// [`Endpoint::Tcp`]. Port `0` is accepted for binding (the system picks a free port; the
+/// listener reports the real one).
+///
+/// ```
+/// use gabp_transport::Endpoint;
+///
+/// let ep: Endpoint = "tcp://[::1]:4711".parse()?;
+/// assert_eq!(ep.to_string(), "tcp://[::1]:4711");
+///
+/// let err = "tcp://0.0.0.0:4711".parse::<Endpoint>().unwrap_err();
+/// assert!(err.to_string().contains("loopback"));
+/// # Ok::<(), gabp_transport::EndpointError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// TCP on a loopback address.
+    Tcp(SocketAddr),
+    /// A Unix domain socket at an absolute path.
+    Unix(PathBuf),
+    /// A Windows named pipe, by its short name (`NAME` in `\\.\pipe\NAME`).
+    Pipe(String),
+    /// The standard input and output of a process: the mod's own, or a spawned child's.
+    Stdio,
+}
+
+impl Endpoint {
+    /// A TCP endpoint on `127.0.0.1` at `port` (`0` lets the system choose when binding).
+    ///
+    /// ```
+    /// assert_eq!(gabp_transport::Endpoint::tcp_v4(4711).to_string(), "tcp://127.0.0.1:4711");
+    /// ```
+    #[must_use]
+    pub fn tcp_v4(port: u16) -> Self {
+        Endpoint::Tcp(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+    }
+
+    /// A TCP endpoint on `::1` at `port` (`0` lets the system choose when binding).
+    #[must_use]
+    pub fn tcp_v6(port: u16) -> Self {
+        Endpoint::Tcp(SocketAddr::new(
+            IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            port,
+        ))
+    }
+
+    /// A Unix socket endpoint, checking that `path` is absolute.
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointError::RelativeUnixPath`] for a relative path, [`EndpointError::InvalidUnixPath`]
+    /// for an empty one or one containing a NUL byte.
+    pub fn unix(path: impl Into<PathBuf>) -> Result<Self, EndpointError> {
+        let path = path.into();
+        check_unix_path(&path)?;
+        Ok(Endpoint::Unix(path))
+    }
+
+    /// A Unix socket endpoint at an unpredictable path: `gabp-<128 random bits>.sock` in `dir`.
+    ///
+    /// Use it with [`Listener::bind`](crate::Listener::bind) to follow DESIGN 3.8 ("created 0600 at
+    /// an unpredictable path"); a good `dir` is `$XDG_RUNTIME_DIR` or [`std::env::temp_dir`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Endpoint::unix`], plus [`EndpointError::Random`] if the OS random source fails.
+    pub fn unix_unique_in(dir: impl AsRef<Path>) -> Result<Self, EndpointError> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).map_err(|e| EndpointError::Random(e.to_string()))?;
+        let name = format!("gabp-{}.sock", crate::token::to_hex(&bytes));
+        Endpoint::unix(dir.as_ref().join(name))
+    }
+
+    /// A named pipe endpoint, checking the name.
+    ///
+    /// # Errors
+    ///
+    /// [`EndpointError::InvalidPipeName`] for an empty name, one longer than 256 characters, or one
+    /// containing `\`, `/` or a control character.
+    pub fn pipe(name: impl Into<String>) -> Result<Self, EndpointError> {
+        let name = name.into();
+        check_pipe_name(&name)?;
+        Ok(Endpoint::Pipe(name))
+    }
+
+    /// For a [`Endpoint::Pipe`], the full Windows path `\\.\pipe\NAME`.
+    #[must_use]
+    pub fn pipe_path(&self) -> Option<String> {
+        match self {
+            Endpoint::Pipe(name) => Some(format!("{PIPE_PREFIX}{name}")),
+            _ => None,
+        }
+    }
+
+    /// The scheme of the textual form: `tcp`, `unix`, `pipe` or `stdio`.
+    #[must_use]
+    pub fn scheme(&self) -> &'static str {
+        match self {
+            Endpoint::Tcp(_) => "tcp",
+            Endpoint::Unix(_) => "unix",
+            Endpoint::Pipe(_) => "pipe",
+            Endpoint::Stdio => "stdio",
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // SocketAddr's Display already brackets IPv6 addresses.
+            Endpoint::Tcp(addr) => write!(f, "tcp://{addr}"),
+            Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
+            Endpoint::Pipe(name) => write!(f, "pipe://{name}"),
+            Endpoint::Stdio => f.write_str("stdio"),
+        }
+    }
+}
+
+impl FromStr for Endpoint {
+    type Err = EndpointError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "stdio" || s == "stdio://" {
+            return Ok(Endpoint::Stdio);
+        }
+        if let Some(rest) = s.strip_prefix("tcp://") {
+            return parse_tcp(rest).map(Endpoint::Tcp);
+        }
+        if let Some(rest) = s.strip_prefix("unix://") {
+            return Endpoint::unix(rest);
+        }
+        if let Some(rest) = s.strip_prefix("pipe://") {
+            return Endpoint::pipe(rest);
+        }
+        if let Some(rest) = s.strip_prefix(PIPE_PREFIX) {
+            return Endpoint::pipe(rest);
+        }
+        Err(EndpointError::UnknownForm(truncate(s)))
+    }
+}
+
+impl TryFrom<&str> for Endpoint {
+    type Error = EndpointError;
+
+    fn try_from(s: &str) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// Why a string is not an [`Endpoint`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// The string has none of the known forms.
+    #[error(
+        "`{0}` is not a GABP endpoint; expected tcp://127.0.0.1:PORT, tcp://[::1]:PORT, \
+         unix:///absolute/path.sock, pipe://NAME or stdio"
+    )]
+    UnknownForm(String),
+    /// A `tcp://` endpoint without a valid `HOST:PORT`.
+    #[error(
+        "`tcp://{0}` is not a valid address; expected tcp://127.0.0.1:PORT or tcp://[::1]:PORT"
+    )]
+    InvalidTcpAddress(String),
+    /// A `tcp://` endpoint whose port is not a number in 0-65535.
+    #[error("`{0}` is not a TCP port (0-65535)")]
+    InvalidPort(String),
+    /// A TCP address or host name that is not loopback.
+    #[error(
+        "`{0}` is not a loopback address; GABP TCP is loopback only (127.0.0.1 or [::1]), \
+         it never listens on or connects to any other address"
+    )]
+    NotLoopback(String),
+    /// A `unix://` path that is not absolute.
+    #[error("unix socket path `{0}` is not absolute; write unix:///absolute/path.sock")]
+    RelativeUnixPath(String),
+    /// A `unix://` path that is empty or contains a NUL byte.
+    #[error("unix socket path `{0}` is empty or contains a NUL byte")]
+    InvalidUnixPath(String),
+    /// A pipe name that is empty, too long, or contains a separator or control character.
+    #[error(
+        "`{0}` is not a valid pipe name: it must be 1-256 characters without `\\`, `/` or control \
+         characters"
+    )]
+    InvalidPipeName(String),
+    /// The OS random source failed while making a unique path.
+    #[error("the operating system's random source failed: {0}")]
+    Random(String),
+}
+
+/// Truncate what we echo back in errors, so a huge input never makes a huge message.
+fn truncate(s: &str) -> String {
+    const MAX: usize = 120;
+    if s.len() <= MAX {
+        return s.to_owned();
+    }
+    let mut end = MAX;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn parse_tcp(rest: &str) -> Result<SocketAddr, EndpointError> {
+    // Split host and port at the last colon; an IPv6 host must be bracketed.
+    let (host, port) = if let Some(after_bracket) = rest.strip_prefix('[') {
+        let close = after_bracket
+            .find(']')
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+        let host = &after_bracket[..close];
+        let port = after_bracket[close + 1..]
+            .strip_prefix(':')
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+        let ip: std::net::Ipv6Addr = host
+            .parse()
+            .map_err(|_| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+        (HostPart::Ip(IpAddr::V6(ip)), port)
+    } else {
+        let colon = rest
+            .rfind(':')
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+        let host = &rest[..colon];
+        let port = &rest[colon + 1..];
+        if host.is_empty() || host.contains(':') {
+            // Empty host, or an unbracketed IPv6 address.
+            return Err(EndpointError::InvalidTcpAddress(truncate(rest)));
+        }
+        let host = match host.parse::<Ipv4Addr>() {
+            Ok(ip) => HostPart::Ip(IpAddr::V4(ip)),
+            Err(_) => HostPart::Name(host),
+        };
+        (host, port)
+    };
+    let port = parse_port(port)?;
+    let ip = match host {
+        HostPart::Ip(ip) => ip,
+        HostPart::Name(name) if name.eq_ignore_ascii_case("localhost") => {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        }
+        HostPart::Name(name) => {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            {
+                return Err(EndpointError::InvalidTcpAddress(truncate(rest)));
+            }
+            return Err(EndpointError::NotLoopback(truncate(name)));
+        }
+    };
+    let addr = SocketAddr::new(ip, port);
+    check_loopback(&addr)?;
+    Ok(addr)
+}
+
+enum HostPart<'a> {
+    Ip(IpAddr),
+    Name(&'a str),
+}
+
+fn parse_port(port: &str) -> Result<u16, EndpointError> {
+    if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(EndpointError::InvalidPort(truncate(port)));
+    }
+    port.parse::<u16>()
+        .map_err(|_| EndpointError::InvalidPort(truncate(port)))
+}
+
+/// Refuse any address that is not loopback.
+pub(crate) fn check_loopback(addr: &SocketAddr) -> Result<(), EndpointError> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(EndpointError::NotLoopback(addr.ip().to_string()))
+    }
+}
+
+fn check_unix_path(path: &Path) -> Result<(), EndpointError> {
+    let shown = truncate(&path.to_string_lossy());
+    if path.as_os_str().is_empty() || path.to_string_lossy().contains('\0') {
+        return Err(EndpointError::InvalidUnixPath(shown));
+    }
+    // `Path::is_absolute` on Windows wants a drive prefix; a Unix socket path is absolute when it
+    // starts with a separator.
+    if !(path.is_absolute() || path.to_string_lossy().starts_with('/')) {
+        return Err(EndpointError::RelativeUnixPath(shown));
+    }
+    Ok(())
+}
+
+fn check_pipe_name(name: &str) -> Result<(), EndpointError> {
+    let ok = !name.is_empty()
+        && name.chars().count() <= MAX_PIPE_NAME
+        && !name
+            .chars()
+            .any(|c| c == '\\' || c == '/' || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(EndpointError::InvalidPipeName(truncate(name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Endpoint, EndpointError> {
+        s.parse()
+    }
+
+    #[test]
+    fn round_trips_each_form() {
+        for s in [
+            "tcp://127.0.0.1:4711",
+            "tcp://127.0.0.1:0",
+            "tcp://127.1.2.3:65535",
+            "tcp://[::1]:4711",
+            "unix:///tmp/gabp.sock",
+            "pipe://gabp-1234",
+            "stdio",
+        ] {
+            let ep = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(ep.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn localhost_reads_as_ipv4_loopback() {
+        assert_eq!(parse("tcp://localhost:80"), Ok(Endpoint::tcp_v4(80)));
+        assert_eq!(parse("tcp://LOCALHOST:80"), Ok(Endpoint::tcp_v4(80)));
+    }
+
+    #[test]
+    fn raw_windows_pipe_path_is_accepted() {
+        let ep = parse(r"\\.\pipe\gabp-x").expect("pipe");
+        assert_eq!(ep, Endpoint::Pipe("gabp-x".into()));
+        assert_eq!(ep.pipe_path().as_deref(), Some(r"\\.\pipe\gabp-x"));
+        assert_eq!(parse("stdio://"), Ok(Endpoint::Stdio));
+    }
+
+    #[test]
+    fn refuses_unspecified_v4() {
+        let err = parse("tcp://0.0.0.0:80").expect_err("0.0.0.0");
+        assert!(matches!(err, EndpointError::NotLoopback(_)));
+        assert!(err.to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn refuses_unspecified_v6() {
+        let err = parse("tcp://[::]:80").expect_err("::");
+        assert!(err.to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn refuses_lan_address() {
+        let err = parse("tcp://192.168.1.20:80").expect_err("lan");
+        assert!(matches!(err, EndpointError::NotLoopback(_)));
+        assert!(err.to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn refuses_non_loopback_host_name_without_looking_it_up() {
+        let err = parse("tcp://example.com:80").expect_err("host name");
+        assert_eq!(err, EndpointError::NotLoopback("example.com".into()));
+        assert!(err.to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn refuses_ipv4_mapped_loopback() {
+        // ::ffff:127.0.0.1 is an IPv6 socket talking IPv4; DESIGN 3.8 names 127.0.0.1 and ::1.
+        let err = parse("tcp://[::ffff:127.0.0.1]:80").expect_err("mapped");
+        assert!(err.to_string().contains("loopback"));
+    }
+
+    #[test]
+    fn refuses_malformed_tcp() {
+        for s in [
+            "tcp://",
+            "tcp://127.0.0.1",
+            "tcp://127.0.0.1:",
+            "tcp://:80",
+            "tcp://::1:80",
+            "tcp://[::1]",
+            "tcp://[::1]80",
+            "tcp://[nope]:80",
+            "tcp://host name:80",
+        ] {
+            let err = parse(s).expect_err(s);
+            assert!(
+                matches!(
+                    err,
+                    EndpointError::InvalidTcpAddress(_) | EndpointError::InvalidPort(_)
+                ),
+                "{s}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_bad_ports() {
+        for s in [
+            "tcp://127.0.0.1:65536",
+            "tcp://127.0.0.1:-1",
+            "tcp://127.0.0.1:+80",
+            "tcp://127.0.0.1:80x",
+            "tcp://127.0.0.1:999999",
+        ] {
+            assert!(
+                matches!(parse(s), Err(EndpointError::InvalidPort(_))),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_relative_unix_path() {
+        assert!(matches!(
+            parse("unix://gabp.sock"),
+            Err(EndpointError::RelativeUnixPath(_))
+        ));
+        assert!(matches!(
+            parse("unix://"),
+            Err(EndpointError::InvalidUnixPath(_))
+        ));
+        assert!(matches!(
+            parse("unix:///tmp/a\0b"),
+            Err(EndpointError::InvalidUnixPath(_))
+        ));
+    }
+
+    #[test]
+    fn refuses_bad_pipe_names() {
+        let long = format!("pipe://{}", "a".repeat(257));
+        for s in ["pipe://", "pipe://a\\b", "pipe://a/b", "pipe://a\nb", &long] {
+            assert!(
+                matches!(parse(s), Err(EndpointError::InvalidPipeName(_))),
+                "{s}"
+            );
+        }
+        assert!(parse(&format!("pipe://{}", "a".repeat(256))).is_ok());
+    }
+
+    #[test]
+    fn refuses_unknown_forms() {
+        for s in [
+            "",
+            "127.0.0.1:80",
+            "http://127.0.0.1:80",
+            "TCP://127.0.0.1:80",
+            "stdin",
+        ] {
+            let err = parse(s).expect_err(s);
+            assert!(matches!(err, EndpointError::UnknownForm(_)), "{s}");
+        }
+    }
+
+    #[test]
+    fn errors_truncate_huge_input() {
+        let huge = "x".repeat(10_000);
+        let err = parse(&huge).expect_err("huge");
+        assert!(err.to_string().len() < 400);
+    }
+
+    #[test]
+    fn unique_unix_paths_differ() {
+        let a = Endpoint::unix_unique_in("/tmp").expect("a");
+        let b = Endpoint::unix_unique_in("/tmp").expect("b");
+        assert_ne!(a, b);
+        assert!(a.to_string().starts_with("unix:///tmp/gabp-"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn display_parse_round_trip(port in 0u16.., v6 in proptest::bool::ANY, name in "[a-zA-Z0-9._-]{1,40}") {
+            let tcp = if v6 { Endpoint::tcp_v6(port) } else { Endpoint::tcp_v4(port) };
+            proptest::prop_assert_eq!(parse(&tcp.to_string()), Ok(tcp));
+            let pipe = Endpoint::pipe(name.clone()).expect("pipe name");
+            proptest::prop_assert_eq!(parse(&pipe.to_string()), Ok(pipe));
+            let unix = Endpoint::unix(format!("/run/{name}.sock")).expect("unix");
+            proptest::prop_assert_eq!(parse(&unix.to_string()), Ok(unix));
+        }
+
+        #[test]
+        fn parse_never_panics(s in ".{0,64}") {
+            let _ = parse(&s);
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The session secret a bridge presents in `session/hello`: [`Token`].
+
+use std::fmt;
+
+use subtle::ConstantTimeEq;
+
+/// How many random bytes [`Token::generate`] draws: 256 bits.
+const TOKEN_BYTES: usize = 32;
+
+/// A GABP session token: the shared secret a bridge sends in `session/hello`.
+///
+/// - [`Token::generate`] draws 256 bits from the operating system's CSPRNG and writes them as 64
+///   lower-case hex digits (DESIGN 3.9).
+/// - Equality ([`PartialEq`] and [`Token::verify`]) is constant-time in the token's contents
+///   (DESIGN 3.6); only the length can show through timing.
+/// - [`Debug`](fmt::Debug) and [`Display`](fmt::Display) never print the secret, so a token can
+///   sit in a struct that is logged; [`Token::expose_secret`] is the one way to read it, for the
+///   `session/hello` params and for `bridge.json`.
+///
+/// ```
+/// use gabp_transport::Token;
+///
+/// let token = Token::generate()?;
+/// assert_eq!(token.expose_secret().len(), 64);
+/// assert!(token.verify(token.expose_secret()));
+/// assert!(!format!("{token} {token:?}").contains(token.expose_secret()));
+/// # Ok::<(), gabp_transport::TokenError>(())
+/// ```
+#[derive(Clone)]
+pub struct Token {
+    secret: String,
+}
+
+impl Token {
+    /// A fresh token: 256 bits from the OS CSPRNG, as 64 lower-case hex digits.
+    ///
+    /// # Errors
+    ///
+    /// [`TokenError::Random`] if the operating system's random source fails.
+    pub fn generate() -> Result<Self, TokenError> {
+        let mut bytes = [0u8; TOKEN_BYTES];
+        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
+        let secret = to_hex(&bytes);
+        bytes.fill(0);
+        Ok(Token { secret })
+    }
+
+    /// A token with the given secret, as read from configuration or the environment.
+    ///
+    /// Any non-blank string is accepted (other bridges make their own tokens); the value is used
+    /// verbatim, surrounding whitespace included.
+    ///
+    /// # Errors
+    ///
+    /// [`TokenError::Empty`] for an empty or all-whitespace secret. The error never contains the
+    /// secret.
+    pub fn new(secret: impl Into<String>) -> Result<Self, TokenError> {
+        let secret = secret.into();
+        if secret.trim().is_empty() {
+            return Err(TokenError::Empty);
+        }
+        Ok(Token { secret })
+    }
+
+    /// The secret itself. Call it only to put the token on the wire or in `bridge.json`.
+    #[must_use]
+    pub fn expose_secret(&self) -> &str {
+        &self.secret
+    }
+
+    /// Whether `candidate` is this token, compared in constant time.
+    ///
+    /// The comparison takes the same time for every candidate of the token's length; a candidate
+    /// of another length is rejected at once (the length of a token is not secret: generated
+    /// tokens are always 64 characters).
+    #[must_use]
+    pub fn verify(&self, candidate: &str) -> bool {
+        self.secret.as_bytes().ct_eq(candidate.as_bytes()).into()
+    }
+}
+
+impl PartialEq for Token {
+    fn eq(&self, other: &Self) -> bool {
+        self.verify(&other.secret)
+    }
+}
+
+impl Eq for Token {}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted token>")
+    }
+}
+
+/// Why a [`Token`] could not be made. No variant ever carries the secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The secret was empty or all whitespace.
+    #[error("the token is empty")]
+    Empty,
+    /// The operating system's random source failed.
+    #[error("the operating system's random source failed: {0}")]
+    Random(String),
+}
+
+/// Lower-case hex of `bytes`.
+pub(crate) fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_tokens_are_64_lower_hex_and_distinct() {
+        let a = Token::generate().expect("random");
+        let b = Token::generate().expect("random");
+        for t in [&a, &b] {
+            assert_eq!(t.expose_secret().len(), 64);
+            assert!(t
+                .expose_secret()
+                .bytes()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
+        }
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn verify_accepts_only_the_same_secret() {
+        let t = Token::new("s3cret").expect("token");
+        assert!(t.verify("s3cret"));
+        assert!(!t.verify("s3creT"));
+        assert!(!t.verify("s3cre"));
+        assert!(!t.verify("s3crett"));
+        assert!(!t.verify(""));
+        assert_eq!(t, Token::new("s3cret").expect("token"));
+        assert_ne!(t, Token::new("other!").expect("token"));
+    }
+
+    #[test]
+    fn never_printed() {
+        let t = Token::new("do-not-print-me-0123456789").expect("token");
+        for shown in [
+            format!("{t}"),
+            format!("{t:?}"),
+            format!("{t:#?}"),
+            format!("{:?}", Some(&t)),
+        ] {
+            assert!(!shown.contains("do-not-print-me"), "{shown}");
+            assert!(!shown.contains("0123456789"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn empty_and_blank_are_refused() {
+        assert_eq!(Token::new(""), Err(TokenError::Empty));
+        assert_eq!(Token::new(" \t\n"), Err(TokenError::Empty));
+    }
+
+    #[test]
+    fn hex_is_lower_case() {
+        assert_eq!(to_hex(&[0x00, 0xab, 0xff, 0x10]), "00abff10");
+    }
+}
