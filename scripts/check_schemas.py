@@ -23,9 +23,9 @@ Files named `index.json` are never treated as messages.
 Which schemas apply to a message:
     - always `envelope.schema.json`;
     - a request whose `method` has `methods/<method, "/" as ".">.request.json`: that schema;
-    - a success response (no `error` member) listed in an index: the method's
-      `methods/<...>.response.json` (`session.welcome.response.json` for `session/hello`);
-      error responses are valid for any method, so only the envelope checks them;
+    - a response listed in an index: the method's `methods/<...>.response.json`
+      (`session.welcome.response.json` for `session/hello`); an error response is valid
+      for any method, so these schemas must accept one (our corpus checks that they do);
     - an event whose `channel` starts with `attention/`: its `payload` against
       `events/attention.payload.schema.json`.
 A message is valid iff every applicable schema accepts it; a file that is not JSON is invalid.
@@ -196,7 +196,7 @@ def check_message(schemas: Schemas, msg, method: str | None) -> str | None:
             rel = Schemas.method_file(msg.get("method"), "request")
             if rel:
                 checks.append((rel, msg, rel))
-        elif kind == "response" and method is not None and "error" not in msg:
+        elif kind == "response" and method is not None:
             rel = Schemas.method_file(method, "response")
             if rel is None or schemas.validator(rel) is None:
                 print(f"note: no response schema for {method!r}; envelope only", file=sys.stderr)
