@@ -1,9 +1,64 @@
-//! Content-Length framing for the Game Agent Bridge Protocol (`gabp/1`).
+//! `Content-Length` framing and a typed message codec for the Game Agent Bridge Protocol (`gabp/1`).
+//!
+//! Every GABP message travels as one frame:
+//!
+//! ```text
+//! Content-Length: 62\r\n
+//! Content-Type: application/json\r\n
+//! \r\n
+//! {"v":"gabp/1","id":"…","type":"request","method":"session/ping"}
+//! ```
+//!
+//! Two tokio-util codecs read and write them:
+//!
+//! - [`FrameCodec`] splits a byte stream into bodies ([`Frame`]) and writes bodies as frames. It
+//!   depends only on `bytes` and `tokio-util`, enforces a body limit and a header-block limit before
+//!   reserving any memory, skips an oversized body without buffering it ([`Frame::Oversized`]), and
+//!   reports every broken header as a distinct, fatal [`FrameError`].
+//! - [`MessageCodec`] sits on top: each frame becomes a [`gabp_types::Message`] or a per-frame
+//!   [`MessageError`] carrying the answer the receiver owes (code, id, error object), so one bad frame
+//!   never ends the stream. It encodes messages straight into the output buffer and never writes a
+//!   frame over the limit.
+//!
+//! Both keep all decoding progress inside the codec, so reading through `FramedRead` is cancel-safe
+//! inside `tokio::select!`.
+//!
+//! # Example
+//!
+//! ```
+//! use futures::{SinkExt, StreamExt};
+//! use gabp_codec::{MessageCodec, MessageError};
+//! use gabp_types::{ErrorCode, Message, MethodName, Request};
+//! use tokio::io::AsyncWriteExt;
+//! use tokio_util::codec::FramedRead;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (mut peer, ours) = tokio::io::duplex(4096);
+//! peer.write_all(b"Content-Length: 9\r\n\r\nnot json!").await?;
+//! let ping = Message::from(Request::new(MethodName::new("session/ping")?, None));
+//! let mut frame = bytes::BytesMut::new();
+//! tokio_util::codec::Encoder::encode(&mut MessageCodec::new(), &ping, &mut frame)?;
+//! peer.write_all(&frame).await?;
+//! drop(peer);
+//!
+//! let mut incoming = FramedRead::new(ours, MessageCodec::new());
+//! // The bad frame is reported with the answer it needs; the stream goes on.
+//! let bad: MessageError = incoming.next().await.ok_or("eof")??.unwrap_err();
+//! assert_eq!(bad.code(), ErrorCode::PARSE_ERROR);
+//! assert!(bad.to_response().id.is_nil());
+//! assert_eq!(incoming.next().await.ok_or("eof")???, ping);
+//! assert!(incoming.next().await.is_none());
+//! # Ok(())
+//! # }
+//! ```
 #![forbid(unsafe_code)]
 
 mod frame;
+mod message;
 
 pub use frame::{
     Frame, FrameCodec, FrameError, InvalidLength, MalformedHeader, CONTENT_TYPE,
     DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_HEADER_SIZE,
 };
+pub use message::{EncodeError, MessageCodec, MessageError};

@@ -1,0 +1,408 @@
+//! The typed codec: [`MessageCodec`], [`MessageError`] and [`EncodeError`].
+
+use std::io;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use gabp_types::decode::{decode, DecodeError, DecodeMode};
+use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
+use serde_json::json;
+use tokio_util::codec::{Decoder, Encoder};
+
+use crate::frame::{write_head, MAX_HEAD_LEN};
+use crate::{Frame, FrameCodec, FrameError};
+
+/// One frame the peer sent that is not a usable message. The stream goes on after it.
+///
+/// It carries what the receiver must answer: [`MessageError::code`], [`MessageError::id`] (the
+/// message's id when it could be read as a UUID, else the nil id) and the whole error object,
+/// [`MessageError::to_error_object`]; [`MessageError::to_response`] builds the answer.
+///
+/// | frame | code | id |
+/// |---|---|---|
+/// | body not UTF-8, not JSON, or empty | -32700 | nil |
+/// | JSON, but not a valid envelope | -32600, -32202, -32203 | the message's, else nil |
+/// | `v` is not `gabp/1` | -32200 | the message's, else nil |
+/// | unknown `type` | -32201 | the message's, else nil |
+/// | params invalid for the method | -32602 | the message's |
+/// | body over the size limit | -32600, `data.maxMessageSize` | nil |
+///
+/// # Example
+///
+/// ```
+/// use gabp_codec::{MessageCodec, MessageError};
+/// use gabp_types::ErrorCode;
+/// use tokio_util::codec::Decoder;
+///
+/// let mut codec = MessageCodec::new().with_max_body_size(16);
+/// let mut buf = bytes::BytesMut::from(
+///     &b"Content-Length: 3\r\n\r\n{]]Content-Length: 20\r\n\r\n{\"pad\":\"0123456789\"}"[..],
+/// );
+///
+/// let Some(Err(not_json)) = codec.decode(&mut buf)? else { panic!("a per-frame error") };
+/// assert_eq!(not_json.code(), ErrorCode::PARSE_ERROR);
+/// assert!(not_json.id().is_nil());
+///
+/// let Some(Err(too_big)) = codec.decode(&mut buf)? else { panic!("a per-frame error") };
+/// assert!(matches!(too_big, MessageError::Oversized { declared: 20, limit: 16 }));
+/// let answer = too_big.to_error_object();
+/// assert_eq!(answer.code, ErrorCode::INVALID_REQUEST);
+/// assert_eq!(answer.data.unwrap()["maxMessageSize"], 16);
+/// # Ok::<(), gabp_codec::FrameError>(())
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The header announced a body over the limit; the body was skipped, never buffered.
+    #[error("message of {declared} bytes exceeds the maximum message size of {limit} bytes")]
+    Oversized {
+        /// The length the `Content-Length` header announced.
+        declared: u64,
+        /// The body limit (`maxMessageSize`).
+        limit: usize,
+    },
+    /// The body is not a valid message in the codec's [`DecodeMode`].
+    #[error("invalid message: {error}")]
+    Invalid {
+        /// Why the body was refused: code, JSON pointer, reason and id.
+        error: DecodeError,
+        /// The refused body, for logs and diagnostics.
+        body: Bytes,
+    },
+}
+
+impl MessageError {
+    /// The error code the receiver answers with.
+    #[must_use]
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            MessageError::Oversized { .. } => ErrorCode::INVALID_REQUEST,
+            MessageError::Invalid { error, .. } => error.code(),
+        }
+    }
+
+    /// The id the answer carries: the message's id when it could be read as a UUID, else the nil id.
+    #[must_use]
+    pub fn id(&self) -> MessageId {
+        match self {
+            MessageError::Oversized { .. } => MessageId::nil(),
+            MessageError::Invalid { error, .. } => error.id().unwrap_or_else(MessageId::nil),
+        }
+    }
+
+    /// The error object to answer with. For an oversized frame: `-32600` with
+    /// `data: {"maxMessageSize": limit}`.
+    #[must_use]
+    pub fn to_error_object(&self) -> ErrorObject {
+        match self {
+            MessageError::Oversized { limit, .. } => {
+                ErrorObject::new(ErrorCode::INVALID_REQUEST, self.to_string())
+                    .with_data(json!({ "maxMessageSize": limit }))
+            }
+            MessageError::Invalid { error, .. } => error.to_error_object(),
+        }
+    }
+
+    /// The error response to send back: [`MessageError::to_error_object`] under [`MessageError::id`].
+    ///
+    /// ```
+    /// use gabp_codec::MessageError;
+    /// use gabp_types::ErrorCode;
+    ///
+    /// let error = MessageError::Oversized { declared: 2_000_000, limit: 1_048_576 };
+    /// let response = error.to_response();
+    /// assert!(response.id.is_nil());
+    /// assert_eq!(response.error_object().map(|e| e.code), Some(ErrorCode::INVALID_REQUEST));
+    /// ```
+    #[must_use]
+    pub fn to_response(&self) -> Response {
+        Response::error(self.id(), self.to_error_object())
+    }
+}
+
+/// Errors of encoding a [`Message`] with [`MessageCodec`]. Nothing is written when encoding fails.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The serialized message is longer than the body limit.
+    #[error("message of {len} bytes exceeds the maximum message size of {limit} bytes")]
+    TooLarge {
+        /// The length of the serialized message.
+        len: usize,
+        /// The body limit of the codec.
+        limit: usize,
+    },
+    /// The message could not be serialized.
+    #[error("cannot serialize message: {0}")]
+    Serialize(#[source] serde_json::Error),
+    /// Writing to the underlying transport failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// GABP messages over [`FrameCodec`]: decodes frames into [`Message`]s and encodes messages into
+/// frames.
+///
+/// Decoding yields one item per frame: `Ok(message)`, or `Err(`[`MessageError`]`)` for a frame that
+/// is not a usable message (oversized, not JSON, invalid envelope...). Such an item carries the answer
+/// the receiver owes and does not end the stream. Only framing errors ([`FrameError`]) are fatal.
+/// Like [`FrameCodec`], a `FramedRead` over it is cancel-safe inside `tokio::select!`.
+///
+/// Encoding writes the compact JSON of a message straight into the output buffer, with the header in
+/// front of it, and never produces a frame over the limit: a longer message is
+/// [`EncodeError::TooLarge`], and nothing is written.
+///
+/// The decode mode defaults to [`DecodeMode::Lenient`], the liberal reading of peers (DESIGN 3.5);
+/// validators use [`MessageCodec::with_mode`]`(`[`DecodeMode::Strict`]`)`.
+///
+/// # Example
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+/// use gabp_codec::MessageCodec;
+/// use gabp_types::{Message, MethodName, Request};
+/// use tokio_util::codec::{FramedRead, FramedWrite};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (bridge, game) = tokio::io::duplex(1024);
+/// let mut to_game = FramedWrite::new(bridge, MessageCodec::new());
+/// let mut from_bridge = FramedRead::new(game, MessageCodec::new());
+///
+/// let ping = Message::from(Request::new(MethodName::new("session/ping")?, None));
+/// to_game.send(&ping).await?;
+///
+/// match from_bridge.next().await {
+///     Some(Ok(Ok(message))) => assert_eq!(message, ping),
+///     // A bad frame: answer it and keep reading.
+///     Some(Ok(Err(bad_frame))) => to_game.send(&Message::from(bad_frame.to_response())).await?,
+///     // A broken stream: close the connection.
+///     Some(Err(fatal)) => return Err(fatal.into()),
+///     None => {}
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct MessageCodec {
+    frames: FrameCodec,
+    mode: DecodeMode,
+}
+
+impl Default for MessageCodec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MessageCodec {
+    /// A lenient codec with the default limits (1 MiB body, 8 KiB header block).
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            frames: FrameCodec::new(),
+            mode: DecodeMode::Lenient,
+        }
+    }
+
+    /// Sets how strictly bodies are decoded.
+    ///
+    /// ```
+    /// use gabp_codec::MessageCodec;
+    /// use gabp_types::decode::DecodeMode;
+    ///
+    /// let codec = MessageCodec::new().with_mode(DecodeMode::Strict);
+    /// assert_eq!(codec.mode(), DecodeMode::Strict);
+    /// ```
+    #[must_use]
+    pub const fn with_mode(mut self, mode: DecodeMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the largest message body, in bytes, read or written (`maxMessageSize`).
+    #[must_use]
+    pub const fn with_max_body_size(mut self, max: usize) -> Self {
+        self.frames = self.frames.with_max_body_size(max);
+        self
+    }
+
+    /// Sets the largest header block, in bytes, read.
+    #[must_use]
+    pub const fn with_max_header_size(mut self, max: usize) -> Self {
+        self.frames = self.frames.with_max_header_size(max);
+        self
+    }
+
+    /// How strictly bodies are decoded.
+    #[must_use]
+    pub const fn mode(&self) -> DecodeMode {
+        self.mode
+    }
+
+    /// The largest message body, in bytes, read or written.
+    #[must_use]
+    pub const fn max_body_size(&self) -> usize {
+        self.frames.max_body_size()
+    }
+
+    /// The largest header block, in bytes, read.
+    #[must_use]
+    pub const fn max_header_size(&self) -> usize {
+        self.frames.max_header_size()
+    }
+
+    fn decode_frame(&self, frame: Frame) -> Result<Message, MessageError> {
+        match frame {
+            Frame::Body(body) => {
+                decode(&body, self.mode).map_err(|error| MessageError::Invalid { error, body })
+            }
+            Frame::Oversized { declared, limit } => Err(MessageError::Oversized { declared, limit }),
+        }
+    }
+}
+
+impl Decoder for MessageCodec {
+    type Item = Result<Message, MessageError>;
+    type Error = FrameError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
+        Ok(self.frames.decode(src)?.map(|frame| self.decode_frame(frame)))
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
+        Ok(self
+            .frames
+            .decode_eof(src)?
+            .map(|frame| self.decode_frame(frame)))
+    }
+}
+
+/// Serializes into the output buffer up to a limit; past it, only counts.
+struct BoundedWriter<'a> {
+    dst: &'a mut BytesMut,
+    room: usize,
+    overflow: usize,
+}
+
+impl io::Write for BoundedWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.overflow == 0 && buf.len() <= self.room {
+            self.dst.put_slice(buf);
+            self.room -= buf.len();
+        } else {
+            self.overflow += buf.len();
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Encoder<&Message> for MessageCodec {
+    type Error = EncodeError;
+
+    fn encode(&mut self, message: &Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        let limit = self.frames.max_body_size();
+        let start = dst.len();
+        // Room for the longest possible header, then the body right behind it.
+        dst.put_bytes(0, MAX_HEAD_LEN);
+        let body_start = dst.len();
+        let mut writer = BoundedWriter {
+            dst,
+            room: limit,
+            overflow: 0,
+        };
+        let serialized = serde_json::to_writer(&mut writer, message);
+        let overflow = writer.overflow;
+        let body_len = dst.len() - body_start;
+        if let Err(e) = serialized {
+            dst.truncate(start);
+            return Err(EncodeError::Serialize(e));
+        }
+        if overflow > 0 {
+            dst.truncate(start);
+            return Err(EncodeError::TooLarge {
+                len: body_len + overflow,
+                limit,
+            });
+        }
+        let mut head = [0u8; MAX_HEAD_LEN];
+        let head_len = write_head(body_len, &mut head);
+        let gap = MAX_HEAD_LEN - head_len;
+        if start == 0 {
+            // Alone in the buffer: put the header right before the body and drop the gap in front.
+            dst[gap..body_start].copy_from_slice(&head[..head_len]);
+            dst.advance(gap);
+        } else {
+            dst[start..start + head_len].copy_from_slice(&head[..head_len]);
+            dst.copy_within(body_start.., start + head_len);
+            dst.truncate(start + head_len + body_len);
+        }
+        Ok(())
+    }
+}
+
+impl Encoder<Message> for MessageCodec {
+    type Error = EncodeError;
+
+    fn encode(&mut self, message: Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode(&message, dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gabp_types::{MethodName, Request};
+    use serde_json::Value;
+
+    fn request(pad: usize) -> Message {
+        let mut params = serde_json::Map::new();
+        params.insert("pad".into(), Value::String("x".repeat(pad)));
+        Message::from(Request::new(
+            MethodName::new("test/echo").expect("valid name"),
+            Some(params),
+        ))
+    }
+
+    #[test]
+    fn encoding_into_empty_and_non_empty_buffers_gives_the_same_frames() {
+        let message = request(10);
+        let mut alone = BytesMut::new();
+        MessageCodec::new()
+            .encode(&message, &mut alone)
+            .expect("encodes");
+        let mut behind = BytesMut::from(&b"prefix"[..]);
+        MessageCodec::new()
+            .encode(&message, &mut behind)
+            .expect("encodes");
+        assert_eq!(&behind[..6], b"prefix");
+        assert_eq!(&behind[6..], &alone[..]);
+        let body = serde_json::to_vec(&message).expect("serializes");
+        let head = format!(
+            "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
+            body.len()
+        );
+        assert_eq!(&alone[..head.len()], head.as_bytes());
+        assert_eq!(&alone[head.len()..], &body[..]);
+    }
+
+    #[test]
+    fn encoding_over_the_limit_writes_nothing() {
+        let message = request(100);
+        let exact = serde_json::to_vec(&message).expect("serializes").len();
+        let mut codec = MessageCodec::new().with_max_body_size(exact);
+        let mut dst = BytesMut::from(&b"keep"[..]);
+        codec.encode(&message, &mut dst).expect("exactly at the limit");
+        let written = dst.clone();
+        let mut codec = codec.with_max_body_size(exact - 1);
+        let err = codec.encode(&message, &mut dst).expect_err("one over");
+        assert!(
+            matches!(err, EncodeError::TooLarge { len, limit } if len == exact && limit == exact - 1),
+            "{err}"
+        );
+        assert_eq!(dst, written);
+    }
+}
