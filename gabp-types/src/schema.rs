@@ -77,6 +77,7 @@ fn normalize(schema: &mut Value) {
         return;
     };
     map.remove("default");
+    collapse_const_one_of(map);
     if let Some(Value::String(f)) = map.get("format") {
         if !KNOWN_FORMATS.contains(&f.as_str()) {
             map.remove("format");
@@ -114,6 +115,30 @@ fn normalize(schema: &mut Value) {
         if let Some(Value::Array(children)) = map.get_mut(key) {
             children.iter_mut().for_each(normalize);
         }
+    }
+}
+
+/// Turns schemars' rendering of a documented unit-variant enum (`oneOf` of string `const`s) into a plain
+/// `enum`, which reads better and gives validators a clearer error ("not one of [...]").
+fn collapse_const_one_of(map: &mut Map<String, Value>) {
+    let Some(Value::Array(options)) = map.get("oneOf") else {
+        return;
+    };
+    let consts: Option<Vec<Value>> = options
+        .iter()
+        .map(|o| {
+            let o = o.as_object()?;
+            let only_const = o
+                .keys()
+                .all(|k| matches!(k.as_str(), "const" | "type" | "description"));
+            (only_const && o.get("type") == Some(&json!("string")))
+                .then(|| o.get("const").cloned())?
+        })
+        .collect();
+    if let Some(values) = consts.filter(|v| !v.is_empty()) {
+        map.remove("oneOf");
+        map.insert("type".into(), json!("string"));
+        map.insert("enum".into(), Value::Array(values));
     }
 }
 
