@@ -25,7 +25,7 @@ impl Workload {
         let mut length_delimited = BytesMut::new();
         let mut ld = length_delimited_codec();
         for body in &bodies {
-            codec.encode(body, &mut gabp).expect("body within limit");
+            codec.encode(body.clone(), &mut gabp).expect("body within limit");
             ld.encode(body.clone(), &mut length_delimited)
                 .expect("body within limit");
         }

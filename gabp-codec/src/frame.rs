@@ -245,7 +245,7 @@ const HEAD_START: DecodeState = DecodeState::Head {
 /// let (client, server) = tokio::io::duplex(64);
 /// let mut writer = FramedWrite::new(client, FrameCodec::new());
 /// let mut reader = FramedRead::new(server, FrameCodec::new());
-/// writer.send(&b"{}"[..]).await?;
+/// writer.send(bytes::Bytes::from_static(b"{}")).await?;
 /// assert_eq!(reader.next().await.transpose()?, Some(Frame::Body("{}".into())));
 /// # Ok(())
 /// # }
@@ -577,11 +577,13 @@ impl Decoder for FrameCodec {
 
 /// Writes `Content-Length: N\r\nContent-Type: application/json\r\n\r\n` and the body into `dst` with
 /// one reservation. Refuses bodies over the limit without writing anything.
-impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
+///
+/// This is the only `Encoder` impl, so `SinkExt::flush` and `close` on a `FramedWrite` need no type
+/// annotations.
+impl Encoder<Bytes> for FrameCodec {
     type Error = FrameError;
 
-    fn encode(&mut self, body: T, dst: &mut BytesMut) -> Result<(), FrameError> {
-        let body = body.as_ref();
+    fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
         if body.len() > self.max_body_size {
             return Err(FrameError::BodyTooLarge {
                 len: body.len(),
@@ -592,7 +594,7 @@ impl<T: AsRef<[u8]>> Encoder<T> for FrameCodec {
         let head_len = write_head(body.len(), &mut head);
         dst.reserve(head_len + body.len());
         dst.put_slice(&head[..head_len]);
-        dst.put_slice(body);
+        dst.put_slice(&body);
         Ok(())
     }
 }

@@ -38,7 +38,7 @@
 //! peer.write_all(b"Content-Length: 9\r\n\r\nnot json!").await?;
 //! let ping = Message::from(Request::new(MethodName::new("session/ping")?, None));
 //! let mut frame = bytes::BytesMut::new();
-//! tokio_util::codec::Encoder::encode(&mut MessageCodec::new(), &ping, &mut frame)?;
+//! tokio_util::codec::Encoder::encode(&mut MessageCodec::new(), ping.clone(), &mut frame)?;
 //! peer.write_all(&frame).await?;
 //! drop(peer);
 //!

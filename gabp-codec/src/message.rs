@@ -169,12 +169,12 @@ pub enum EncodeError {
 /// let mut from_bridge = FramedRead::new(game, MessageCodec::new());
 ///
 /// let ping = Message::from(Request::new(MethodName::new("session/ping")?, None));
-/// to_game.send(&ping).await?;
+/// to_game.send(ping.clone()).await?;
 ///
 /// match from_bridge.next().await {
 ///     Some(Ok(Ok(message))) => assert_eq!(message, ping),
 ///     // A bad frame: answer it and keep reading.
-///     Some(Ok(Err(bad_frame))) => to_game.send(&Message::from(bad_frame.to_response())).await?,
+///     Some(Ok(Err(bad_frame))) => to_game.send(bad_frame.to_response().into()).await?,
 ///     // A broken stream: close the connection.
 ///     Some(Err(fatal)) => return Err(fatal.into()),
 ///     None => {}
@@ -300,10 +300,12 @@ impl io::Write for BoundedWriter<'_> {
     }
 }
 
-impl Encoder<&Message> for MessageCodec {
+/// Serializes the message (compact JSON) straight into `dst`, behind its header. This is the only
+/// `Encoder` impl, so `SinkExt::flush` and `close` on a `FramedWrite` need no type annotations.
+impl Encoder<Message> for MessageCodec {
     type Error = EncodeError;
 
-    fn encode(&mut self, message: &Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+    fn encode(&mut self, message: Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
         let limit = self.frames.max_body_size();
         let start = dst.len();
         // Room for the longest possible header, then the body right behind it.
@@ -314,7 +316,7 @@ impl Encoder<&Message> for MessageCodec {
             room: limit,
             overflow: 0,
         };
-        let serialized = serde_json::to_writer(&mut writer, message);
+        let serialized = serde_json::to_writer(&mut writer, &message);
         let overflow = writer.overflow;
         let body_len = dst.len() - body_start;
         if let Err(e) = serialized {
@@ -344,14 +346,6 @@ impl Encoder<&Message> for MessageCodec {
     }
 }
 
-impl Encoder<Message> for MessageCodec {
-    type Error = EncodeError;
-
-    fn encode(&mut self, message: Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
-        self.encode(&message, dst)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,11 +366,11 @@ mod tests {
         let message = request(10);
         let mut alone = BytesMut::new();
         MessageCodec::new()
-            .encode(&message, &mut alone)
+            .encode(message.clone(), &mut alone)
             .expect("encodes");
         let mut behind = BytesMut::from(&b"prefix"[..]);
         MessageCodec::new()
-            .encode(&message, &mut behind)
+            .encode(message.clone(), &mut behind)
             .expect("encodes");
         assert_eq!(&behind[..6], b"prefix");
         assert_eq!(&behind[6..], &alone[..]);
@@ -395,10 +389,10 @@ mod tests {
         let exact = serde_json::to_vec(&message).expect("serializes").len();
         let mut codec = MessageCodec::new().with_max_body_size(exact);
         let mut dst = BytesMut::from(&b"keep"[..]);
-        codec.encode(&message, &mut dst).expect("exactly at the limit");
+        codec.encode(message.clone(), &mut dst).expect("exactly at the limit");
         let written = dst.clone();
         let mut codec = codec.with_max_body_size(exact - 1);
-        let err = codec.encode(&message, &mut dst).expect_err("one over");
+        let err = codec.encode(message, &mut dst).expect_err("one over");
         assert!(
             matches!(err, EncodeError::TooLarge { len, limit } if len == exact && limit == exact - 1),
             "{err}"

@@ -529,7 +529,7 @@ async fn next_dropped_by_timeout_over_a_real_pipe_loses_nothing() {
 #[test]
 fn encoder_writes_canonical_header_and_body_in_one_buffer() {
     let mut dst = BytesMut::new();
-    FrameCodec::new().encode(BODY, &mut dst).expect("encodes");
+    FrameCodec::new().encode(Bytes::from_static(BODY.as_bytes()), &mut dst).expect("encodes");
     assert_eq!(dst, frame(BODY));
     FrameCodec::new()
         .encode(Bytes::new(), &mut dst)
@@ -541,9 +541,9 @@ fn encoder_writes_canonical_header_and_body_in_one_buffer() {
 fn encoding_body_at_limit_succeeds_and_over_limit_is_an_error() {
     let mut codec = FrameCodec::new().with_max_body_size(8);
     let mut dst = BytesMut::new();
-    codec.encode([b'a'; 8], &mut dst).expect("at the limit");
+    codec.encode(Bytes::from_static(&[b'a'; 8]), &mut dst).expect("at the limit");
     let written = dst.len();
-    let err = codec.encode([b'a'; 9], &mut dst).expect_err("over the limit");
+    let err = codec.encode(Bytes::from_static(&[b'a'; 9]), &mut dst).expect_err("over the limit");
     assert!(matches!(err, FrameError::BodyTooLarge { len: 9, limit: 8 }), "{err}");
     assert_eq!(dst.len(), written, "nothing written for a refused body");
 }
@@ -558,7 +558,7 @@ async fn framed_write_and_read_round_trip_over_a_pipe() {
     let bodies = ["{}", BODY, "", "[1]"];
     let send = async {
         for b in bodies {
-            writer.send(b).await.expect("send");
+            writer.send(Bytes::from_static(b.as_bytes())).await.expect("send");
         }
         drop(writer);
     };

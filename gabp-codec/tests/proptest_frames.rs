@@ -150,7 +150,7 @@ proptest! {
         let mut codec = FrameCodec::new();
         let mut wire = BytesMut::new();
         for body in &bodies {
-            codec.encode(body, &mut wire).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            codec.encode(bytes::Bytes::copy_from_slice(body), &mut wire).map_err(|e| TestCaseError::fail(e.to_string()))?;
         }
         let decoded = decode_chunked(FrameCodec::new(), &wire, &chunk_sizes)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
