@@ -41,9 +41,13 @@ pub enum DecodeMode {
 }
 
 /// Why a message body was refused.
+///
+/// Boxed inside, so `Result<Message, DecodeError>` stays small on the hot path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub struct DecodeError {
+pub struct DecodeError(Box<DecodeErrorInner>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DecodeErrorInner {
     code: ErrorCode,
     pointer: String,
     reason: String,
@@ -52,61 +56,65 @@ pub struct DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.pointer.is_empty() {
-            write!(f, "{} [{}]", self.reason, self.code.0)
+        if self.0.pointer.is_empty() {
+            write!(f, "{} [{}]", self.0.reason, self.0.code.0)
         } else {
-            write!(f, "{}: {} [{}]", self.pointer, self.reason, self.code.0)
+            write!(
+                f,
+                "{}: {} [{}]",
+                self.0.pointer, self.0.reason, self.0.code.0
+            )
         }
     }
 }
 
 impl DecodeError {
     fn new(code: ErrorCode, pointer: impl Into<String>, reason: impl Into<String>) -> Self {
-        DecodeError {
+        DecodeError(Box::new(DecodeErrorInner {
             code,
             pointer: pointer.into(),
             reason: reason.into(),
             id: None,
-        }
+        }))
     }
 
     fn with_id(mut self, id: Option<MessageId>) -> Self {
-        self.id = id;
+        self.0.id = id;
         self
     }
 
     /// The code the receiver should answer with (-32700, -32600, -32200, -32201, -32202, -32203, -32602).
     pub fn code(&self) -> ErrorCode {
-        self.code
+        self.0.code
     }
 
     /// JSON pointer (RFC 6901) of the offending value; empty for the whole document.
     pub fn pointer(&self) -> &str {
-        &self.pointer
+        &self.0.pointer
     }
 
     /// What is wrong, in words.
     pub fn reason(&self) -> &str {
-        &self.reason
+        &self.0.reason
     }
 
     /// The message's id, when it could be read as a UUID (an answer then carries it; otherwise the nil id).
     pub fn id(&self) -> Option<MessageId> {
-        self.id
+        self.0.id
     }
 
     /// The error object to answer with: the code, a message naming the pointer and the reason, and
     /// `data: {pointer}`.
     pub fn to_error_object(&self) -> ErrorObject {
         let mut data = Map::new();
-        data.insert("pointer".into(), Value::String(self.pointer.clone()));
-        if self.code == ErrorCode::INVALID_PARAMS {
+        data.insert("pointer".into(), Value::String(self.0.pointer.clone()));
+        if self.0.code == ErrorCode::INVALID_PARAMS {
             data.insert(
                 "errors".into(),
-                serde_json::json!([{ "path": self.pointer, "message": self.reason }]),
+                serde_json::json!([{ "path": self.0.pointer, "message": self.0.reason }]),
             );
         }
-        ErrorObject::new(self.code, self.to_string()).with_data(Value::Object(data))
+        ErrorObject::new(self.0.code, self.to_string()).with_data(Value::Object(data))
     }
 }
 
