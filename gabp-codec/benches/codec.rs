@@ -25,7 +25,9 @@ impl Workload {
         let mut length_delimited = BytesMut::new();
         let mut ld = length_delimited_codec();
         for body in &bodies {
-            codec.encode(body.clone(), &mut gabp).expect("body within limit");
+            codec
+                .encode(body.clone(), &mut gabp)
+                .expect("body within limit");
             ld.encode(body.clone(), &mut length_delimited)
                 .expect("body within limit");
         }
@@ -144,7 +146,14 @@ fn decode_benches(c: &mut Criterion) {
         // arriving in 64 KiB reads, so getting a body into the buffer (reservations, copies) counts.
         let in_one_buffer = workload.name == "200B";
         let wire = &workload.gabp_wire;
-        bench_decode(&mut group, "gabp", wire, frames, in_one_buffer, FrameCodec::new);
+        bench_decode(
+            &mut group,
+            "gabp",
+            wire,
+            frames,
+            in_one_buffer,
+            FrameCodec::new,
+        );
         let wire = &workload.length_delimited_wire;
         bench_decode(
             &mut group,
@@ -162,7 +171,10 @@ fn encode_benches(c: &mut Criterion) {
     for workload in workloads() {
         let mut group = c.benchmark_group(format!("encode_{}", workload.name));
         group.throughput(Throughput::Bytes(workload.body_bytes()));
-        let capacity = workload.gabp_wire.len().max(workload.length_delimited_wire.len());
+        let capacity = workload
+            .gabp_wire
+            .len()
+            .max(workload.length_delimited_wire.len());
         group.bench_function(BenchmarkId::from_parameter("gabp"), |b| {
             b.iter_batched(
                 || (workload.bodies.clone(), BytesMut::with_capacity(capacity)),

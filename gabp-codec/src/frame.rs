@@ -643,7 +643,8 @@ mod tests {
         for len in [0usize, 9, 10, 99, 200, 65_536, 1_048_576, usize::MAX] {
             let mut head = [0u8; MAX_HEAD_LEN];
             let n = write_head(len, &mut head);
-            let expected = format!("Content-Length: {len}\r\nContent-Type: application/json\r\n\r\n");
+            let expected =
+                format!("Content-Length: {len}\r\nContent-Type: application/json\r\n\r\n");
             assert_eq!(&head[..n], expected.as_bytes());
         }
     }

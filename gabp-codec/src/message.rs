@@ -256,7 +256,9 @@ impl MessageCodec {
             Frame::Body(body) => {
                 decode(&body, self.mode).map_err(|error| MessageError::Invalid { error, body })
             }
-            Frame::Oversized { declared, limit } => Err(MessageError::Oversized { declared, limit }),
+            Frame::Oversized { declared, limit } => {
+                Err(MessageError::Oversized { declared, limit })
+            }
         }
     }
 }
@@ -266,7 +268,10 @@ impl Decoder for MessageCodec {
     type Error = FrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
-        Ok(self.frames.decode(src)?.map(|frame| self.decode_frame(frame)))
+        Ok(self
+            .frames
+            .decode(src)?
+            .map(|frame| self.decode_frame(frame)))
     }
 
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
@@ -389,7 +394,9 @@ mod tests {
         let exact = serde_json::to_vec(&message).expect("serializes").len();
         let mut codec = MessageCodec::new().with_max_body_size(exact);
         let mut dst = BytesMut::from(&b"keep"[..]);
-        codec.encode(message.clone(), &mut dst).expect("exactly at the limit");
+        codec
+            .encode(message.clone(), &mut dst)
+            .expect("exactly at the limit");
         let written = dst.clone();
         let mut codec = codec.with_max_body_size(exact - 1);
         let err = codec.encode(message, &mut dst).expect_err("one over");

@@ -147,7 +147,10 @@ async fn body_one_byte_over_limit_is_recoverable_and_next_frame_decodes() {
         assert!(
             matches!(
                 items[0],
-                Ok(Frame::Oversized { declared: 65, limit: 64 })
+                Ok(Frame::Oversized {
+                    declared: 65,
+                    limit: 64
+                })
             ),
             "{:?}",
             items[0]
@@ -175,7 +178,11 @@ async fn oversized_body_is_discarded_without_buffering() {
     );
     let second = reader.next().await.expect("an item").expect("not fatal");
     assert_eq!(second, Frame::Body(Bytes::from_static(b"{}")));
-    assert!(reader.read_buffer().capacity() <= 1024 * 1024, "{}", reader.read_buffer().capacity());
+    assert!(
+        reader.read_buffer().capacity() <= 1024 * 1024,
+        "{}",
+        reader.read_buffer().capacity()
+    );
     assert!(reader.next().await.is_none());
 }
 
@@ -185,12 +192,18 @@ async fn huge_declared_length_reserves_nothing() {
     let items = decode_bytes(b"Content-Length: 18446744073709551615\r\n\r\nabc").await;
     assert!(matches!(
         items[0],
-        Ok(Frame::Oversized { declared: u64::MAX, .. })
+        Ok(Frame::Oversized {
+            declared: u64::MAX,
+            ..
+        })
     ));
     // The stream then ends inside the skipped body.
     assert!(matches!(
         items[1],
-        Err(FrameError::TruncatedBody { expected: u64::MAX, received: 3 })
+        Err(FrameError::TruncatedBody {
+            expected: u64::MAX,
+            received: 3
+        })
     ));
 }
 
@@ -315,7 +328,10 @@ async fn conflicting_duplicate_content_length_is_fatal() {
     assert_fatal(b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::ConflictingContentLength { first: 2, second: 3 }
+            FrameError::ConflictingContentLength {
+                first: 2,
+                second: 3
+            }
         )
     })
     .await;
@@ -356,7 +372,10 @@ async fn header_block_exactly_at_limit_is_accepted() {
         ScriptedReader::chunks([&head[..5], &head[5..], b"{}"]),
     )
     .await;
-    assert!(matches!(items[..], [Err(FrameError::HeaderTooLarge { .. })]), "{items:?}");
+    assert!(
+        matches!(items[..], [Err(FrameError::HeaderTooLarge { .. })]),
+        "{items:?}"
+    );
 }
 
 #[tokio::test]
@@ -431,7 +450,10 @@ async fn fatal_error_arrives_before_the_header_block_ends() {
         reader.next().await,
         Some(Err(FrameError::InvalidContentLength { .. }))
     ));
-    assert!(reader.next().await.is_none(), "the stream ends after a fatal error");
+    assert!(
+        reader.next().await.is_none(),
+        "the stream ends after a fatal error"
+    );
 }
 
 // ---- end of stream ---------------------------------------------------------------------------
@@ -447,7 +469,10 @@ async fn clean_eof_between_frames_ends_the_stream() {
 async fn truncated_header_at_eof_is_an_error() {
     let items = decode_bytes(b"Content-Length: 2\r\n").await;
     assert!(
-        matches!(items[..], [Err(FrameError::TruncatedHeader { buffered: 19 })]),
+        matches!(
+            items[..],
+            [Err(FrameError::TruncatedHeader { buffered: 19 })]
+        ),
         "{items:?}"
     );
 }
@@ -475,9 +500,21 @@ async fn truncated_oversized_body_at_eof_is_an_error() {
         ScriptedReader::new([data("Content-Length: 10\r\n\r\n12345")]),
     )
     .await;
-    assert!(matches!(items[0], Ok(Frame::Oversized { declared: 10, limit: 4 })));
+    assert!(matches!(
+        items[0],
+        Ok(Frame::Oversized {
+            declared: 10,
+            limit: 4
+        })
+    ));
     assert!(
-        matches!(items[1], Err(FrameError::TruncatedBody { expected: 10, received: 5 })),
+        matches!(
+            items[1],
+            Err(FrameError::TruncatedBody {
+                expected: 10,
+                received: 5
+            })
+        ),
         "{:?}",
         items[1]
     );
@@ -499,7 +536,10 @@ async fn next_dropped_inside_select_loses_nothing() {
         }
     };
     assert!(cancelled > 5, "the read was interrupted {cancelled} times");
-    assert_eq!(frame.expect("an item").expect("a frame"), Frame::Body(BODY.into()));
+    assert_eq!(
+        frame.expect("an item").expect("a frame"),
+        Frame::Body(BODY.into())
+    );
 }
 
 #[tokio::test]
@@ -520,7 +560,10 @@ async fn next_dropped_by_timeout_over_a_real_pipe_loses_nothing() {
             break item;
         }
     };
-    assert_eq!(frame.expect("an item").expect("a frame"), Frame::Body(BODY.into()));
+    assert_eq!(
+        frame.expect("an item").expect("a frame"),
+        Frame::Body(BODY.into())
+    );
     drop(writer.await.expect("writer"));
 }
 
@@ -529,7 +572,9 @@ async fn next_dropped_by_timeout_over_a_real_pipe_loses_nothing() {
 #[test]
 fn encoder_writes_canonical_header_and_body_in_one_buffer() {
     let mut dst = BytesMut::new();
-    FrameCodec::new().encode(Bytes::from_static(BODY.as_bytes()), &mut dst).expect("encodes");
+    FrameCodec::new()
+        .encode(Bytes::from_static(BODY.as_bytes()), &mut dst)
+        .expect("encodes");
     assert_eq!(dst, frame(BODY));
     FrameCodec::new()
         .encode(Bytes::new(), &mut dst)
@@ -541,10 +586,17 @@ fn encoder_writes_canonical_header_and_body_in_one_buffer() {
 fn encoding_body_at_limit_succeeds_and_over_limit_is_an_error() {
     let mut codec = FrameCodec::new().with_max_body_size(8);
     let mut dst = BytesMut::new();
-    codec.encode(Bytes::from_static(&[b'a'; 8]), &mut dst).expect("at the limit");
+    codec
+        .encode(Bytes::from_static(&[b'a'; 8]), &mut dst)
+        .expect("at the limit");
     let written = dst.len();
-    let err = codec.encode(Bytes::from_static(&[b'a'; 9]), &mut dst).expect_err("over the limit");
-    assert!(matches!(err, FrameError::BodyTooLarge { len: 9, limit: 8 }), "{err}");
+    let err = codec
+        .encode(Bytes::from_static(&[b'a'; 9]), &mut dst)
+        .expect_err("over the limit");
+    assert!(
+        matches!(err, FrameError::BodyTooLarge { len: 9, limit: 8 }),
+        "{err}"
+    );
     assert_eq!(dst.len(), written, "nothing written for a refused body");
 }
 
@@ -558,7 +610,10 @@ async fn framed_write_and_read_round_trip_over_a_pipe() {
     let bodies = ["{}", BODY, "", "[1]"];
     let send = async {
         for b in bodies {
-            writer.send(Bytes::from_static(b.as_bytes())).await.expect("send");
+            writer
+                .send(Bytes::from_static(b.as_bytes()))
+                .await
+                .expect("send");
         }
         drop(writer);
     };

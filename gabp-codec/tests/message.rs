@@ -52,8 +52,11 @@ async fn reject_then_continue(body: &[u8]) -> MessageError {
 async fn valid_message_split_at_every_byte_position() {
     let wire = frame(ping());
     for at in 0..=wire.len() {
-        let items =
-            decode_with(MessageCodec::new(), ScriptedReader::chunks([&wire[..at], &wire[at..]])).await;
+        let items = decode_with(
+            MessageCodec::new(),
+            ScriptedReader::chunks([&wire[..at], &wire[at..]]),
+        )
+        .await;
         assert_eq!(items.len(), 1, "split at {at}");
         assert_eq!(message(&items[0]).id().as_str(), ID);
     }
@@ -64,7 +67,9 @@ async fn many_messages_in_one_read() {
     let wire: Vec<u8> = (0..100).flat_map(|_| frame(ping())).collect();
     let items = decode_with(MessageCodec::new(), ScriptedReader::new([data(wire)])).await;
     assert_eq!(items.len(), 100);
-    items.iter().for_each(|item| assert_eq!(message(item).id().as_str(), ID));
+    items
+        .iter()
+        .for_each(|item| assert_eq!(message(item).id().as_str(), ID));
 }
 
 #[tokio::test]
@@ -79,10 +84,18 @@ async fn multibyte_utf8_message_split_across_reads() {
             .expect("present")
     };
     // Inside the 2-byte é, the 3-byte check mark and the 4-byte emoji.
-    let inside = [start_of("é") + 1, start_of("✓") + 1, start_of("✓") + 2, start_of("🎮") + 3];
+    let inside = [
+        start_of("é") + 1,
+        start_of("✓") + 1,
+        start_of("✓") + 2,
+        start_of("🎮") + 3,
+    ];
     for at in inside {
-        let items =
-            decode_with(MessageCodec::new(), ScriptedReader::chunks([&wire[..at], &wire[at..]])).await;
+        let items = decode_with(
+            MessageCodec::new(),
+            ScriptedReader::chunks([&wire[..at], &wire[at..]]),
+        )
+        .await;
         match message(&items[0]) {
             Message::Event(event) => assert_eq!(event.payload["text"], "héllo ✓ 🎮"),
             other => panic!("expected an event, got {other:?}"),
@@ -178,7 +191,9 @@ async fn message_exactly_at_limit_is_accepted_and_one_over_is_answered() {
     assert_eq!(items.len(), 3, "{items:?}");
     assert_eq!(message(&items[0]).id().as_str(), ID);
     let error = rejected(&items[1]);
-    assert!(matches!(error, MessageError::Oversized { declared, limit: l } if *declared == limit as u64 + 1 && *l == limit));
+    assert!(
+        matches!(error, MessageError::Oversized { declared, limit: l } if *declared == limit as u64 + 1 && *l == limit)
+    );
     assert_eq!(error.code(), ErrorCode::INVALID_REQUEST);
     assert!(error.id().is_nil());
     let answer = error.to_error_object();
@@ -192,8 +207,15 @@ async fn strict_mode_refuses_what_lenient_mode_accepts() {
     let body = format!(
         r#"{{"v":"gabp/1","id":"{ID}","type":"request","method":"tools/call","params":{{"name":"inventory/get","parameters":{{}}}}}}"#
     );
-    let lenient = decode_with(MessageCodec::new(), ScriptedReader::new([data(frame(&body))])).await;
-    assert!(matches!(lenient[0], Ok(Ok(Message::Request(_)))), "{lenient:?}");
+    let lenient = decode_with(
+        MessageCodec::new(),
+        ScriptedReader::new([data(frame(&body))]),
+    )
+    .await;
+    assert!(
+        matches!(lenient[0], Ok(Ok(Message::Request(_)))),
+        "{lenient:?}"
+    );
     let strict = decode_with(
         MessageCodec::new().with_mode(DecodeMode::Strict),
         ScriptedReader::new([data(frame(&body))]),
@@ -207,15 +229,24 @@ async fn fatal_header_error_ends_the_message_stream() {
     let mut wire = b"Content-Length: -1\r\n\r\n".to_vec();
     wire.extend_from_slice(&frame(ping()));
     let items = decode_with(MessageCodec::new(), ScriptedReader::new([data(wire)])).await;
-    assert!(matches!(items[..], [Err(FrameError::InvalidContentLength { .. })]), "{items:?}");
+    assert!(
+        matches!(items[..], [Err(FrameError::InvalidContentLength { .. })]),
+        "{items:?}"
+    );
 }
 
 #[tokio::test]
 async fn truncated_message_at_eof_is_fatal() {
     let wire = frame(ping());
-    let items =
-        decode_with(MessageCodec::new(), ScriptedReader::new([data(&wire[..wire.len() - 1])])).await;
-    assert!(matches!(items[..], [Err(FrameError::TruncatedBody { .. })]), "{items:?}");
+    let items = decode_with(
+        MessageCodec::new(),
+        ScriptedReader::new([data(&wire[..wire.len() - 1])]),
+    )
+    .await;
+    assert!(
+        matches!(items[..], [Err(FrameError::TruncatedBody { .. })]),
+        "{items:?}"
+    );
 }
 
 #[tokio::test]
@@ -264,7 +295,10 @@ fn encoding_a_message_over_the_limit_is_an_error_and_writes_nothing() {
     let mut codec = MessageCodec::new().with_max_body_size(1000);
     let mut dst = BytesMut::new();
     let err = codec.encode(message, &mut dst).expect_err("over the limit");
-    assert!(matches!(err, EncodeError::TooLarge { len, limit: 1000 } if len > 2000), "{err}");
+    assert!(
+        matches!(err, EncodeError::TooLarge { len, limit: 1000 } if len > 2000),
+        "{err}"
+    );
     assert!(dst.is_empty());
     // The same codec still encodes a message that fits.
     codec.encode(echo_request("ok"), &mut dst).expect("fits");

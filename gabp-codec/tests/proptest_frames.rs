@@ -28,7 +28,15 @@ fn head_style() -> impl Strategy<Value = HeadStyle> {
         any::<bool>(),
     )
         .prop_map(
-            |(name_case, content_type_first, extra_header, spaces_before, spaces_after, leading_zeros, repeat_length)| {
+            |(
+                name_case,
+                content_type_first,
+                extra_header,
+                spaces_before,
+                spaces_after,
+                leading_zeros,
+                repeat_length,
+            )| {
                 HeadStyle {
                     name_case,
                     content_type_first,

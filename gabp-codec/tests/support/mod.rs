@@ -80,14 +80,21 @@ impl AsyncRead for ScriptedReader {
 }
 
 /// Runs `codec` over the script until the stream ends; the fatal error, if any, is the last item.
-pub async fn read_all<D: Decoder>(codec: D, reader: ScriptedReader) -> Vec<Result<D::Item, D::Error>> {
+pub async fn read_all<D: Decoder>(
+    codec: D,
+    reader: ScriptedReader,
+) -> Vec<Result<D::Item, D::Error>> {
     FramedRead::new(reader, codec).collect().await
 }
 
 /// A frame as this crate writes it.
 pub fn frame(body: impl AsRef<[u8]>) -> Vec<u8> {
     let body = body.as_ref();
-    let mut out = format!("Content-Length: {}\r\nContent-Type: application/json\r\n\r\n", body.len()).into_bytes();
+    let mut out = format!(
+        "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
     out.extend_from_slice(body);
     out
 }
