@@ -6,7 +6,11 @@ use std::process::ExitStatus;
 use std::sync::Arc;
 
 use gabp_codec::FrameCodec;
-use tokio::process::{ChildStderr, Command};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::connection::Connection;
@@ -168,7 +172,11 @@ pub fn spawn(command: impl Into<Command>) -> Result<(Connection, ModProcess), Tr
         None => "child process".to_owned(),
     };
     tracing::debug!(%program, ?pid, "spawned a mod process");
-    let stream = ByteStream::with_guard(tokio::io::join(stdout, stdin), KillOnDrop(drop_tx));
+    let pipes = ChildPipes {
+        stdout,
+        stdin: Some(stdin),
+    };
+    let stream = ByteStream::with_guard(pipes, KillOnDrop(drop_tx));
     let connection = Connection::from_stream(stream, FrameCodec::new(), peer);
     let process = ModProcess {
         pid,
@@ -178,6 +186,84 @@ pub fn spawn(command: impl Into<Command>) -> Result<(Connection, ModProcess), Tr
         stderr,
     };
     Ok((connection, process))
+}
+
+/// The child's stdout (to read) and stdin (to write). Shutting the writing side down closes the
+/// child's stdin, so it sees end of input; tokio's own `ChildStdin` shutdown leaves the pipe open.
+struct ChildPipes {
+    stdout: ChildStdout,
+    stdin: Option<ChildStdin>,
+}
+
+impl ChildPipes {
+    fn stdin(&mut self) -> io::Result<Pin<&mut ChildStdin>> {
+        self.stdin.as_mut().map(Pin::new).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the child's stdin was closed by a shutdown",
+            )
+        })
+    }
+}
+
+impl AsyncRead for ChildPipes {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stdout).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for ChildPipes {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut().stdin() {
+            Ok(stdin) => stdin.poll_write(cx, buf),
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut().stdin() {
+            Ok(stdin) => stdin.poll_write_vectored(cx, bufs),
+            Err(e) => Poll::Ready(Err(e)),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stdin
+            .as_ref()
+            .is_some_and(AsyncWrite::is_write_vectored)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().stdin {
+            Some(stdin) => Pin::new(stdin).poll_flush(cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if let Some(stdin) = &mut this.stdin {
+            if let Poll::Ready(Err(e)) = Pin::new(stdin).poll_flush(cx) {
+                this.stdin = None;
+                return Poll::Ready(Err(e));
+            }
+        }
+        // Dropping the pipe closes it.
+        this.stdin = None;
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// Kills the child when dropped: dropping the sender wakes the supervisor task.

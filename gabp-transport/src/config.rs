@@ -220,6 +220,23 @@ impl BridgeConfig {
             Some(_) => return Err(field_error("token", "must be a string")),
         };
 
+        // From here on, an error may quote a field's value; never let it quote the token (say, a
+        // token pasted into the wrong field).
+        Self::fields_after_token(obj, token).map_err(|e| match e {
+            ConfigError::Field {
+                path,
+                field,
+                problem,
+            } => ConfigError::Field {
+                path,
+                field,
+                problem: redact(problem, secret_of(obj)),
+            },
+            other => other,
+        })
+    }
+
+    fn fields_after_token(obj: &Map<String, Value>, token: Token) -> Result<Self, ConfigError> {
         let transport = match obj.get("transport") {
             None => return Err(field_error("transport", "is missing")),
             Some(Value::Object(t)) => t,
@@ -473,6 +490,21 @@ fn field_error(field: &'static str, problem: impl Into<String>) -> ConfigError {
         path: PathBuf::new(),
         field,
         problem: problem.into(),
+    }
+}
+
+/// The token's text in a parsed `bridge.json`, if it is a string.
+fn secret_of(obj: &Map<String, Value>) -> &str {
+    obj.get("token").and_then(Value::as_str).unwrap_or("")
+}
+
+/// `text` with every occurrence of `secret` replaced (secrets shorter than 4 characters are too
+/// short to find without mangling the message, and too weak to matter).
+fn redact(text: String, secret: &str) -> String {
+    if secret.len() >= 4 && text.contains(secret) {
+        text.replace(secret, "<redacted>")
+    } else {
+        text
     }
 }
 

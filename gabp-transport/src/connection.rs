@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures::{Sink, Stream};
 use gabp_codec::{Frame, FrameCodec, FrameError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
-use tokio_util::codec::{Framed, FramedRead, FramedWrite};
+use tokio_util::codec::{Framed, FramedParts, FramedWrite};
 
 use crate::stream::ByteStream;
 
@@ -103,8 +103,11 @@ impl Connection {
     pub fn into_split(self) -> (FrameReader, FrameWriter) {
         let parts = self.framed.into_parts();
         let (read_half, write_half) = tokio::io::split(parts.io);
-        let mut reader = FramedRead::new(read_half, parts.codec.clone());
-        reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
+        // `Framed::from_parts` (unlike `FramedRead::new`) decodes bytes already buffered before it
+        // reads again.
+        let mut read_parts = FramedParts::new::<Bytes>(read_half, parts.codec.clone());
+        read_parts.read_buf = parts.read_buf;
+        let reader = Framed::from_parts(read_parts);
         let mut writer = FramedWrite::new(write_half, parts.codec);
         writer
             .write_buffer_mut()
@@ -172,7 +175,7 @@ impl Sink<Bytes> for Connection {
 /// The reading half of a [`Connection`], from [`Connection::into_split`]: a [`Stream`] of
 /// `Result<Frame, FrameError>`, exactly as the connection was.
 pub struct FrameReader {
-    inner: FramedRead<ReadHalf<ByteStream>, FrameCodec>,
+    inner: Framed<ReadHalf<ByteStream>, FrameCodec>,
     peer: String,
 }
 
@@ -186,7 +189,7 @@ impl FrameReader {
     /// The codec, with its limits.
     #[must_use]
     pub fn codec(&self) -> &FrameCodec {
-        self.inner.decoder()
+        self.inner.codec()
     }
 }
 

@@ -275,7 +275,13 @@ where
         return Ok(None);
     };
     let value = raw.trim();
-    let shown: String = value.chars().take(40).collect();
+    let mut shown: String = value.chars().take(40).collect();
+    // Quote the bad value, unless it holds the token (pasted into the wrong variable).
+    if let Some(secret) = env(GABP_TOKEN).and_then(|t| t.into_string().ok()) {
+        if secret.trim().len() >= 4 && shown.contains(secret.trim()) {
+            shown = "<redacted>".to_owned();
+        }
+    }
     let bad = || {
         invalid(
             GABP_SERVER_PORT,

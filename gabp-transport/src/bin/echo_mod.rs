@@ -5,9 +5,13 @@
 //! - `--stderr TEXT`: write TEXT and a newline to stderr first;
 //! - `--hang`: after stdin closes, keep running (so tests can see the child killed);
 //! - `--exit-code N`: exit with status N once stdin closes.
+//!
+//! It also checks the stdio listener's rules: a second stdio listener is refused, and once the one
+//! connection has ended a second `accept` returns `TransportError::Closed`; otherwise it exits
+//! with status 1.
 
 use futures::{SinkExt, StreamExt};
-use gabp_transport::{Endpoint, Frame, Listener};
+use gabp_transport::{Endpoint, Frame, Listener, TransportError};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -39,6 +43,9 @@ async fn main() {
 
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     let listener = Listener::bind(&Endpoint::Stdio).await?;
+    if Listener::bind(&Endpoint::Stdio).await.is_ok() {
+        return Err("a second stdio listener was allowed".into());
+    }
     let mut conn = listener.accept().await?;
     while let Some(frame) = conn.next().await {
         let frame = frame?;
@@ -49,5 +56,12 @@ async fn serve() -> Result<(), Box<dyn std::error::Error>> {
             conn.send(body).await?;
         }
     }
-    Ok(())
+    // The bridge closed our stdin. The listener's one connection is gone: a second accept must
+    // say so (this is how a serve loop ends on stdio).
+    drop(conn);
+    match listener.accept().await {
+        Err(TransportError::Closed) => Ok(()),
+        Err(other) => Err(format!("second accept: expected Closed, got {other}").into()),
+        Ok(_) => Err("second accept: expected Closed, got a connection".into()),
+    }
 }
