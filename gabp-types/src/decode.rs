@@ -464,18 +464,86 @@ fn escape_pointer(token: &str) -> String {
 }
 
 /// Deserializes `T` from a borrowed value, mapping a failure to `code` with the pointer of the failing value.
+///
+/// The fast path deserializes directly; only a failure pays for a second, path-tracking pass that finds the
+/// pointer.
 fn typed<T: DeserializeOwned>(
     value: &Value,
     base: &str,
     code: ErrorCode,
 ) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(value).map_err(|e| path_error(e, base, code))
+    T::deserialize(value).or_else(|_| {
+        serde_path_to_error::deserialize::<_, T>(value).map_err(|e| path_error(e, base, code))
+    })
 }
 
 /// Like [`typed`] for a params object, without cloning the map into a `Value`.
 fn typed_map<T: DeserializeOwned>(map: &Map<String, Value>) -> Result<T, DecodeError> {
-    serde_path_to_error::deserialize(crate::strict::BorrowedMap(map))
-        .map_err(|e| path_error(e, "/params", ErrorCode::INVALID_PARAMS))
+    T::deserialize(crate::strict::BorrowedMap(map)).or_else(|_| {
+        serde_path_to_error::deserialize::<_, T>(crate::strict::BorrowedMap(map))
+            .map_err(|e| path_error(e, "/params", ErrorCode::INVALID_PARAMS))
+    })
+}
+
+/// `tools/call` params, checked without building [`methods::ToolsCallParams`]: this is the hot path of every
+/// session, and deserializing the typed struct would copy the whole `arguments` object just to drop it.
+fn check_tools_call(params: Option<&Map<String, Value>>) -> Result<(), DecodeError> {
+    let invalid = |pointer: &str, reason: String| {
+        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
+    };
+    let Some(p) = params else {
+        return Err(invalid(
+            "/params",
+            format!("`{}` requires params", methods::ToolsCall::NAME),
+        ));
+    };
+    let mut has_name = false;
+    for (key, value) in p {
+        match (key.as_str(), value) {
+            ("name", Value::String(name)) if crate::format::is_registry_name(name) => {
+                has_name = true
+            }
+            ("name", Value::String(name)) => {
+                return Err(invalid(
+                    "/params/name",
+                    format!(
+                        "tool name {name:?} does not match {}",
+                        crate::format::NAME_PATTERN
+                    ),
+                ))
+            }
+            ("name", other) => {
+                return Err(invalid(
+                    "/params/name",
+                    format!(
+                        "invalid type: {}, expected a tool name string",
+                        json_type_name(other)
+                    ),
+                ))
+            }
+            ("arguments", Value::Object(_)) => {}
+            ("arguments", other) => {
+                return Err(invalid(
+                    "/params/arguments",
+                    format!(
+                        "invalid type: {}, expected an object",
+                        json_type_name(other)
+                    ),
+                ))
+            }
+            (other, _) => {
+                return Err(invalid(
+                    "/params",
+                    format!("unknown field `{other}`, expected `name` or `arguments`"),
+                ))
+            }
+        }
+    }
+    if has_name {
+        Ok(())
+    } else {
+        Err(invalid("/params", "missing field `name`".to_owned()))
+    }
 }
 
 fn path_error(
@@ -551,7 +619,7 @@ fn check_params(
         SessionPing::NAME => check::<SessionPing>(params),
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
-        ToolsCall::NAME => check::<ToolsCall>(params),
+        ToolsCall::NAME => check_tools_call(params),
         EventsSubscribe::NAME => check::<EventsSubscribe>(params),
         EventsUnsubscribe::NAME => check::<EventsUnsubscribe>(params),
         ResourcesList::NAME => check::<ResourcesList>(params),
