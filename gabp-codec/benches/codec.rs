@@ -7,7 +7,8 @@ use std::hint::black_box;
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use gabp_codec::FrameCodec;
+use gabp_codec::{FrameCodec, MessageCodec};
+use gabp_types::decode::{decode, DecodeMode};
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 
 /// A workload: the bodies and both encodings of them.
@@ -205,5 +206,66 @@ fn encode_benches(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, decode_benches, encode_benches);
+/// A typical request: `tools/call` with a few arguments (about 250 bytes).
+fn typical_request(seed: usize) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"v":"gabp/1","id":"8d3c4c1e-8a2b-4f3e-9a59-{seed:012x}","type":"request","method":"tools/call","params":{{"name":"inventory/get","arguments":{{"player":"Steve","slot":{seed},"includeMeta":true,"filter":{{"tags":["tool","weapon"],"minDurability":0.25}}}}}}}}"#
+    ))
+}
+
+fn message_decode_benches(c: &mut Criterion) {
+    const MESSAGES: usize = 100;
+    let bodies: Vec<Bytes> = (0..MESSAGES).map(typical_request).collect();
+    for body in &bodies {
+        decode(body, DecodeMode::Strict).expect("the typical request is strictly valid");
+    }
+    let mut wire = BytesMut::new();
+    for body in &bodies {
+        FrameCodec::new()
+            .encode(body.clone(), &mut wire)
+            .expect("body within limit");
+    }
+    let wire = wire.freeze();
+    let mut group = c.benchmark_group("message_decode");
+    group.throughput(Throughput::Bytes(
+        bodies.iter().map(|b| b.len() as u64).sum(),
+    ));
+    // MessageCodec over frames: framing plus strict decoding.
+    group.bench_function(BenchmarkId::from_parameter("message_codec"), |b| {
+        b.iter_batched(
+            || BytesMut::from(&wire[..]),
+            |mut buf| {
+                let mut codec = MessageCodec::new().with_mode(DecodeMode::Strict);
+                let mut messages = Vec::with_capacity(MESSAGES);
+                while let Some(item) = codec.decode(&mut buf).expect("valid wire") {
+                    messages.push(item.expect("valid message"));
+                }
+                assert_eq!(messages.len(), MESSAGES);
+                messages
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    // The same bodies, already split out: strict decoding alone.
+    group.bench_function(BenchmarkId::from_parameter("strict_decode"), |b| {
+        b.iter_batched(
+            || bodies.clone(),
+            |bodies| {
+                bodies
+                    .iter()
+                    .map(|body| decode(body, DecodeMode::Strict).expect("valid message"))
+                    .collect::<Vec<_>>()
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    decode_benches,
+    encode_benches,
+    message_decode_benches
+);
 criterion_main!(benches);

@@ -3,10 +3,10 @@
 //! Every GABP message travels as one frame:
 //!
 //! ```text
-//! Content-Length: 62\r\n
+//! Content-Length: 99\r\n
 //! Content-Type: application/json\r\n
 //! \r\n
-//! {"v":"gabp/1","id":"…","type":"request","method":"session/ping"}
+//! {"v":"gabp/1","id":"8d3c4c1e-8a2b-4f3e-9a59-0c8e4a2b7d10","type":"request","method":"session/ping"}
 //! ```
 //!
 //! Two tokio-util codecs read and write them:
@@ -62,3 +62,8 @@ pub use frame::{
     DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_HEADER_SIZE,
 };
 pub use message::{EncodeError, MessageCodec, MessageError};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
