@@ -1,22 +1,34 @@
 //! Repository tasks for gabp-rs.
 //!
-//! `cargo xtask gen-schemas [--check] [--out DIR]` writes `SCHEMA/1.0/` from the Rust types in `gabp-types`;
-//! with `--check` it writes nothing and exits 1, naming each file that differs from what is on disk (missing,
-//! changed or stale).
+//! - `cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE]` writes `SCHEMA/1.0/` and
+//!   `asyncapi.yaml` from the Rust types in `gabp-types`; with `--check` it writes nothing and exits 1,
+//!   naming each file that differs from what is on disk (missing, changed or stale).
+//! - `cargo xtask check-spec-examples [PATH...]` validates every ```` ```json ```` block of the
+//!   specification (`SPEC/1.0/` by default) with the strict decoder; see [`spec_examples`].
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask gen-schemas [--check] [--out DIR]
+mod asyncapi;
+mod spec_examples;
+mod yaml;
 
-Writes SCHEMA/1.0/ from the gabp-types Rust types. With --check, writes nothing and exits 1
-naming every file that differs from the generated output (missing, changed or stale).";
+const USAGE: &str = "usage: cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE]
+       cargo xtask check-spec-examples [PATH...]
+
+gen-schemas writes SCHEMA/1.0/ and asyncapi.yaml from the gabp-types Rust types. With --check,
+it writes nothing and exits 1 naming every file that differs from the generated output (missing,
+changed or stale).
+
+check-spec-examples validates every ```json block of the Markdown files under PATH (default
+SPEC/1.0) with the strict decoder, one line per block, and exits 1 if any is invalid.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("gen-schemas") => gen_schemas(&args[1..]),
+        Some("check-spec-examples") => spec_examples::run(&args[1..], &repo_root()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -36,6 +48,7 @@ fn repo_root() -> PathBuf {
 fn gen_schemas(args: &[String]) -> ExitCode {
     let mut check = false;
     let mut out = repo_root().join("SCHEMA").join("1.0");
+    let mut asyncapi_path = repo_root().join("asyncapi.yaml");
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -44,6 +57,13 @@ fn gen_schemas(args: &[String]) -> ExitCode {
                 Some(dir) => out = PathBuf::from(dir),
                 None => {
                     eprintln!("--out needs a directory\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            },
+            "--asyncapi" => match it.next() {
+                Some(file) => asyncapi_path = PathBuf::from(file),
+                None => {
+                    eprintln!("--asyncapi needs a file\n{USAGE}");
                     return ExitCode::from(2);
                 }
             },
@@ -79,6 +99,20 @@ fn gen_schemas(args: &[String]) -> ExitCode {
             }
         }
     }
+    let asyncapi_text = asyncapi::render();
+    if check {
+        match std::fs::read_to_string(&asyncapi_path) {
+            Ok(existing) if existing == asyncapi_text => {}
+            Ok(_) => problems.push(format!(
+                "{}: differs from the generated AsyncAPI document",
+                asyncapi_path.display()
+            )),
+            Err(_) => problems.push(format!("{}: missing", asyncapi_path.display())),
+        }
+    } else if let Err(e) = std::fs::write(&asyncapi_path, &asyncapi_text) {
+        eprintln!("error: cannot write {}: {e}", asyncapi_path.display());
+        return ExitCode::from(2);
+    }
     // Files under the output directory that the generator no longer produces.
     for stale in json_files(&out)
         .into_iter()
@@ -99,9 +133,10 @@ fn gen_schemas(args: &[String]) -> ExitCode {
     if check {
         if problems.is_empty() {
             println!(
-                "{} schema files up to date in {}",
+                "{} schema files up to date in {}, and {}",
                 files.len(),
-                out.display()
+                out.display(),
+                asyncapi_path.display()
             );
             ExitCode::SUCCESS
         } else {
@@ -112,7 +147,12 @@ fn gen_schemas(args: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     } else {
-        println!("wrote {} schema files to {}", files.len(), out.display());
+        println!(
+            "wrote {} schema files to {}, and {}",
+            files.len(),
+            out.display(),
+            asyncapi_path.display()
+        );
         ExitCode::SUCCESS
     }
 }
