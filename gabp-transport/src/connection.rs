@@ -1,14 +1,15 @@
 //! [`Connection`]: a framed GABP connection over any byte stream.
 
 use std::fmt;
+use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use futures::{Sink, Stream};
 use gabp_codec::{Frame, FrameCodec, FrameError};
 use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
-use tokio_util::codec::{Framed, FramedParts, FramedWrite};
+use tokio_util::codec::{Encoder, Framed, FramedParts};
 
 use crate::stream::ByteStream;
 
@@ -42,7 +43,9 @@ use crate::stream::ByteStream;
 /// # }
 /// ```
 pub struct Connection {
+    /// Reading goes through `Framed`; its write buffer stays empty, writing goes through `sink`.
     framed: Framed<ByteStream, FrameCodec>,
+    sink: FrameSink,
     peer: String,
 }
 
@@ -66,6 +69,7 @@ impl Connection {
     pub(crate) fn from_stream(stream: ByteStream, codec: FrameCodec, peer: String) -> Self {
         Connection {
             framed: Framed::new(stream, codec),
+            sink: FrameSink::default(),
             peer,
         }
     }
@@ -107,18 +111,15 @@ impl Connection {
         // reads again.
         let mut read_parts = FramedParts::new::<Bytes>(read_half, parts.codec.clone());
         read_parts.read_buf = parts.read_buf;
-        let reader = Framed::from_parts(read_parts);
-        let mut writer = FramedWrite::new(write_half, parts.codec);
-        writer
-            .write_buffer_mut()
-            .extend_from_slice(&parts.write_buf);
         (
             FrameReader {
-                inner: reader,
+                inner: Framed::from_parts(read_parts),
                 peer: self.peer.clone(),
             },
             FrameWriter {
-                inner: writer,
+                io: write_half,
+                codec: parts.codec,
+                sink: self.sink,
                 peer: self.peer,
             },
         )
@@ -126,7 +127,9 @@ impl Connection {
 
     /// The underlying tokio-util [`Framed`].
     #[must_use]
-    pub fn into_framed(self) -> Framed<ByteStream, FrameCodec> {
+    pub fn into_framed(mut self) -> Framed<ByteStream, FrameCodec> {
+        // Frames sent but not yet written move to the `Framed`'s write buffer, in order.
+        self.sink.drain_into(self.framed.write_buffer_mut());
         self.framed
     }
 }
@@ -155,20 +158,30 @@ impl Stream for Connection {
 impl Sink<Bytes> for Connection {
     type Error = FrameError;
 
-    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_ready(Pin::new(&mut self.framed), cx)
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_ready(Pin::new(this.framed.get_mut()), cx)
+            .map_err(FrameError::from)
     }
 
-    fn start_send(mut self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
-        Pin::new(&mut self.framed).start_send(body)
+    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
+        let this = self.get_mut();
+        this.sink.start_send(this.framed.codec_mut(), body)
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_flush(Pin::new(&mut self.framed), cx)
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_flush(Pin::new(this.framed.get_mut()), cx)
+            .map_err(FrameError::from)
     }
 
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_close(Pin::new(&mut self.framed), cx)
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_close(Pin::new(this.framed.get_mut()), cx)
+            .map_err(FrameError::from)
     }
 }
 
@@ -212,7 +225,9 @@ impl Stream for FrameReader {
 /// The writing half of a [`Connection`], from [`Connection::into_split`]: a [`Sink`] of frame
 /// bodies ([`Bytes`]).
 pub struct FrameWriter {
-    inner: FramedWrite<WriteHalf<ByteStream>, FrameCodec>,
+    io: WriteHalf<ByteStream>,
+    codec: FrameCodec,
+    sink: FrameSink,
     peer: String,
 }
 
@@ -226,7 +241,7 @@ impl FrameWriter {
     /// The codec, with its limits.
     #[must_use]
     pub fn codec(&self) -> &FrameCodec {
-        self.inner.encoder()
+        &self.codec
     }
 }
 
@@ -241,19 +256,285 @@ impl fmt::Debug for FrameWriter {
 impl Sink<Bytes> for FrameWriter {
     type Error = FrameError;
 
-    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_ready(Pin::new(&mut self.inner), cx)
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_ready(Pin::new(&mut this.io), cx)
+            .map_err(FrameError::from)
     }
 
-    fn start_send(mut self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
-        Pin::new(&mut self.inner).start_send(body)
+    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
+        let this = self.get_mut();
+        this.sink.start_send(&mut this.codec, body)
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_flush(Pin::new(&mut self.inner), cx)
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_flush(Pin::new(&mut this.io), cx)
+            .map_err(FrameError::from)
     }
 
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
-        Sink::<Bytes>::poll_close(Pin::new(&mut self.inner), cx)
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+        let this = self.get_mut();
+        this.sink
+            .poll_close(Pin::new(&mut this.io), cx)
+            .map_err(FrameError::from)
+    }
+}
+
+/// Bodies up to this size are copied, with their header, into one buffer (one write for several
+/// small frames); larger ones are written from their own [`Bytes`] without a copy.
+const COPY_LIMIT: usize = 16 * 1024;
+
+/// Buffered bytes beyond which `poll_ready` writes before accepting another frame.
+const HIGH_WATER: usize = 64 * 1024;
+
+/// The writing state of a connection: coalesced small frames and headers in `buf`, then at most
+/// one large body written straight from its `Bytes` (vectored with `buf` when the stream can).
+#[derive(Default)]
+struct FrameSink {
+    buf: BytesMut,
+    body: Option<Bytes>,
+}
+
+impl FrameSink {
+    fn pending(&self) -> bool {
+        !self.buf.is_empty() || self.body.is_some()
+    }
+
+    fn poll_ready<W: AsyncWrite + ?Sized>(
+        &mut self,
+        io: Pin<&mut W>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.body.is_some() || self.buf.len() >= HIGH_WATER {
+            self.poll_write_out(io, cx)
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Queue one frame. Call only after `poll_ready` returned `Ready(Ok)`.
+    fn start_send(&mut self, codec: &mut FrameCodec, body: Bytes) -> Result<(), FrameError> {
+        if body.len() <= COPY_LIMIT || self.body.is_some() {
+            // The codec writes the frame exactly (and checks the limit).
+            return codec.encode(body, &mut self.buf);
+        }
+        if body.len() > codec.max_body_size() {
+            return Err(FrameError::BodyTooLarge {
+                len: body.len(),
+                limit: codec.max_body_size(),
+            });
+        }
+        write_head(body.len(), &mut self.buf);
+        self.body = Some(body);
+        Ok(())
+    }
+
+    /// Write everything queued, in order.
+    fn poll_write_out<W: AsyncWrite + ?Sized>(
+        &mut self,
+        mut io: Pin<&mut W>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        while self.pending() {
+            let written = match &mut self.body {
+                Some(body) if !self.buf.is_empty() && io.is_write_vectored() => {
+                    let slices = [io::IoSlice::new(&self.buf), io::IoSlice::new(body)];
+                    ready!(io.as_mut().poll_write_vectored(cx, &slices))?
+                }
+                _ if !self.buf.is_empty() => ready!(io.as_mut().poll_write(cx, &self.buf))?,
+                Some(body) => ready!(io.as_mut().poll_write(cx, body))?,
+                None => break,
+            };
+            if written == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            let from_buf = written.min(self.buf.len());
+            self.buf.advance(from_buf);
+            if let Some(body) = &mut self.body {
+                body.advance(written - from_buf);
+                if body.is_empty() {
+                    self.body = None;
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_flush<W: AsyncWrite + ?Sized>(
+        &mut self,
+        mut io: Pin<&mut W>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_write_out(io.as_mut(), cx))?;
+        io.poll_flush(cx)
+    }
+
+    fn poll_close<W: AsyncWrite + ?Sized>(
+        &mut self,
+        mut io: Pin<&mut W>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_flush(io.as_mut(), cx))?;
+        io.poll_shutdown(cx)
+    }
+
+    /// Move everything queued into `dst`, in order.
+    fn drain_into(&mut self, dst: &mut BytesMut) {
+        dst.extend_from_slice(&self.buf);
+        self.buf.clear();
+        if let Some(body) = self.body.take() {
+            dst.extend_from_slice(&body);
+        }
+    }
+}
+
+/// The header block [`FrameCodec`] writes, for a body of `len` bytes (tested to match it).
+fn write_head(len: usize, dst: &mut BytesMut) {
+    use std::fmt::Write as _;
+    // Writing into a BytesMut cannot fail.
+    let _ = write!(
+        dst,
+        "Content-Length: {len}\r\nContent-Type: {}\r\n\r\n",
+        gabp_codec::CONTENT_TYPE
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_matches_the_codec() {
+        for len in [
+            0usize,
+            1,
+            9,
+            10,
+            99,
+            100,
+            16_385,
+            65_536,
+            1_048_576,
+            123_456_789,
+        ] {
+            let mut ours = BytesMut::new();
+            write_head(len, &mut ours);
+            let mut theirs = BytesMut::new();
+            FrameCodec::new()
+                .with_max_body_size(usize::MAX)
+                .encode(Bytes::from(vec![b'x'; len.min(2_000_000)]), &mut theirs)
+                .expect("encodes");
+            if len <= 2_000_000 {
+                assert_eq!(&theirs[..ours.len()], &ours[..], "len {len}");
+                assert_eq!(theirs.len(), ours.len() + len);
+            } else {
+                assert!(ours.starts_with(b"Content-Length: 123456789\r\n"));
+            }
+        }
+    }
+
+    /// A writer that accepts at most `step` bytes per call and records what it got.
+    struct Trickle {
+        step: usize,
+        vectored: bool,
+        out: Vec<u8>,
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let n = buf.len().min(this.step);
+            this.out.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_write_vectored(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            bufs: &[io::IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let mut left = this.step;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(left);
+                this.out.extend_from_slice(&b[..take]);
+                left -= take;
+                n += take;
+            }
+            Poll::Ready(Ok(n))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn partial_writes_keep_every_byte_in_order() {
+        let bodies: Vec<Bytes> = [3usize, 70_000, 5, 20_000, 16_384, 16_385]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| Bytes::from(vec![b'a' + i as u8; n]))
+            .collect();
+        let mut expected = BytesMut::new();
+        for b in &bodies {
+            FrameCodec::new()
+                .encode(b.clone(), &mut expected)
+                .expect("encode");
+        }
+        for vectored in [false, true] {
+            for step in [1usize, 7, 4096, 1 << 20] {
+                let mut w = Trickle {
+                    step,
+                    vectored,
+                    out: Vec::new(),
+                };
+                let mut sink = FrameSink::default();
+                let mut codec = FrameCodec::new();
+                let waker = futures::task::noop_waker();
+                let mut cx = Context::from_waker(&waker);
+                for b in &bodies {
+                    assert!(sink.poll_ready(Pin::new(&mut w), &mut cx).is_ready());
+                    sink.start_send(&mut codec, b.clone()).expect("send");
+                }
+                assert!(matches!(
+                    sink.poll_flush(Pin::new(&mut w), &mut cx),
+                    Poll::Ready(Ok(()))
+                ));
+                assert!(!sink.pending());
+                assert!(w.out == expected[..], "vectored {vectored}, step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_bodies_are_refused_and_nothing_is_queued() {
+        let mut sink = FrameSink::default();
+        let mut codec = FrameCodec::new().with_max_body_size(20_000);
+        for len in [20_001usize, 100] {
+            let mut small = FrameCodec::new().with_max_body_size(50);
+            let codec = if len == 100 { &mut small } else { &mut codec };
+            let err = sink
+                .start_send(codec, Bytes::from(vec![b'x'; len]))
+                .expect_err("too large");
+            assert!(matches!(err, FrameError::BodyTooLarge { .. }), "{err:?}");
+            assert!(!sink.pending());
+        }
     }
 }

@@ -113,3 +113,47 @@ async fn end_of_stream_is_none() {
     drop(b);
     assert!(common::within("end", conn.next()).await.is_none());
 }
+
+#[tokio::test]
+async fn many_frames_fed_then_flushed_arrive_in_order() {
+    let (a, b) = tokio::io::duplex(8 * 1024);
+    let mut bridge = Connection::new(a);
+    let mut game = Connection::new(b);
+    let sizes = [1usize, 20_000, 3, 70_000, 16_384, 16_385, 0, 100];
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        for _ in 0..sizes.len() {
+            got.push(common::next_body(&mut game).await);
+        }
+        got
+    });
+    for (i, &n) in sizes.iter().enumerate() {
+        bridge
+            .feed(Bytes::from(vec![b'a' + i as u8; n]))
+            .await
+            .expect("feed");
+    }
+    bridge.flush().await.expect("flush");
+    let got = common::within("reader", reader).await.expect("reader");
+    for (i, (&n, body)) in sizes.iter().zip(&got).enumerate() {
+        assert_eq!(body.len(), n);
+        assert!(body.iter().all(|&c| c == b'a' + i as u8));
+    }
+}
+
+#[tokio::test]
+async fn into_framed_keeps_frames_not_yet_written() {
+    let (a, b) = tokio::io::duplex(1024 * 1024);
+    let mut bridge = Connection::new(a);
+    // Queued but not flushed: one small frame and one large one.
+    bridge.feed(Bytes::from_static(b"{}")).await.expect("feed");
+    bridge
+        .feed(Bytes::from(vec![b'x'; 40_000]))
+        .await
+        .expect("feed");
+    let mut framed = bridge.into_framed();
+    SinkExt::<Bytes>::flush(&mut framed).await.expect("flush");
+    let mut game = Connection::new(b);
+    assert_eq!(&common::next_body(&mut game).await[..], b"{}");
+    assert_eq!(common::next_body(&mut game).await.len(), 40_000);
+}
