@@ -175,20 +175,32 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
+/// How far a partially received header block has been read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeadScan {
+    /// The first `parsed` bytes of the buffer are complete header lines, already parsed.
+    parsed: usize,
+    /// The bytes from `parsed` to `searched` hold no line feed.
+    searched: usize,
+    /// The `Content-Length` seen so far.
+    length: Option<u64>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DecodeState {
-    /// Reading a header block. `scanned` bytes of the buffer are complete, already parsed lines.
-    Head { scanned: usize, length: Option<u64> },
+    /// Reading a header block.
+    Head(HeadScan),
     /// Header done (and removed from the buffer); waiting for `len` body bytes.
     Body { len: usize },
     /// Skipping an oversized body.
     Discard { declared: u64, remaining: u64 },
 }
 
-const HEAD_START: DecodeState = DecodeState::Head {
-    scanned: 0,
+const HEAD_START: DecodeState = DecodeState::Head(HeadScan {
+    parsed: 0,
+    searched: 0,
     length: None,
-};
+});
 
 /// The GABP `Content-Length` framing as a tokio-util [`Decoder`] and [`Encoder`].
 ///
@@ -317,10 +329,9 @@ impl FrameCodec {
     fn decode_head(
         &mut self,
         src: &[u8],
-        scanned: usize,
-        length: Option<u64>,
+        scan: HeadScan,
     ) -> Result<Option<(usize, u64)>, FrameError> {
-        if scanned == 0 {
+        if scan.searched == 0 {
             if src.is_empty() {
                 return Ok(None);
             }
@@ -330,10 +341,10 @@ impl FrameCodec {
                 }
             }
         }
-        match parse_head_lines(src, self.max_header_size, scanned, length)? {
+        match parse_head_lines(src, self.max_header_size, scan)? {
             HeadProgress::Complete { head_len, len } => Ok(Some((head_len, len))),
-            HeadProgress::Partial { scanned, length } => {
-                self.state = DecodeState::Head { scanned, length };
+            HeadProgress::Partial(scan) => {
+                self.state = DecodeState::Head(scan);
                 Ok(None)
             }
         }
@@ -345,25 +356,38 @@ impl FrameCodec {
 enum HeadProgress {
     /// The header block is `head_len` bytes long and announces a body of `len` bytes.
     Complete { head_len: usize, len: u64 },
-    /// The first `scanned` bytes are complete lines, already parsed; the next line is incomplete.
-    Partial { scanned: usize, length: Option<u64> },
+    /// The header block is incomplete; this is how far it has been read.
+    Partial(HeadScan),
 }
 
-/// The general header parser. Consumes complete lines from `scanned` on, so a header block arriving
-/// in pieces is scanned once; never looks beyond `max_header` bytes.
+/// The general header parser. Parses complete lines from `scan.parsed` on and looks for the next
+/// line feed from `scan.searched` on, so a header block arriving in pieces is scanned once; never
+/// looks beyond `max_header` bytes.
 fn parse_head_lines(
     src: &[u8],
     max_header: usize,
-    mut scanned: usize,
-    mut length: Option<u64>,
+    scan: HeadScan,
 ) -> Result<HeadProgress, FrameError> {
+    let HeadScan {
+        parsed: mut scanned,
+        searched,
+        mut length,
+    } = scan;
     let window = &src[..src.len().min(max_header)];
+    // The clamps only matter if a caller swaps buffers between calls: never panic on that either.
+    scanned = scanned.min(window.len());
+    let mut search_from = searched.clamp(scanned, window.len());
     loop {
-        let Some(line_end) = find_line_feed(&window[scanned..]).map(|at| scanned + at) else {
+        let Some(line_end) = find_line_feed(&window[search_from..]).map(|at| search_from + at)
+        else {
             if src.len() >= max_header {
                 return Err(FrameError::HeaderTooLarge { limit: max_header });
             }
-            return Ok(HeadProgress::Partial { scanned, length });
+            return Ok(HeadProgress::Partial(HeadScan {
+                parsed: scanned,
+                searched: window.len(),
+                length,
+            }));
         };
         let line = match window[scanned..line_end].split_last() {
             Some((b'\r', line)) => line,
@@ -374,6 +398,7 @@ fn parse_head_lines(
             }
         };
         scanned = line_end + 1;
+        search_from = scanned;
         if line.is_empty() {
             return match length {
                 Some(len) => Ok(HeadProgress::Complete {
@@ -500,8 +525,8 @@ impl Decoder for FrameCodec {
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         loop {
             match self.state {
-                DecodeState::Head { scanned, length } => {
-                    let Some((head_len, len)) = self.decode_head(src, scanned, length)? else {
+                DecodeState::Head(scan) => {
+                    let Some((head_len, len)) = self.decode_head(src, scan)? else {
                         return Ok(None);
                     };
                     src.advance(head_len);
@@ -624,7 +649,15 @@ mod tests {
     use proptest::prelude::*;
 
     fn general_head(src: &[u8]) -> Result<HeadProgress, FrameError> {
-        parse_head_lines(src, DEFAULT_MAX_HEADER_SIZE, 0, None)
+        parse_head_lines(
+            src,
+            DEFAULT_MAX_HEADER_SIZE,
+            HeadScan {
+                parsed: 0,
+                searched: 0,
+                length: None,
+            },
+        )
     }
 
     #[test]
@@ -636,6 +669,16 @@ mod tests {
             assert_eq!(find_line_feed(&data), Some(at));
             data[at] = 0x8a;
         }
+    }
+
+    #[test]
+    fn swapping_buffers_between_calls_does_not_panic() {
+        let mut codec = FrameCodec::new();
+        let mut long = BytesMut::from(&b"Content-Length: 5\r\nX-Long: aaaaaaaaaaaaaaaa"[..]);
+        assert!(matches!(codec.decode(&mut long), Ok(None)));
+        let mut short = BytesMut::from(&b"Con"[..]);
+        let _ = codec.decode(&mut short);
+        let _ = codec.decode_eof(&mut BytesMut::new());
     }
 
     #[test]
