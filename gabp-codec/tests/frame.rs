@@ -627,3 +627,21 @@ async fn framed_write_and_read_round_trip_over_a_pipe() {
     let ((), got) = tokio::join!(send, receive);
     assert_eq!(got, bodies.map(|b| Bytes::from_static(b.as_bytes())));
 }
+
+#[test]
+fn decoded_body_is_split_out_of_the_read_buffer_not_copied() {
+    use tokio_util::codec::Decoder;
+    let wire = frame(BODY);
+    let mut buf = BytesMut::from(&wire[..]);
+    let body_address = buf[wire.len() - BODY.len()..].as_ptr();
+    let frame = FrameCodec::new()
+        .decode(&mut buf)
+        .expect("valid")
+        .expect("complete");
+    let body = frame.into_body().expect("a body");
+    assert_eq!(
+        body.as_ptr(),
+        body_address,
+        "the body shares the read buffer's memory"
+    );
+}
