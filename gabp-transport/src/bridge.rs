@@ -106,18 +106,26 @@ pub async fn connect_stream(endpoint: &Endpoint) -> Result<ByteStream, Transport
 /// Takes a [`tokio::process::Command`] or a [`std::process::Command`]. Must be called inside a
 /// Tokio runtime.
 ///
-/// ```no_run
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), gabp_transport::TransportError> {
-/// use futures::SinkExt;
+/// `cat` copies its stdin to its stdout, so it makes a perfect echoing "mod":
 ///
-/// let (mut conn, mut process) = gabp_transport::spawn(std::process::Command::new("my-game-mod"))?;
-/// conn.send(bytes::Bytes::from_static(b"{}")).await.ok();
-/// conn.close().await.ok(); // end of input: the mod exits
-/// let status = process.wait().await?;
-/// println!("mod exited with {status}");
+/// ```
+/// # #[cfg(unix)]
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use bytes::Bytes;
+/// use futures::{SinkExt, StreamExt};
+///
+/// let (mut conn, mut process) = gabp_transport::spawn(std::process::Command::new("cat"))?;
+/// conn.send(Bytes::from_static(br#"{"v":"gabp/1"}"#)).await?;
+/// let echoed = conn.next().await.transpose()?.and_then(|frame| frame.into_body());
+/// assert_eq!(echoed.as_deref(), Some(&br#"{"v":"gabp/1"}"#[..]));
+///
+/// conn.close().await?; // end of input: the mod exits
+/// assert!(process.wait().await?.success());
 /// # Ok(())
 /// # }
+/// # #[cfg(not(unix))]
+/// # fn main() {}
 /// ```
 ///
 /// # Errors

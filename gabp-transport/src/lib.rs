@@ -76,3 +76,8 @@ pub use token::{Token, TokenError};
 
 /// The frame types this crate's connections carry, re-exported from [`gabp_codec`].
 pub use gabp_codec::{Frame, FrameCodec, FrameError};
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

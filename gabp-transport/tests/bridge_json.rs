@@ -134,7 +134,7 @@ fn readers_never_see_a_partial_file() {
             reads
         })
     };
-    for i in 0..200u16 {
+    for i in 0..50u16 {
         sample(1000 + i).write_atomic(&path).expect("rewrite");
     }
     done.store(true, std::sync::atomic::Ordering::SeqCst);

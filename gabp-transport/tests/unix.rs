@@ -6,6 +6,7 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -247,4 +248,59 @@ async fn socket_mode_ignores_a_permissive_directory() {
     let (path, endpoint) = socket_in(&dir, "open.sock");
     let _listener = Listener::bind(&endpoint).await.expect("bind");
     assert_eq!(mode(&path), 0o600);
+}
+
+/// This process's user id, without `libc`: the owner of a file it creates.
+fn own_uid(dir: &Path) -> u32 {
+    let probe = dir.join("uid-probe");
+    fs::write(&probe, "").expect("write");
+    let uid = fs::metadata(&probe).expect("stat").uid();
+    fs::remove_file(&probe).expect("remove");
+    uid
+}
+
+#[tokio::test]
+async fn a_bridge_refuses_a_socket_served_by_another_user() {
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir().expect("tempdir");
+    if own_uid(dir.path()) != 0 {
+        eprintln!(
+            "SKIPPED a_bridge_refuses_a_socket_served_by_another_user: \
+             starting a mod as another user needs root"
+        );
+        return;
+    }
+    // A directory the other user can create its socket in.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o777)).expect("chmod");
+    let (path, endpoint) = socket_in(&dir, "foreign.sock");
+    let mut squatter = tokio::process::Command::new(env!("CARGO_BIN_EXE_gabp-transport-echo-mod"));
+    squatter
+        .args(["--listen", &endpoint.to_string()])
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut squatter = match squatter.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("SKIPPED a_bridge_refuses_a_socket_served_by_another_user: {e}");
+            return;
+        }
+    };
+    // The socket appears at its path only once it is listening.
+    common::within("the other user's socket", async {
+        while fs::symlink_metadata(&path).is_err() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert_eq!(fs::symlink_metadata(&path).expect("stat").uid(), NOBODY);
+
+    let err = connect(&endpoint).await.expect_err("another user's socket");
+    assert!(
+        matches!(err, TransportError::ForeignPeer { uid: NOBODY, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("65534"), "{err}");
+    let _ = squatter.kill().await;
 }

@@ -4,7 +4,8 @@
 //! Arguments:
 //! - `--stderr TEXT`: write TEXT and a newline to stderr first;
 //! - `--hang`: after stdin closes, keep running (so tests can see the child killed);
-//! - `--exit-code N`: exit with status N once stdin closes.
+//! - `--exit-code N`: exit with status N once stdin closes;
+//! - `--listen ENDPOINT`: listen there instead of on stdio, serve one connection, then exit.
 //!
 //! It also checks the stdio listener's rules: a second stdio listener is refused, and once the one
 //! connection has ended a second `accept` returns `TransportError::Closed`; otherwise it exits
@@ -18,9 +19,11 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let mut hang = false;
     let mut exit_code = 0;
+    let mut listen = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--hang" => hang = true,
+            "--listen" => listen = args.next(),
             "--stderr" => eprintln!("{}", args.next().unwrap_or_default()),
             "--exit-code" => exit_code = args.next().and_then(|n| n.parse().ok()).unwrap_or(2),
             other => {
@@ -29,7 +32,11 @@ async fn main() {
             }
         }
     }
-    if let Err(e) = serve().await {
+    let result = match listen {
+        Some(endpoint) => serve_one(&endpoint).await,
+        None => serve().await,
+    };
+    if let Err(e) = result {
         eprintln!("echo mod: {e}");
         std::process::exit(1);
     }
@@ -39,6 +46,18 @@ async fn main() {
         }
     }
     std::process::exit(exit_code);
+}
+
+/// Listen at `endpoint`, echo one connection, return.
+async fn serve_one(endpoint: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let listener = Listener::bind(&endpoint.parse()?).await?;
+    let mut conn = listener.accept().await?;
+    while let Some(frame) = conn.next().await {
+        if let Some(body) = frame?.into_body() {
+            conn.send(body).await?;
+        }
+    }
+    Ok(())
 }
 
 async fn serve() -> Result<(), Box<dyn std::error::Error>> {
