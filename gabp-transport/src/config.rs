@@ -60,30 +60,7 @@ pub struct BridgeConfig {
     pub metadata: BridgeMetadata,
 }
 
-/// The optional `metadata` object of `bridge.json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct BridgeMetadata {
-    /// The process id of the mod (`pid`).
-    pub pid: Option<u32>,
-    /// When the mod started, RFC 3339 (`startTime`). Read as any string.
-    pub start_time: Option<String>,
-    /// An identifier of this launch (`launchId`); a UUID when we write it, any string when read.
-    pub launch_id: Option<String>,
-}
-
-impl BridgeMetadata {
-    /// Metadata for the current process: its pid, the current time as `startTime`, and the given
-    /// launch id.
-    #[must_use]
-    pub fn current_process(launch_id: Option<String>) -> Self {
-        BridgeMetadata {
-            pid: Some(std::process::id()),
-            start_time: Some(rfc3339_now()),
-            launch_id,
-        }
-    }
-}
+pub use gabp_types::BridgeMetadata;
 
 impl BridgeConfig {
     /// A configuration with empty metadata.
@@ -285,28 +262,15 @@ impl BridgeConfig {
             Endpoint::Pipe(_) => ("pipe", self.endpoint.pipe_path()),
             Endpoint::Stdio => ("stdio", None),
         };
-        let mut transport = Map::new();
-        transport.insert("type".into(), Value::from(kind));
-        if let Some(address) = address {
-            transport.insert("address".into(), Value::from(address));
-        }
-        let mut metadata = Map::new();
-        if let Some(pid) = self.metadata.pid {
-            metadata.insert("pid".into(), Value::from(pid));
-        }
-        if let Some(t) = &self.metadata.start_time {
-            metadata.insert("startTime".into(), Value::from(t.as_str()));
-        }
-        if let Some(id) = &self.metadata.launch_id {
-            metadata.insert("launchId".into(), Value::from(id.as_str()));
-        }
-        let mut root = Map::new();
-        root.insert("token".into(), Value::from(self.token.expose_secret()));
-        root.insert("transport".into(), Value::Object(transport));
-        if !metadata.is_empty() {
-            root.insert("metadata".into(), Value::Object(metadata));
-        }
-        let mut text = serde_json::to_string_pretty(&Value::Object(root))
+        let file = gabp_types::BridgeFile {
+            token: self.token.expose_secret().to_owned(),
+            transport: gabp_types::TransportInfo {
+                kind: kind.to_owned(),
+                address,
+            },
+            metadata: self.metadata.clone(),
+        };
+        let mut text = serde_json::to_string_pretty(&file)
             .map_err(|e| ConfigError::Unwritable(json_error_kind(&e)))?;
         text.push('\n');
         Ok(text)
@@ -744,45 +708,12 @@ impl FileIdentity {
     }
 }
 
-/// The current UTC time as RFC 3339 with seconds (`2025-01-02T10:30:00Z`).
-pub(crate) fn rfc3339_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339_from_unix(secs)
-}
-
-fn rfc3339_from_unix(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), unsigned form.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn parse(s: &str) -> Result<BridgeConfig, ConfigError> {
         BridgeConfig::from_json_slice(s.as_bytes())
-    }
-
-    #[test]
-    fn rfc3339_known_instants() {
-        assert_eq!(rfc3339_from_unix(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339_from_unix(1_735_813_800), "2025-01-02T10:30:00Z");
-        assert_eq!(rfc3339_from_unix(4_102_444_799), "2099-12-31T23:59:59Z");
     }
 
     #[test]

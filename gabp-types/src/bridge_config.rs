@@ -1,7 +1,8 @@
 //! The `bridge.json` file a mod writes so that bridges can find and authenticate to it.
 //!
-//! This module only models the file's contents; reading, writing (atomically, mode 0600) and locating it is
-//! `gabp-transport`'s job.
+//! This module only models the file's contents; reading (liberally, with secret-safe errors), writing
+//! (atomically, mode 0600) and locating it is `gabp-transport`'s job. Unknown fields are ignored when reading,
+//! since other tools write the file too.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,6 @@ use crate::strict::present;
 
 /// How to reach the mod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct TransportInfo {
     /// Transport kind: `tcp`, `unix`, `pipe` or `stdio`.
     #[serde(rename = "type")]
@@ -26,7 +26,7 @@ pub struct TransportInfo {
 
 /// Who wrote the file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct BridgeMetadata {
     /// Process id of the mod.
     #[serde(
@@ -51,6 +51,22 @@ pub struct BridgeMetadata {
     pub launch_id: Option<String>,
 }
 
+impl BridgeMetadata {
+    /// Metadata for the current process: its pid, the current time as `startTime`, and `launch_id`.
+    pub fn current_process(launch_id: Option<String>) -> Self {
+        BridgeMetadata {
+            pid: Some(std::process::id()),
+            start_time: Some(crate::Timestamp::now().as_str().to_owned()),
+            launch_id,
+        }
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        self.pid.is_none() && self.start_time.is_none() && self.launch_id.is_none()
+    }
+}
+
 /// The contents of `bridge.json`.
 ///
 /// ```
@@ -64,14 +80,13 @@ pub struct BridgeMetadata {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct BridgeFile {
     /// The shared secret (lower-case hex).
     pub token: String,
     /// How to reach the mod.
     pub transport: TransportInfo,
-    /// Who wrote the file.
-    #[serde(default)]
+    /// Who wrote the file (omitted when empty).
+    #[serde(default, skip_serializing_if = "BridgeMetadata::is_empty")]
     pub metadata: BridgeMetadata,
 }
 
