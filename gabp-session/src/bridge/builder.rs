@@ -1,0 +1,548 @@
+//! [`BridgeBuilder`], [`ReconnectPolicy`], [`Keepalive`] and [`Connector`].
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use gabp_transport::{Connection, Endpoint, ModProcess, Token, TransportError};
+use tower::layer::util::{Identity, Stack};
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, Service};
+
+use super::driver::{self, Shared};
+use super::events::Reorder;
+use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
+
+/// The default time limit of a call: 30 seconds (DESIGN 3.7).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time limit of the handshake (connecting included when reconnecting): 10 seconds.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default number of calls in flight on one connection: 64 (DESIGN 3.7).
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+/// The default capacity of each subscription's queue, in items.
+pub const DEFAULT_SUBSCRIPTION_QUEUE: usize = 1024;
+/// The default time an event ahead of a `seq` gap is held back waiting for the gap to fill.
+pub const DEFAULT_REORDER_WINDOW: Duration = Duration::from_millis(50);
+/// The default number of events held back per channel waiting for a `seq` gap to fill.
+pub const DEFAULT_REORDER_CAPACITY: usize = 64;
+
+/// Everything a bridge is configured with (the token aside).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) client_name: String,
+    pub(crate) client_version: String,
+    pub(crate) request_timeout: Duration,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) max_in_flight: usize,
+    pub(crate) outgoing_queue: usize,
+    pub(crate) subscription_queue: usize,
+    pub(crate) reorder: Reorder,
+    pub(crate) check_advertised: bool,
+    pub(crate) reconnect: Option<ReconnectPolicy>,
+    pub(crate) keepalive: Option<Keepalive>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            client_name: "gabp-rs".to_owned(),
+            client_version: env!("CARGO_PKG_VERSION").to_owned(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            outgoing_queue: DEFAULT_MAX_IN_FLIGHT,
+            subscription_queue: DEFAULT_SUBSCRIPTION_QUEUE,
+            reorder: Reorder {
+                window: DEFAULT_REORDER_WINDOW,
+                capacity: DEFAULT_REORDER_CAPACITY,
+            },
+            check_advertised: true,
+            reconnect: None,
+            keepalive: None,
+        }
+    }
+}
+
+/// When and how often to reconnect after the connection is lost: exponential backoff with jitter.
+///
+/// The delay before attempt `n` (from 1) is `initial_delay * multiplier^(n-1)`, capped at `max_delay`, then
+/// reduced by a random fraction of up to `jitter` (so many bridges do not reconnect in step). After
+/// `max_attempts` failed attempts the bridge gives up and reports
+/// [`ConnectionState::Disconnected`](crate::bridge::ConnectionState::Disconnected). A refused token stops the
+/// attempts at once. The attempt count starts over after every successful reconnect.
+///
+/// ```
+/// use gabp_session::bridge::ReconnectPolicy;
+/// use std::time::Duration;
+///
+/// let policy = ReconnectPolicy::new()
+///     .initial_delay(Duration::from_millis(100))
+///     .max_delay(Duration::from_secs(2))
+///     .jitter(0.0)
+///     .max_attempts(Some(5));
+/// assert_eq!(policy.delay(1), Duration::from_millis(100));
+/// assert_eq!(policy.delay(3), Duration::from_millis(400));
+/// assert_eq!(policy.delay(10), Duration::from_secs(2));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconnectPolicy {
+    initial_delay: Duration,
+    max_delay: Duration,
+    multiplier: f64,
+    jitter: f64,
+    max_attempts: Option<u32>,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(5),
+            multiplier: 2.0,
+            jitter: 0.2,
+            max_attempts: Some(10),
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// The defaults: 100 ms, doubling, capped at 5 s, 20 % jitter, 10 attempts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The delay before the first attempt.
+    #[must_use]
+    pub fn initial_delay(mut self, delay: Duration) -> Self {
+        self.initial_delay = delay;
+        self
+    }
+
+    /// The longest delay between attempts.
+    #[must_use]
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// The growth factor of the delay (at least 1).
+    #[must_use]
+    pub fn multiplier(mut self, multiplier: f64) -> Self {
+        self.multiplier = if multiplier.is_finite() {
+            multiplier.max(1.0)
+        } else {
+            1.0
+        };
+        self
+    }
+
+    /// The largest random fraction taken off each delay, from 0 (none) to 1.
+    #[must_use]
+    pub fn jitter(mut self, jitter: f64) -> Self {
+        self.jitter = if jitter.is_finite() {
+            jitter.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// How many attempts to make after each loss; `None` for no limit.
+    #[must_use]
+    pub fn max_attempts(mut self, attempts: Option<u32>) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The attempt limit.
+    pub fn attempts_limit(&self) -> Option<u32> {
+        self.max_attempts
+    }
+
+    /// The delay before attempt `attempt` (from 1), jitter included.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let exponent = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
+        let base = self.initial_delay.as_secs_f64() * self.multiplier.powi(exponent);
+        let capped = base.min(self.max_delay.as_secs_f64());
+        let factor = 1.0 - self.jitter * fastrand::f64();
+        Duration::try_from_secs_f64(capped * factor).unwrap_or(self.max_delay)
+    }
+}
+
+/// Keepalive: a `session/ping` whenever the mod has been silent for `interval`, and the connection declared
+/// dead when nothing at all has arrived for `timeout`.
+///
+/// ```
+/// use gabp_session::bridge::Keepalive;
+/// use std::time::Duration;
+///
+/// let keepalive = Keepalive::new(Duration::from_secs(5)); // dead after 15 s of silence
+/// assert_eq!(keepalive.timeout(), Duration::from_secs(15));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    interval: Duration,
+    timeout: Duration,
+}
+
+impl Keepalive {
+    /// Ping after `interval` of silence; declare the mod dead after three intervals of silence.
+    pub fn new(interval: Duration) -> Self {
+        Keepalive {
+            interval,
+            timeout: interval.saturating_mul(3),
+        }
+    }
+
+    /// Declare the mod dead after `timeout` of silence (at least the interval).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(self.interval);
+        self
+    }
+
+    /// The ping interval.
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// The silence after which the mod is declared dead.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// Establishes a connection to a mod, again and again: what a reconnecting bridge calls after a loss.
+///
+/// Implemented for any `Fn() -> impl Future<Output = Result<Connection, TransportError>>`.
+///
+/// ```
+/// use gabp_session::bridge::Connector;
+/// use gabp_transport::{connect, Endpoint};
+///
+/// let endpoint: Endpoint = "tcp://127.0.0.1:4545".parse().unwrap();
+/// let connector = move || {
+///     let endpoint = endpoint.clone();
+///     async move { connect(&endpoint).await }
+/// };
+/// fn takes(_: impl Connector) {}
+/// takes(connector);
+/// ```
+pub trait Connector: Send + Sync + 'static {
+    /// Opens a fresh connection.
+    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>>;
+}
+
+impl<F, Fut> Connector for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Connection, TransportError>> + Send + 'static,
+{
+    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>> {
+        Box::pin(self())
+    }
+}
+
+/// The call path of a bridge: the bare service, or the layered stack boxed once.
+#[derive(Clone)]
+pub(crate) enum CallPath {
+    Direct,
+    Layered(BoxCloneSyncService<BridgeRequest, BridgeResponse, BridgeError>),
+}
+
+/// Builds a [`Bridge`]: options, layers, then a way to reach the mod.
+///
+/// ```
+/// use gabp_session::bridge::{Bridge, Keepalive, ReconnectPolicy};
+/// use gabp_transport::Token;
+/// use std::time::Duration;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let token = Token::new("0123456789abcdef0123456789abcdef")?;
+/// let bridge = Bridge::builder(token)
+///     .client_info("my-agent", "1.0.0")
+///     .request_timeout(Duration::from_secs(10))
+///     .reconnect(ReconnectPolicy::new())
+///     .keepalive(Keepalive::new(Duration::from_secs(5)))
+///     .connect(&"tcp://127.0.0.1:4545".parse()?)
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Layers wrap the call path like tower's `ServiceBuilder`: the first added is the outermost.
+#[must_use = "a builder does nothing until it connects"]
+pub struct BridgeBuilder<L = Identity> {
+    shared: Arc<Shared>,
+    settings: Settings,
+    layer: L,
+}
+
+impl fmt::Debug for BridgeBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BridgeBuilder")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BridgeBuilder<Identity> {
+    pub(crate) fn new(token: Token) -> Self {
+        BridgeBuilder {
+            shared: Shared::new(token, Settings::default()),
+            settings: Settings::default(),
+            layer: Identity::new(),
+        }
+    }
+}
+
+impl<L> BridgeBuilder<L> {
+    /// The `clientInfo` sent in `session/hello` (default: `gabp-rs` and this crate's version).
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.settings.client_name = name.into();
+        self.settings.client_version = version.into();
+        self
+    }
+
+    /// The default time limit of a call (default 30 s). A call can set its own with
+    /// [`BridgeRequest::with_timeout`] or [`Bridge::with_timeout`].
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.request_timeout = timeout;
+        self
+    }
+
+    /// The time limit of each handshake (default 10 s); when reconnecting it also bounds opening the
+    /// connection.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.handshake_timeout = timeout;
+        self
+    }
+
+    /// How many calls may wait for their answer at once on a connection (default 64, and never more than the
+    /// mod's advertised `maxConcurrentRequests`). Further calls wait for a slot, within their time limit.
+    pub fn max_in_flight(mut self, calls: usize) -> Self {
+        self.settings.max_in_flight = calls.max(1);
+        self
+    }
+
+    /// The capacity of the queue of frames waiting to be written (default 64).
+    pub fn outgoing_queue(mut self, frames: usize) -> Self {
+        self.settings.outgoing_queue = frames.max(1);
+        self
+    }
+
+    /// The capacity of each subscription's queue (default 1024 items). When it is full, further events are
+    /// counted and reported as [`SubscriptionItem::Lagged`](crate::bridge::SubscriptionItem::Lagged).
+    pub fn subscription_queue(mut self, items: usize) -> Self {
+        self.settings.subscription_queue = items.max(1);
+        self
+    }
+
+    /// How long (default 50 ms) and how many events per channel (default 64) to hold back waiting for a `seq`
+    /// gap to fill before reporting it as lagged. A zero window reports gaps at once. See
+    /// [`events`](crate::bridge::events) for the whole policy.
+    pub fn event_reordering(mut self, window: Duration, capacity: usize) -> Self {
+        self.settings.reorder = Reorder {
+            window,
+            capacity: capacity.max(1),
+        };
+        self
+    }
+
+    /// Whether a call to a method the welcome does not advertise fails locally with
+    /// [`BridgeError::NotAdvertised`] without a round trip (default on). `session/*` is always allowed, and so
+    /// is everything when the welcome lists no methods.
+    pub fn check_advertised(mut self, check: bool) -> Self {
+        self.settings.check_advertised = check;
+        self
+    }
+
+    /// Reconnect after a loss with this policy (default: never). Needs a way to reconnect: bridges made with
+    /// [`BridgeBuilder::connect`] or [`BridgeBuilder::connect_with`] have one; those made
+    /// [`over`](BridgeBuilder::over) a given connection or [`spawn`](BridgeBuilder::spawn)ed do not, and the
+    /// policy does nothing for them.
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.settings.reconnect = Some(policy);
+        self
+    }
+
+    /// Ping a silent mod and declare it dead past a deadline (default: no keepalive).
+    pub fn keepalive(mut self, keepalive: Keepalive) -> Self {
+        self.settings.keepalive = Some(keepalive);
+        self
+    }
+
+    /// The bridge's handle, before it connects: what a layer that needs the welcome, the connection state or
+    /// subscriptions is built with.
+    pub fn service(&self) -> BridgeService {
+        BridgeService {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Adds a tower layer around the call path. The first layer added is the outermost.
+    pub fn layer<N>(self, layer: N) -> BridgeBuilder<Stack<N, L>> {
+        BridgeBuilder {
+            shared: self.shared,
+            settings: self.settings,
+            layer: Stack::new(layer, self.layer),
+        }
+    }
+
+    /// Adds a layer made from the bridge's handle (see [`BridgeBuilder::service`]).
+    pub fn layer_with<N, F>(self, make: F) -> BridgeBuilder<Stack<N, L>>
+    where
+        F: FnOnce(&BridgeService) -> N,
+    {
+        let layer = make(&self.service());
+        self.layer(layer)
+    }
+}
+
+impl<L> BridgeBuilder<L>
+where
+    L: Layer<BridgeService>,
+    L::Service: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <L::Service as Service<BridgeRequest>>::Future: Send + 'static,
+{
+    /// Connects to the mod at `endpoint` and performs the handshake. With a reconnect policy, reconnects to
+    /// the same endpoint.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::Transport`] when the mod cannot be reached; [`BridgeError::AuthenticationFailed`] for a
+    /// refused token; [`BridgeError::Disconnected`] when the mod closes the connection during the handshake;
+    /// [`BridgeError::Timeout`] when it does not answer; [`BridgeError::Protocol`] for an invalid welcome.
+    pub async fn connect(self, endpoint: &Endpoint) -> Result<Bridge, BridgeError> {
+        let endpoint = endpoint.clone();
+        self.connect_with(move || {
+            let endpoint = endpoint.clone();
+            async move { gabp_transport::connect(&endpoint).await }
+        })
+        .await
+    }
+
+    /// Connects with `connector` and performs the handshake; reconnects with it too.
+    ///
+    /// # Errors
+    ///
+    /// As [`BridgeBuilder::connect`].
+    pub async fn connect_with(self, connector: impl Connector) -> Result<Bridge, BridgeError> {
+        let connector: Arc<dyn Connector> = Arc::new(connector);
+        let connection = match connector.connect().await {
+            Ok(c) => c,
+            Err(e) => {
+                self.shared.abandon(BridgeError::Disconnected);
+                return Err(e.into());
+            }
+        };
+        self.start(connection, Some(connector)).await
+    }
+
+    /// Starts the mod program and performs the handshake over its stdin and stdout. The process is killed
+    /// when the bridge shuts down; the [`ModProcess`] observes its exit.
+    ///
+    /// # Errors
+    ///
+    /// As [`BridgeBuilder::connect`].
+    pub async fn spawn(
+        self,
+        command: impl Into<tokio::process::Command>,
+    ) -> Result<(Bridge, ModProcess), BridgeError> {
+        let (connection, process) = match gabp_transport::spawn(command) {
+            Ok(pair) => pair,
+            Err(e) => {
+                self.shared.abandon(BridgeError::Disconnected);
+                return Err(e.into());
+            }
+        };
+        let bridge = self.start(connection, None).await?;
+        Ok((bridge, process))
+    }
+
+    /// Performs the handshake over an established connection (an in-memory duplex pair, a socket you opened).
+    ///
+    /// # Errors
+    ///
+    /// As [`BridgeBuilder::connect`].
+    pub async fn over(self, connection: Connection) -> Result<Bridge, BridgeError> {
+        self.start(connection, None).await
+    }
+
+    async fn start(
+        self,
+        connection: Connection,
+        connector: Option<Arc<dyn Connector>>,
+    ) -> Result<Bridge, BridgeError> {
+        let BridgeBuilder {
+            shared,
+            settings,
+            layer,
+        } = self;
+        shared.configure(settings);
+        let raw = BridgeService {
+            shared: shared.clone(),
+        };
+        let path = call_path(layer.layer(raw.clone()));
+        let welcome = driver::start(&shared, connection, connector).await?;
+        Ok(Bridge::from_parts(raw, path, welcome))
+    }
+}
+
+/// Boxes a layered service once; the bare service (no layers) stays unboxed so its calls cost nothing extra.
+fn call_path<S>(service: S) -> CallPath
+where
+    S: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let mut slot = Some(service);
+    if (&mut slot as &mut dyn Any)
+        .downcast_mut::<Option<BridgeService>>()
+        .is_some()
+    {
+        return CallPath::Direct;
+    }
+    match slot {
+        Some(service) => CallPath::Layered(BoxCloneSyncService::new(service)),
+        None => CallPath::Direct,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_caps_and_jitters_downwards() {
+        let p = ReconnectPolicy::new()
+            .initial_delay(Duration::from_millis(100))
+            .max_delay(Duration::from_secs(1))
+            .multiplier(2.0)
+            .jitter(0.5);
+        for _ in 0..100 {
+            let d = p.delay(2);
+            assert!(d <= Duration::from_millis(200) && d >= Duration::from_millis(100), "{d:?}");
+            let d = p.delay(30);
+            assert!(d <= Duration::from_secs(1) && d >= Duration::from_millis(500), "{d:?}");
+        }
+        assert_eq!(p.clone().jitter(f64::NAN).jitter, 0.0);
+        assert_eq!(p.multiplier(0.5).multiplier, 1.0);
+    }
+
+    #[test]
+    fn keepalive_timeout_is_at_least_the_interval() {
+        let k = Keepalive::new(Duration::from_secs(2)).with_timeout(Duration::from_secs(1));
+        assert_eq!(k.timeout(), Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,982 @@
+//! The connection driver of a bridge: one reader task, one writer task, the table of pending calls, the
+//! handshake, keepalive and the supervisor that reconnects.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use gabp_transport::{Connection, Frame, FrameReader, FrameWriter, Token};
+use gabp_types::decode::{decode, DecodeError, DecodeMode};
+use gabp_types::methods::{
+    ChannelsParams, ClientInfo, EventsSubscribe, EventsUnsubscribe, HelloParams, HelloToken,
+    Method, Platform, SessionHello, SessionPing, SubscribeResult, WelcomeResult,
+};
+use gabp_types::{
+    ErrorCode, ErrorObject, Message, MessageId, MethodName, NonEmptyString, Outcome, Response,
+    UniqueVec,
+};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::builder::{Connector, Keepalive, ReconnectPolicy, Settings};
+use super::events::Router;
+use super::service::to_object;
+use super::welcome::parse_welcome;
+use super::{
+    BridgeError, BridgeRequest, BridgeResponse, ConnectionState, DisconnectReason, ProtocolError,
+    Subscription,
+};
+
+/// Locks a mutex, ignoring poisoning (no code here panics while holding a lock, and the data stays usable).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+fn write<T>(lock: &RwLock<T>, value: T) -> T {
+    std::mem::replace(
+        &mut *lock.write().unwrap_or_else(PoisonError::into_inner),
+        value,
+    )
+}
+
+/// What a reader hands to a waiting call.
+enum Delivery {
+    Outcome(Outcome),
+    /// A frame with the call's id that is not a valid response.
+    Invalid(String),
+}
+
+#[derive(Default)]
+struct Calls {
+    dead: bool,
+    pending: HashMap<MessageId, oneshot::Sender<Delivery>>,
+}
+
+/// What the welcome of a connection says, once it has arrived.
+struct LinkInfo {
+    /// `None`: the welcome lists no methods, so everything is allowed.
+    advertised: Option<HashSet<String>>,
+    max_body: usize,
+}
+
+/// One connection to the mod.
+pub(crate) struct Link {
+    generation: u64,
+    outgoing: mpsc::Sender<Bytes>,
+    calls: Mutex<Calls>,
+    in_flight: Semaphore,
+    kill: CancellationToken,
+    reason: Mutex<Option<DisconnectReason>>,
+    base: Instant,
+    last_rx: AtomicU64,
+    info: std::sync::OnceLock<LinkInfo>,
+    codec_max_body: usize,
+    settings: Arc<Settings>,
+}
+
+impl Link {
+    /// Ends the connection for `reason` (the first reason given wins).
+    fn shut(&self, reason: DisconnectReason) {
+        {
+            let mut r = lock(&self.reason);
+            if r.is_none() {
+                *r = Some(reason);
+            }
+        }
+        self.kill.cancel();
+    }
+
+    fn reason(&self) -> DisconnectReason {
+        lock(&self.reason)
+            .clone()
+            .unwrap_or(DisconnectReason::Shutdown)
+    }
+
+    fn touch(&self) {
+        let nanos = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_rx.store(nanos, Ordering::Relaxed);
+    }
+
+    fn last_rx(&self) -> Instant {
+        self.base + Duration::from_nanos(self.last_rx.load(Ordering::Relaxed))
+    }
+
+    fn max_body(&self) -> usize {
+        self.info
+            .get()
+            .map_or(self.codec_max_body, |i| i.max_body)
+    }
+
+    fn allows(&self, method: &str) -> bool {
+        if method.starts_with("session/") {
+            return true;
+        }
+        match self.info.get() {
+            Some(LinkInfo {
+                advertised: Some(methods),
+                ..
+            }) => methods.contains(method),
+            _ => true,
+        }
+    }
+
+    fn register(&self, id: MessageId) -> Result<oneshot::Receiver<Delivery>, BridgeError> {
+        let (tx, rx) = oneshot::channel();
+        let mut calls = lock(&self.calls);
+        if calls.dead {
+            return Err(BridgeError::Disconnected);
+        }
+        calls.pending.insert(id, tx);
+        Ok(rx)
+    }
+
+    fn forget(&self, id: &MessageId) {
+        lock(&self.calls).pending.remove(id);
+    }
+
+    fn take(&self, id: &MessageId) -> Option<oneshot::Sender<Delivery>> {
+        lock(&self.calls).pending.remove(id)
+    }
+
+    /// Fails every pending call with `Disconnected` (their senders are dropped) and refuses new ones.
+    fn fail_all(&self) {
+        let pending = {
+            let mut calls = lock(&self.calls);
+            calls.dead = true;
+            std::mem::take(&mut calls.pending)
+        };
+        self.in_flight.close();
+        drop(pending);
+    }
+
+    fn complete(&self, response: Response) {
+        match self.take(&response.id) {
+            Some(tx) => {
+                let _ = tx.send(Delivery::Outcome(response.outcome));
+            }
+            None => tracing::debug!(id = %response.id, "discarding a late or unknown response"),
+        }
+    }
+}
+
+/// Removes a call from the pending table when its future is dropped (timeout or cancellation).
+struct PendingGuard<'a> {
+    link: &'a Link,
+    id: MessageId,
+    armed: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.link.forget(&self.id);
+        }
+    }
+}
+
+/// Sends one request on `link` and waits for its outcome, within `timeout`.
+async fn call_link(
+    link: &Link,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Duration,
+) -> Result<Value, BridgeError> {
+    let name = method.clone();
+    match tokio::time::timeout(timeout, exchange(link, method, params)).await {
+        Ok(result) => result,
+        Err(_) => Err(BridgeError::Timeout {
+            method: name.into_string(),
+            after: timeout,
+        }),
+    }
+}
+
+async fn exchange(
+    link: &Link,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+) -> Result<Value, BridgeError> {
+    let _permit = link
+        .in_flight
+        .acquire()
+        .await
+        .map_err(|_| BridgeError::Disconnected)?;
+    let request = gabp_types::Request::new(method, params);
+    let body = serde_json::to_vec(&request)
+        .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
+    let limit = link.max_body();
+    if body.len() > limit {
+        return Err(BridgeError::TooLarge {
+            len: body.len(),
+            limit,
+        });
+    }
+    let rx = link.register(request.id)?;
+    let mut guard = PendingGuard {
+        link,
+        id: request.id,
+        armed: true,
+    };
+    link.outgoing
+        .send(Bytes::from(body))
+        .await
+        .map_err(|_| BridgeError::Disconnected)?;
+    let delivery = rx.await;
+    guard.armed = false;
+    let tool = || {
+        request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+    };
+    match delivery {
+        Ok(Delivery::Outcome(Outcome::Result(value))) => Ok(value),
+        Ok(Delivery::Outcome(Outcome::Error(error))) => Err(BridgeError::from_remote(
+            error,
+            request.method.as_str(),
+            tool(),
+        )),
+        Ok(Delivery::Invalid(reason)) => Err(ProtocolError::InvalidResponse {
+            method: request.method.into_string(),
+            reason,
+        }
+        .into()),
+        Err(_) => Err(BridgeError::Disconnected),
+    }
+}
+
+/// State shared by a bridge's handles, services, subscriptions and tasks.
+pub(crate) struct Shared {
+    token: Token,
+    launch_id: String,
+    settings: RwLock<Arc<Settings>>,
+    current: RwLock<Option<Arc<Link>>>,
+    welcome: RwLock<Option<Arc<WelcomeResult>>>,
+    pub(crate) state: watch::Sender<ConnectionState>,
+    router: Mutex<Router>,
+    /// Serializes subscription changes (local registration plus the round trip) and the restore step of a
+    /// handshake, so that the mod sees them in the order they happened here.
+    subscriptions: tokio::sync::Mutex<()>,
+    pub(crate) shutdown: CancellationToken,
+    closing: AtomicBool,
+    generation: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(token: Token, settings: Settings) -> Arc<Shared> {
+        let (state, _) = watch::channel(ConnectionState::Connecting);
+        Arc::new(Shared {
+            token,
+            launch_id: MessageId::new_v4().to_string(),
+            router: Mutex::new(Router::new(settings.reorder)),
+            settings: RwLock::new(Arc::new(settings)),
+            current: RwLock::new(None),
+            welcome: RwLock::new(None),
+            state,
+            subscriptions: tokio::sync::Mutex::new(()),
+            shutdown: CancellationToken::new(),
+            closing: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn configure(&self, settings: Settings) {
+        lock(&self.router).set_reorder(settings.reorder);
+        write(&self.settings, Arc::new(settings));
+    }
+
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        read(&self.settings)
+    }
+
+    /// Gives up before any connection: ends the subscriptions registered so far.
+    pub(crate) fn abandon(&self, error: BridgeError) {
+        let disconnected = matches!(error, BridgeError::Disconnected);
+        lock(&self.router).close_all(|| {
+            if disconnected {
+                BridgeError::Disconnected
+            } else {
+                BridgeError::Closed
+            }
+        });
+        self.state.send_replace(ConnectionState::Disconnected {
+            reason: DisconnectReason::Transport(error.to_string()),
+        });
+    }
+
+    pub(crate) fn welcome(&self) -> Option<Arc<WelcomeResult>> {
+        read(&self.welcome)
+    }
+
+    pub(crate) fn is_advertised(&self, method: &str) -> bool {
+        match read(&self.current) {
+            Some(link) => link.allows(method),
+            None => {
+                method.starts_with("session/")
+                    || self.welcome().is_none_or(|w| {
+                        w.capabilities.methods.is_none() || w.capabilities.has_method(method)
+                    })
+            }
+        }
+    }
+
+    pub(crate) fn begin_close(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+    }
+
+    fn no_link_error(&self) -> BridgeError {
+        if self.closing.load(Ordering::SeqCst)
+            || self.shutdown.is_cancelled()
+            || matches!(*self.state.borrow(), ConnectionState::Closed)
+        {
+            BridgeError::Closed
+        } else {
+            BridgeError::Disconnected
+        }
+    }
+
+    fn link(&self) -> Result<Arc<Link>, BridgeError> {
+        read(&self.current).ok_or_else(|| self.no_link_error())
+    }
+
+    /// The bare call path: the request goes out on the current connection.
+    pub(crate) async fn dispatch(
+        &self,
+        request: BridgeRequest,
+    ) -> Result<BridgeResponse, BridgeError> {
+        let link = self.link()?;
+        let (method, params, timeout) = request.into_parts();
+        if link.settings.check_advertised && !link.allows(method.as_str()) {
+            return Err(BridgeError::NotAdvertised {
+                method: method.into_string(),
+            });
+        }
+        let timeout = timeout.unwrap_or(link.settings.request_timeout);
+        let span = tracing::debug_span!("gabp.call", method = %method);
+        call_link(&link, method, params, timeout)
+            .instrument(span)
+            .await
+            .map(BridgeResponse::new)
+    }
+
+    /// Registers a subscription and asks the mod through `send`.
+    pub(crate) async fn subscribe<F, Fut>(
+        self: &Arc<Self>,
+        channels: Vec<String>,
+        send: F,
+    ) -> Result<Subscription, BridgeError>
+    where
+        F: FnOnce(BridgeRequest) -> Fut,
+        Fut: Future<Output = Result<BridgeResponse, BridgeError>>,
+    {
+        let mut unique: Vec<String> = Vec::with_capacity(channels.len());
+        for channel in channels {
+            if channel.is_empty() {
+                return Err(BridgeError::invalid_request("a channel name is empty"));
+            }
+            if !unique.contains(&channel) {
+                unique.push(channel);
+            }
+        }
+        if unique.is_empty() {
+            return Err(BridgeError::invalid_request("no channels to subscribe to"));
+        }
+        let request = channels_request::<EventsSubscribe>(&unique)?;
+        let _order = self.subscriptions.lock().await;
+        if self.state.borrow().is_terminal() || self.shutdown.is_cancelled() {
+            return Err(self.no_link_error_terminal());
+        }
+        let capacity = self.settings().subscription_queue;
+        let (id, queue) = lock(&self.router).add(unique, capacity);
+        if read(&self.current).is_none() {
+            // Connecting or reconnecting: the next handshake asks the mod, before reporting itself connected.
+            return Ok(Subscription::new(id, queue, self.clone()));
+        }
+        match send(request).await.and_then(|r| subscribe_result(r.into_result())) {
+            Ok(result) => {
+                let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
+                lock(&self.router).retain_granted(id, &granted);
+                Ok(Subscription::new(id, queue, self.clone()))
+            }
+            Err(e) => {
+                lock(&self.router).remove(id);
+                Err(e)
+            }
+        }
+    }
+
+    fn no_link_error_terminal(&self) -> BridgeError {
+        match *self.state.borrow() {
+            ConnectionState::Disconnected { .. } if !self.shutdown.is_cancelled() => {
+                BridgeError::Disconnected
+            }
+            _ => BridgeError::Closed,
+        }
+    }
+
+    /// Removes a subscription and unsubscribes the channels nobody listens to any more.
+    pub(crate) async fn unsubscribe(&self, id: u64) -> Result<(), BridgeError> {
+        let _order = self.subscriptions.lock().await;
+        let emptied = lock(&self.router).remove(id);
+        if emptied.is_empty() {
+            return Ok(());
+        }
+        let Some(link) = read(&self.current) else {
+            return Ok(());
+        };
+        let request = channels_request::<EventsUnsubscribe>(&emptied)?;
+        let (method, params, _) = request.into_parts();
+        call_link(&link, method, params, link.settings.request_timeout)
+            .await
+            .map(drop)
+    }
+
+    /// [`Shared::unsubscribe`] from a `Drop`: in a task when there is a runtime; else only locally.
+    pub(crate) fn unsubscribe_in_background(self: Arc<Self>, id: u64) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(e) = self.unsubscribe(id).await {
+                        tracing::debug!(error = %e, "unsubscribing a dropped subscription failed");
+                    }
+                });
+            }
+            Err(_) => {
+                lock(&self.router).remove(id);
+            }
+        }
+    }
+}
+
+fn channels_request<M: Method<Params = ChannelsParams>>(
+    channels: &[String],
+) -> Result<BridgeRequest, BridgeError> {
+    let names = channels
+        .iter()
+        .map(|c| NonEmptyString::new(c.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    let channels =
+        UniqueVec::new(names).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    BridgeRequest::typed::<M>(&ChannelsParams { channels })
+}
+
+fn subscribe_result(value: Value) -> Result<SubscribeResult, BridgeError> {
+    serde_json::from_value(value).map_err(|e| {
+        ProtocolError::InvalidResult {
+            method: EventsSubscribe::NAME.to_owned(),
+            reason: e.to_string(),
+        }
+        .into()
+    })
+}
+
+/// A connection's running tasks.
+pub(crate) struct Running {
+    link: Arc<Link>,
+    reader: JoinHandle<()>,
+    keepalive: Option<JoinHandle<()>>,
+}
+
+/// Performs the first handshake over `connection`, then supervises the connection in a task.
+pub(crate) async fn start(
+    shared: &Arc<Shared>,
+    connection: Connection,
+    connector: Option<Arc<dyn Connector>>,
+) -> Result<Arc<WelcomeResult>, BridgeError> {
+    match establish(shared, connection, false).await {
+        Ok((running, welcome)) => {
+            tokio::spawn(supervise(shared.clone(), running, connector));
+            Ok(welcome)
+        }
+        Err(e) => {
+            shared.abandon(BridgeError::Disconnected);
+            Err(e)
+        }
+    }
+}
+
+/// Starts the tasks of a connection, performs the handshake, restores subscriptions, and publishes the
+/// connection as current.
+async fn establish(
+    shared: &Arc<Shared>,
+    connection: Connection,
+    reconnect: bool,
+) -> Result<(Running, Arc<WelcomeResult>), BridgeError> {
+    let settings = shared.settings();
+    let generation = shared.generation.load(Ordering::SeqCst) + 1;
+    let peer = connection.peer().to_owned();
+    let codec_max_body = connection.codec().max_body_size();
+    let (frames, sink) = connection.into_split();
+    let (outgoing, queue) = mpsc::channel(settings.outgoing_queue);
+    let base = Instant::now();
+    let link = Arc::new(Link {
+        generation,
+        outgoing,
+        calls: Mutex::new(Calls::default()),
+        in_flight: Semaphore::new(settings.max_in_flight),
+        kill: CancellationToken::new(),
+        reason: Mutex::new(None),
+        base,
+        last_rx: AtomicU64::new(0),
+        info: std::sync::OnceLock::new(),
+        codec_max_body,
+        settings: settings.clone(),
+    });
+    let span = tracing::debug_span!("gabp.bridge", peer = %peer, generation);
+    let reader = tokio::spawn(read_loop(frames, link.clone(), shared.clone()).instrument(span.clone()));
+    tokio::spawn(write_loop(sink, queue, link.clone()).instrument(span.clone()));
+    let running = Running {
+        link: link.clone(),
+        reader,
+        keepalive: None,
+    };
+    let handshake = handshake(shared, &link, &settings, reconnect).instrument(span.clone());
+    let welcome = tokio::select! {
+        result = handshake => result,
+        () = shared.shutdown.cancelled() => Err(BridgeError::Closed),
+    };
+    match welcome {
+        Ok(welcome) => {
+            let mut running = running;
+            if let Some(keepalive) = settings.keepalive {
+                running.keepalive = Some(tokio::spawn(
+                    keep_alive(link.clone(), keepalive).instrument(span),
+                ));
+            }
+            Ok((running, welcome))
+        }
+        Err(e) => {
+            link.shut(DisconnectReason::Shutdown);
+            teardown(shared, running).await;
+            Err(e)
+        }
+    }
+}
+
+async fn handshake(
+    shared: &Arc<Shared>,
+    link: &Arc<Link>,
+    settings: &Settings,
+    reconnect: bool,
+) -> Result<Arc<WelcomeResult>, BridgeError> {
+    let token = HelloToken::new(shared.token.expose_secret()).map_err(|e| {
+        BridgeError::invalid_request(format!("the token cannot be sent: {e}"))
+    })?;
+    let bridge_version = NonEmptyString::new(env!("CARGO_PKG_VERSION"))
+        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    let hello = HelloParams {
+        token,
+        bridge_version,
+        platform: Platform::current(),
+        launch_id: shared.launch_id.clone(),
+        client_info: Some(ClientInfo {
+            name: Some(settings.client_name.clone()),
+            version: Some(settings.client_version.clone()),
+        }),
+    };
+    let params = to_object(&hello)?;
+    let method = MethodName::new(SessionHello::NAME)
+        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    let value = call_link(link, method, Some(params), settings.handshake_timeout).await?;
+    let welcome = Arc::new(parse_welcome(value)?);
+    let max_body = welcome
+        .capabilities
+        .limits
+        .and_then(|l| l.max_message_size)
+        .and_then(|m| usize::try_from(m.get()).ok())
+        .map_or(link.codec_max_body, |m| m.min(link.codec_max_body));
+    if let Some(limit) = welcome
+        .capabilities
+        .limits
+        .and_then(|l| l.max_concurrent_requests)
+        .and_then(|m| usize::try_from(m.get()).ok())
+    {
+        if limit < settings.max_in_flight {
+            link.in_flight.forget_permits(settings.max_in_flight - limit);
+        }
+    }
+    let advertised = welcome
+        .capabilities
+        .methods
+        .as_ref()
+        .map(|m| m.iter().map(|n| n.as_str().to_owned()).collect());
+    let _ = link.info.set(LinkInfo {
+        advertised,
+        max_body,
+    });
+    // Restore (or establish) subscriptions, then publish the connection, all under the subscription lock so no
+    // local subscription can slip between the two.
+    let _order = shared.subscriptions.lock().await;
+    if reconnect {
+        lock(&shared.router).mark_reconnected();
+    }
+    let mut asked: HashSet<String> = HashSet::new();
+    loop {
+        let wanted: Vec<String> = lock(&shared.router)
+            .channels()
+            .into_iter()
+            .filter(|c| !asked.contains(c))
+            .collect();
+        if wanted.is_empty() {
+            break;
+        }
+        let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
+        let value = call_link(link, method, params, settings.request_timeout).await?;
+        let result = subscribe_result(value)?;
+        let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
+        let refused: HashSet<&str> = wanted
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !granted.contains(c))
+            .collect();
+        if !refused.is_empty() {
+            let mut router = lock(&shared.router);
+            let all = router.channels();
+            let keep: HashSet<&str> = all
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !refused.contains(c))
+                .collect();
+            router.retain_granted_all(&keep);
+        }
+        asked.extend(wanted);
+    }
+    shared.generation.store(link.generation, Ordering::SeqCst);
+    write(&shared.welcome, Some(welcome.clone()));
+    write(&shared.current, Some(link.clone()));
+    shared.state.send_replace(ConnectionState::Connected {
+        generation: link.generation,
+    });
+    tracing::debug!(agent = %welcome.agent_id, "connected");
+    Ok(welcome)
+}
+
+/// Ends a connection: waits for the reader (so every response it already read is delivered), then fails the
+/// pending calls and resets event ordering.
+async fn teardown(shared: &Shared, running: Running) -> DisconnectReason {
+    let Running {
+        link,
+        reader,
+        keepalive,
+    } = running;
+    link.kill.cancel();
+    let _ = reader.await;
+    {
+        let mut current = shared.current.write().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
+            *current = None;
+        }
+    }
+    link.fail_all();
+    if let Some(keepalive) = keepalive {
+        keepalive.abort();
+    }
+    lock(&shared.router).reset_order();
+    link.reason()
+}
+
+/// Watches a connection; when it ends, reconnects per the policy or reports the end.
+async fn supervise(shared: Arc<Shared>, mut running: Running, connector: Option<Arc<dyn Connector>>) {
+    loop {
+        tokio::select! {
+            () = running.link.kill.cancelled() => {}
+            () = shared.shutdown.cancelled() => running.link.shut(DisconnectReason::Shutdown),
+        }
+        let reason = teardown(&shared, running).await;
+        tracing::debug!(%reason, "connection ended");
+        if shared.closing.load(Ordering::SeqCst) || shared.shutdown.is_cancelled() {
+            finish(&shared, ConnectionState::Closed);
+            return;
+        }
+        let policy = shared.settings().reconnect.clone();
+        let (Some(policy), Some(connector)) = (policy, connector.as_ref()) else {
+            finish(&shared, ConnectionState::Disconnected { reason });
+            return;
+        };
+        match reconnect(&shared, &policy, connector.as_ref(), reason).await {
+            Ok(next) => running = next,
+            Err(state) => {
+                finish(&shared, state);
+                return;
+            }
+        }
+    }
+}
+
+fn finish(shared: &Shared, state: ConnectionState) {
+    let closed = matches!(state, ConnectionState::Closed);
+    lock(&shared.router).close_all(|| {
+        if closed {
+            BridgeError::Closed
+        } else {
+            BridgeError::Disconnected
+        }
+    });
+    shared.state.send_replace(state);
+}
+
+async fn reconnect(
+    shared: &Arc<Shared>,
+    policy: &ReconnectPolicy,
+    connector: &dyn Connector,
+    lost: DisconnectReason,
+) -> Result<Running, ConnectionState> {
+    let timeout = shared.settings().handshake_timeout;
+    let mut last_error = lost.to_string();
+    let mut attempt: u32 = 0;
+    loop {
+        attempt = attempt.saturating_add(1);
+        if policy.attempts_limit().is_some_and(|max| attempt > max) {
+            return Err(ConnectionState::Disconnected {
+                reason: DisconnectReason::GaveUp {
+                    attempts: attempt - 1,
+                    last_error,
+                },
+            });
+        }
+        shared.state.send_replace(ConnectionState::Reconnecting {
+            attempt,
+            reason: lost.clone(),
+        });
+        let delay = policy.delay(attempt);
+        tracing::debug!(attempt, ?delay, "reconnecting");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.shutdown.cancelled() => return Err(ConnectionState::Closed),
+        }
+        let connected = tokio::select! {
+            r = tokio::time::timeout(timeout, connector.connect()) => r,
+            () = shared.shutdown.cancelled() => return Err(ConnectionState::Closed),
+        };
+        let connection = match connected {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                last_error = e.to_string();
+                continue;
+            }
+            Err(_) => {
+                last_error = format!("connecting took longer than {timeout:?}");
+                continue;
+            }
+        };
+        match establish(shared, connection, true).await {
+            Ok((running, _)) => return Ok(running),
+            Err(BridgeError::AuthenticationFailed { .. }) => {
+                return Err(ConnectionState::Disconnected {
+                    reason: DisconnectReason::AuthenticationFailed,
+                })
+            }
+            Err(BridgeError::Closed) => return Err(ConnectionState::Closed),
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+}
+
+/// The only reader of a connection: delivers responses, routes events, answers stray requests; never waits
+/// on anyone.
+async fn read_loop(mut frames: FrameReader, link: Arc<Link>, shared: Arc<Shared>) {
+    let mut deadline: Option<Instant> = None;
+    let reason = loop {
+        let expiry = deadline;
+        tokio::select! {
+            biased;
+            () = link.kill.cancelled() => break None,
+            () = sleep_until_some(expiry), if expiry.is_some() => {
+                let mut router = lock(&shared.router);
+                router.release_expired(Instant::now());
+                deadline = router.next_deadline();
+            }
+            frame = frames.next() => match frame {
+                None => break Some(DisconnectReason::PeerClosed),
+                Some(Err(e)) => break Some(DisconnectReason::Transport(e.to_string())),
+                Some(Ok(Frame::Oversized { declared, limit })) => {
+                    link.touch();
+                    tracing::warn!(declared, limit, "the mod sent a message over the size limit; skipped");
+                }
+                Some(Ok(Frame::Body(body))) => {
+                    link.touch();
+                    if let Some(next) = handle_body(&body, &link, &shared) {
+                        deadline = next;
+                    }
+                }
+            },
+        }
+    };
+    if let Some(reason) = reason {
+        link.shut(reason);
+    }
+}
+
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Handles one body; returns the router's new reorder deadline when it routed an event.
+fn handle_body(body: &Bytes, link: &Link, shared: &Shared) -> Option<Option<Instant>> {
+    match decode(body, DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => {
+            link.complete(response);
+            None
+        }
+        Ok(Message::Event(event)) => {
+            let mut router = lock(&shared.router);
+            router.dispatch(event, Instant::now());
+            Some(router.next_deadline())
+        }
+        Ok(Message::Request(request)) => {
+            tracing::debug!(method = %request.method, "the mod sent a request; a bridge serves none");
+            let error = ErrorObject::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("the bridge serves no methods ({})", request.method),
+            )
+            .with_data(serde_json::json!({ "method": request.method.as_str() }));
+            let answer = Response::error(request.id, error);
+            if let Ok(bytes) = serde_json::to_vec(&answer) {
+                if link.outgoing.try_send(Bytes::from(bytes)).is_err() {
+                    tracing::debug!("outgoing queue full; not answering the mod's request");
+                }
+            }
+            None
+        }
+        Err(error) => {
+            handle_invalid(body, error, link);
+            None
+        }
+    }
+}
+
+/// A frame that is not a valid message. If it carries a pending call's id, it was meant as that call's
+/// response: read it more liberally still (`"result": null` beside an `error`), else fail the call with a
+/// protocol error rather than letting it time out. Anything else is logged and dropped; a bridge never
+/// answers a mod's malformed frames (no error storms).
+fn handle_invalid(body: &Bytes, error: DecodeError, link: &Link) {
+    let Some(id) = error.id() else {
+        tracing::debug!(%error, "dropping an invalid frame");
+        return;
+    };
+    let Some(tx) = link.take(&id) else {
+        tracing::debug!(%error, %id, "dropping an invalid frame");
+        return;
+    };
+    let delivery = match null_result_beside_error(body) {
+        Some(response) => Delivery::Outcome(response.outcome),
+        None => Delivery::Invalid(error.to_string()),
+    };
+    let _ = tx.send(delivery);
+}
+
+fn null_result_beside_error(body: &Bytes) -> Option<Response> {
+    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
+        return None;
+    }
+    map.remove("result");
+    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => Some(response),
+        _ => None,
+    }
+}
+
+/// The only writer of a connection: writes whole frames in queue order, flushing when the queue runs dry.
+async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, link: Arc<Link>) {
+    loop {
+        let work = async {
+            let Some(first) = queue.recv().await else {
+                return Ok(false);
+            };
+            sink.feed(first).await?;
+            while let Ok(more) = queue.try_recv() {
+                sink.feed(more).await?;
+            }
+            sink.flush().await?;
+            Ok::<bool, gabp_transport::FrameError>(true)
+        };
+        tokio::select! {
+            biased;
+            () = link.kill.cancelled() => break,
+            result = work => match result {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    link.shut(DisconnectReason::Transport(e.to_string()));
+                    return;
+                }
+            },
+        }
+    }
+    // Closing tells a spawned mod (stdin) or a socket peer that we are done; never wait long for it.
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+}
+
+/// Pings after `interval` of silence; declares the mod dead after `timeout` of silence.
+async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
+    let mut ping: Option<JoinHandle<()>> = None;
+    loop {
+        let now = Instant::now();
+        let last = link.last_rx().max(link.base);
+        let silent = now.saturating_duration_since(last);
+        if silent >= keepalive.timeout() {
+            tracing::debug!(?silent, "keepalive: the mod is silent; declaring it dead");
+            link.shut(DisconnectReason::KeepaliveTimeout);
+            return;
+        }
+        let next = if silent >= keepalive.interval() {
+            if ping.as_ref().is_none_or(JoinHandle::is_finished) {
+                let link = link.clone();
+                let timeout = keepalive.timeout();
+                ping = Some(tokio::spawn(async move {
+                    if let Ok(method) = MethodName::new(SessionPing::NAME) {
+                        let _ = call_link(&link, method, None, timeout).await;
+                    }
+                }));
+            }
+            (last + keepalive.timeout()).min(now + keepalive.interval())
+        } else {
+            last + keepalive.interval()
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {}
+            () = link.kill.cancelled() => break,
+        }
+    }
+    if let Some(ping) = ping {
+        ping.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_result_beside_error_is_read_as_the_error() {
+        let body = Bytes::from_static(
+            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
+        );
+        let response = null_result_beside_error(&body).unwrap();
+        assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
+        let ok = Bytes::from_static(
+            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
+        );
+        assert!(null_result_beside_error(&ok).is_none());
+    }
+}

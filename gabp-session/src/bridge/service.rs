@@ -1,0 +1,441 @@
+//! The call path as a tower [`Service`]: [`BridgeRequest`], [`BridgeResponse`], [`Extensions`] and the
+//! innermost service, [`BridgeService`].
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use gabp_types::methods::{Method, ToolsCall};
+use gabp_types::methods::WelcomeResult;
+use gabp_types::MethodName;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tower::Service;
+
+use super::driver::Shared;
+use super::{BridgeError, ConnectionState, Subscription};
+
+/// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call
+/// (like `http::Extensions`). Empty extensions allocate nothing.
+///
+/// ```
+/// use gabp_session::bridge::Extensions;
+///
+/// #[derive(Debug, PartialEq)]
+/// struct Audit(&'static str);
+///
+/// let mut ext = Extensions::new();
+/// assert!(ext.is_empty());
+/// ext.insert(Audit("agent-7"));
+/// assert_eq!(ext.get::<Audit>(), Some(&Audit("agent-7")));
+/// assert_eq!(ext.remove::<Audit>(), Some(Audit("agent-7")));
+/// ```
+#[derive(Default)]
+pub struct Extensions {
+    map: Option<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+}
+
+impl Extensions {
+    /// No extensions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts a value, returning the previous value of that type.
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        self.map
+            .get_or_insert_with(HashMap::new)
+            .insert(TypeId::of::<T>(), Box::new(value))
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// The value of type `T`, if any.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map
+            .as_ref()?
+            .get(&TypeId::of::<T>())?
+            .downcast_ref()
+    }
+
+    /// The value of type `T`, mutably, if any.
+    pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
+        self.map
+            .as_mut()?
+            .get_mut(&TypeId::of::<T>())?
+            .downcast_mut()
+    }
+
+    /// Removes and returns the value of type `T`, if any.
+    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+        self.map
+            .as_mut()?
+            .remove(&TypeId::of::<T>())?
+            .downcast()
+            .ok()
+            .map(|b| *b)
+    }
+
+    /// Whether there are no extensions.
+    pub fn is_empty(&self) -> bool {
+        self.map.as_ref().is_none_or(|m| m.is_empty())
+    }
+}
+
+impl fmt::Debug for Extensions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Extensions")
+            .field("len", &self.map.as_ref().map_or(0, |m| m.len()))
+            .finish()
+    }
+}
+
+/// One outgoing request on a bridge's call path: what every layer sees before it is sent.
+///
+/// ```
+/// use gabp_session::bridge::BridgeRequest;
+/// use serde_json::json;
+/// use std::time::Duration;
+///
+/// let request = BridgeRequest::tool_call("world/get_block", json!({"x": 1, "y": 2, "z": 3}))?
+///     .with_timeout(Duration::from_secs(5));
+/// assert_eq!(request.method(), "tools/call");
+/// assert_eq!(request.tool_name(), Some("world/get_block"));
+/// assert_eq!(request.timeout(), Some(Duration::from_secs(5)));
+/// # Ok::<(), gabp_session::bridge::BridgeError>(())
+/// ```
+#[derive(Debug)]
+pub struct BridgeRequest {
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Option<Duration>,
+    extensions: Extensions,
+}
+
+impl BridgeRequest {
+    /// A request for `method` with optional params.
+    pub fn new(method: MethodName, params: Option<Map<String, Value>>) -> Self {
+        BridgeRequest {
+            method,
+            params,
+            timeout: None,
+            extensions: Extensions::new(),
+        }
+    }
+
+    /// A request for `method` whose params are `params` (`null` for none, else a JSON object).
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::InvalidRequest`] for an invalid method name or params that are not an object.
+    pub fn from_json(method: &str, params: Value) -> Result<Self, BridgeError> {
+        let method = MethodName::new(method).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let params = match params {
+            Value::Null => None,
+            Value::Object(map) => Some(map),
+            other => {
+                return Err(BridgeError::invalid_request(format!(
+                    "params must be a JSON object or null, not {other}"
+                )))
+            }
+        };
+        Ok(BridgeRequest::new(method, params))
+    }
+
+    /// A request for the core method `M` with typed params. Params that serialize to `{}` are left out when
+    /// `M` does not require them.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::InvalidRequest`] when the params do not serialize to a JSON object.
+    pub fn typed<M: Method>(params: &M::Params) -> Result<Self, BridgeError> {
+        let method = MethodName::new(M::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let params = to_object(params)?;
+        let params = if params.is_empty() && !M::PARAMS_REQUIRED {
+            None
+        } else {
+            Some(params)
+        };
+        Ok(BridgeRequest::new(method, params))
+    }
+
+    /// A `tools/call` of tool `name` with `arguments` (`null` for none, else a JSON object).
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::InvalidRequest`] for an invalid tool name or arguments that are not an object.
+    pub fn tool_call(name: &str, arguments: Value) -> Result<Self, BridgeError> {
+        if !gabp_types::format::is_registry_name(name) {
+            return Err(BridgeError::invalid_request(format!(
+                "tool name {name:?} does not match {}",
+                gabp_types::format::NAME_PATTERN
+            )));
+        }
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        match arguments {
+            Value::Null => {}
+            Value::Object(args) => {
+                params.insert("arguments".into(), Value::Object(args));
+            }
+            other => {
+                return Err(BridgeError::invalid_request(format!(
+                    "tool arguments must be a JSON object or null, not {other}"
+                )))
+            }
+        }
+        let method = MethodName::new(ToolsCall::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        Ok(BridgeRequest::new(method, Some(params)))
+    }
+
+    /// The method.
+    pub fn method(&self) -> &MethodName {
+        &self.method
+    }
+
+    /// The params.
+    pub fn params(&self) -> Option<&Map<String, Value>> {
+        self.params.as_ref()
+    }
+
+    /// The params, mutably (a layer may rewrite them).
+    pub fn params_mut(&mut self) -> &mut Option<Map<String, Value>> {
+        &mut self.params
+    }
+
+    /// For a `tools/call`, the tool's name.
+    pub fn tool_name(&self) -> Option<&str> {
+        if self.method.as_str() != ToolsCall::NAME {
+            return None;
+        }
+        self.params.as_ref()?.get("name")?.as_str()
+    }
+
+    /// This call's time limit, if it has its own (else the bridge's default).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Sets this call's time limit.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets or clears this call's time limit.
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+
+    /// The request's extensions.
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The request's extensions, mutably.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+
+    pub(crate) fn into_parts(self) -> (MethodName, Option<Map<String, Value>>, Option<Duration>) {
+        (self.method, self.params, self.timeout)
+    }
+}
+
+/// The answer to a [`BridgeRequest`]: the mod's `result`, and extensions layers may attach.
+#[derive(Debug)]
+pub struct BridgeResponse {
+    result: Value,
+    extensions: Extensions,
+}
+
+impl BridgeResponse {
+    /// A response carrying `result`.
+    pub fn new(result: Value) -> Self {
+        BridgeResponse {
+            result,
+            extensions: Extensions::new(),
+        }
+    }
+
+    /// The mod's result.
+    pub fn result(&self) -> &Value {
+        &self.result
+    }
+
+    /// The mod's result, consuming the response.
+    pub fn into_result(self) -> Value {
+        self.result
+    }
+
+    /// The response's extensions (for example, what a layer learned while the call ran).
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+
+    /// The response's extensions, mutably.
+    pub fn extensions_mut(&mut self) -> &mut Extensions {
+        &mut self.extensions
+    }
+}
+
+pub(crate) fn to_object<T: Serialize + ?Sized>(value: &T) -> Result<Map<String, Value>, BridgeError> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(other) => Err(BridgeError::invalid_request(format!(
+            "params must serialize to a JSON object, not {other}"
+        ))),
+        Err(e) => Err(BridgeError::invalid_request(format!(
+            "params do not serialize: {e}"
+        ))),
+    }
+}
+
+/// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.
+///
+/// As a tower [`Service`]`<`[`BridgeRequest`]`>` it sends the request on the current connection and resolves
+/// to the mod's result; layers added with [`BridgeBuilder::layer`](crate::bridge::BridgeBuilder::layer) wrap
+/// it. `poll_ready` is always ready: concurrency is bounded inside each call (the bridge's in-flight limit),
+/// and the call's time limit covers that wait.
+///
+/// As a handle it gives layers what they need besides the call path: the welcome, the connection state
+/// (reconnects included), and subscriptions. Requests made through the handle ([`BridgeService::request`],
+/// [`BridgeService::subscribe`]) do not pass through the layers. A handle does not keep the connection open;
+/// once every [`Bridge`](crate::bridge::Bridge) is dropped, calls fail with [`BridgeError::Closed`].
+///
+/// Get one from [`BridgeBuilder::service`](crate::bridge::BridgeBuilder::service) (before connecting, to
+/// build a layer) or [`Bridge::service`](crate::bridge::Bridge::service).
+#[derive(Clone)]
+pub struct BridgeService {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for BridgeService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BridgeService")
+            .field("state", &*self.shared.state.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BridgeService {
+    /// Sends `request` on the current connection and waits for its result (the call path without layers).
+    ///
+    /// # Errors
+    ///
+    /// See [`BridgeError`].
+    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
+        self.shared.dispatch(request).await
+    }
+
+    /// Sends a raw request, bypassing the layers. `params` is `null` for none, else a JSON object.
+    ///
+    /// # Errors
+    ///
+    /// See [`BridgeError`].
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, BridgeError> {
+        let request = BridgeRequest::from_json(method, params)?;
+        self.send(request).await.map(BridgeResponse::into_result)
+    }
+
+    /// The welcome of the current (or last) connection; `None` before the first handshake.
+    pub fn welcome(&self) -> Option<Arc<WelcomeResult>> {
+        self.shared.welcome()
+    }
+
+    /// Whether the current welcome advertises `method` (always true for `session/*`, and for every method when
+    /// the welcome lists no methods).
+    pub fn is_advertised(&self, method: &str) -> bool {
+        self.shared.is_advertised(method)
+    }
+
+    /// The connection state now.
+    pub fn state(&self) -> ConnectionState {
+        self.shared.state.borrow().clone()
+    }
+
+    /// A receiver of connection state changes (reconnects, loss, close).
+    pub fn connection_state(&self) -> watch::Receiver<ConnectionState> {
+        self.shared.state.subscribe()
+    }
+
+    /// Subscribes to `channels`, bypassing the layers; see [`Bridge::subscribe`](crate::bridge::Bridge::subscribe).
+    ///
+    /// Before the first handshake (a layer setting itself up) and while reconnecting, the subscription is
+    /// registered locally and returned at once; the mod is asked during the next handshake, before the bridge
+    /// reports itself connected, and channels it does not grant are dropped then.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::InvalidRequest`] for no channels or an empty name; [`BridgeError::Closed`] or
+    /// [`BridgeError::Disconnected`] when the bridge is gone; otherwise as any call.
+    pub async fn subscribe<I, S>(&self, channels: I) -> Result<Subscription, BridgeError>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let shared = self.shared.clone();
+        let channels = channels.into_iter().map(Into::into).collect();
+        self.shared
+            .subscribe(channels, |request| async move { shared.dispatch(request).await })
+            .await
+    }
+}
+
+impl Service<BridgeRequest> for BridgeService {
+    type Response = BridgeResponse;
+    type Error = BridgeError;
+    type Future = BoxFuture<'static, Result<BridgeResponse, BridgeError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: BridgeRequest) -> Self::Future {
+        let shared = self.shared.clone();
+        Box::pin(async move { shared.dispatch(request).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gabp_types::methods::{SessionPing, ToolsList};
+    use serde_json::json;
+
+    #[test]
+    fn typed_requests_leave_out_empty_optional_params() {
+        let ping = BridgeRequest::typed::<SessionPing>(&Default::default()).unwrap();
+        assert!(ping.params().is_none());
+        let list = BridgeRequest::typed::<ToolsList>(&Default::default()).unwrap();
+        assert_eq!(list.method(), "tools/list");
+        assert!(list.params().is_none());
+    }
+
+    #[test]
+    fn tool_calls_validate_name_and_arguments() {
+        assert!(BridgeRequest::tool_call("Bad Name", Value::Null).is_err());
+        assert!(BridgeRequest::tool_call("a/b", json!(5)).is_err());
+        let r = BridgeRequest::tool_call("a/b", Value::Null).unwrap();
+        assert_eq!(r.tool_name(), Some("a/b"));
+        assert!(!r.params().unwrap().contains_key("arguments"));
+        assert!(BridgeRequest::from_json("x/y", json!([1])).is_err());
+        assert!(BridgeRequest::from_json("x/y", Value::Null).unwrap().params().is_none());
+    }
+
+    #[test]
+    fn extensions_replace_by_type() {
+        let mut ext = Extensions::new();
+        assert_eq!(ext.insert(1u32), None);
+        assert_eq!(ext.insert(2u32), Some(1));
+        *ext.get_mut::<u32>().unwrap() += 1;
+        assert_eq!(ext.get::<u32>(), Some(&3));
+        assert_eq!(ext.get::<u64>(), None);
+        assert!(!ext.is_empty());
+    }
+}
