@@ -1,0 +1,551 @@
+//! Events: the [`EventPublisher`] and the per-connection subscriber queues behind it.
+//!
+//! Each channel has one sequence counter for the whole mod: the first event on a channel has `seq` 0, the next
+//! 1, and so on, whether anyone listens or not. Publishing assigns the number and offers the event to every
+//! subscribed connection's bounded queue while holding that channel's lock, so every subscriber sees a
+//! channel's events in `seq` order. A full queue drops the event for that subscriber only (the gap shows in
+//! `seq`), and publishing never waits for a connection.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use bytes::Bytes;
+use gabp_types::{Attention, ChannelName, Event, Message, MessageId, Timestamp};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::pattern::NamePattern;
+
+/// Publishes events to the bridges subscribed to a channel. Cheap to clone; usable from any thread, async or
+/// not (publishing never blocks on a connection).
+///
+/// Get one from [`ModServerBuilder::event_publisher`](super::ModServerBuilder::event_publisher) (before the
+/// server is built) or [`ModServer::event_publisher`](super::ModServer::event_publisher).
+///
+/// ```
+/// use gabp_session::server::ModServer;
+/// use serde_json::json;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = ModServer::builder()
+///     .token(gabp_transport::Token::generate()?)
+///     .channel("player/move")
+///     .build()?;
+/// let events = server.event_publisher();
+/// let first = events.publish("player/move", json!({"x": 1}))?;
+/// let second = events.publish("player/move", json!({"x": 2}))?;
+/// assert_eq!((first.seq, second.seq), (0, 1));
+/// assert_eq!(first.delivered, 0); // nobody is subscribed yet
+/// assert!(events.publish("world/unknown", json!({})).is_err());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct EventPublisher {
+    hub: Arc<EventHub>,
+}
+
+impl std::fmt::Debug for EventPublisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventPublisher")
+            .field("channels", &self.channels())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What happened to one published event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Published {
+    /// The event's sequence number on its channel.
+    pub seq: u64,
+    /// How many subscribed connections had room in their queue for it.
+    pub delivered: usize,
+    /// How many subscribed connections had a full queue and lost it (they will see a gap in `seq`).
+    pub dropped: usize,
+}
+
+/// Why an event could not be published. No sequence number is used up when publishing fails.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The channel was never registered with [`ModServerBuilder::channel`](super::ModServerBuilder::channel).
+    #[error("unknown event channel {0:?}")]
+    UnknownChannel(String),
+    /// The payload could not be serialized to JSON.
+    #[error("cannot serialize the event payload: {0}")]
+    Serialize(#[source] serde_json::Error),
+    /// The payload of an `attention/*` event is not an attention object.
+    #[error("the payload of {channel} must be an attention object: {reason}")]
+    InvalidAttention {
+        /// The channel.
+        channel: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The serialized event is larger than the maximum message size.
+    #[error("event of {len} bytes exceeds the maximum message size of {limit} bytes")]
+    TooLarge {
+        /// The size of the serialized event.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl EventPublisher {
+    pub(crate) fn new(hub: Arc<EventHub>) -> Self {
+        EventPublisher { hub }
+    }
+
+    pub(crate) fn hub(&self) -> &Arc<EventHub> {
+        &self.hub
+    }
+
+    /// Publishes `payload` on `channel` with the current time as its `timestamp`.
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError`]: an unregistered channel, a payload that does not serialize, an `attention/*`
+    /// payload that is not an attention object, or an event over the maximum message size.
+    pub fn publish(
+        &self,
+        channel: &str,
+        payload: impl Serialize,
+    ) -> Result<Published, PublishError> {
+        let payload = serde_json::to_value(payload).map_err(PublishError::Serialize)?;
+        self.hub.publish(channel, payload, Some(Timestamp::now()))
+    }
+
+    /// Publishes `payload` on `channel` with the given `timestamp` (or none).
+    ///
+    /// # Errors
+    ///
+    /// As [`EventPublisher::publish`].
+    pub fn publish_at(
+        &self,
+        channel: &str,
+        payload: impl Serialize,
+        timestamp: Option<Timestamp>,
+    ) -> Result<Published, PublishError> {
+        let payload = serde_json::to_value(payload).map_err(PublishError::Serialize)?;
+        self.hub.publish(channel, payload, timestamp)
+    }
+
+    /// The registered channels, in name order.
+    #[must_use]
+    pub fn channels(&self) -> Vec<ChannelName> {
+        self.hub.channel_names()
+    }
+
+    /// The `seq` the next event on `channel` will carry, or `None` for an unknown channel.
+    #[must_use]
+    pub fn next_seq(&self, channel: &str) -> Option<u64> {
+        let ch = self.hub.channel(channel)?;
+        let state = ch.state.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(state.next_seq)
+    }
+
+    /// How many connections are subscribed to `channel` (0 for an unknown channel).
+    #[must_use]
+    pub fn subscriber_count(&self, channel: &str) -> usize {
+        self.hub.channel(channel).map_or(0, |ch| {
+            ch.state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .subscribers
+                .len()
+        })
+    }
+}
+
+/// The registry of channels and their subscribers, shared by the publisher and every connection.
+pub(crate) struct EventHub {
+    channels: RwLock<BTreeMap<ChannelName, Arc<Channel>>>,
+    patterns: AtomicBool,
+    max_message_size: AtomicUsize,
+}
+
+struct Channel {
+    name: ChannelName,
+    state: Mutex<ChannelState>,
+}
+
+struct ChannelState {
+    next_seq: u64,
+    subscribers: Vec<Arc<SubscriberQueue>>,
+}
+
+/// One connection's bounded event queue (the driver owns the receiving end).
+pub(crate) struct SubscriberQueue {
+    tx: mpsc::Sender<Bytes>,
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl SubscriberQueue {
+    /// A queue of `capacity` events and its receiving end.
+    pub(crate) fn new(capacity: usize) -> (Arc<Self>, mpsc::Receiver<Bytes>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (
+            Arc::new(SubscriberQueue {
+                tx,
+                delivered: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+            }),
+            rx,
+        )
+    }
+
+    pub(crate) fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.tx.max_capacity()
+    }
+}
+
+impl EventHub {
+    pub(crate) fn new(max_message_size: usize) -> Self {
+        EventHub {
+            channels: RwLock::new(BTreeMap::new()),
+            patterns: AtomicBool::new(true),
+            max_message_size: AtomicUsize::new(max_message_size),
+        }
+    }
+
+    pub(crate) fn set_max_message_size(&self, max: usize) {
+        self.max_message_size.store(max, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_patterns(&self, enabled: bool) {
+        self.patterns.store(enabled, Ordering::Relaxed);
+    }
+
+    pub(crate) fn patterns_enabled(&self) -> bool {
+        self.patterns.load(Ordering::Relaxed)
+    }
+
+    /// Registers a channel; `false` if it was already registered.
+    pub(crate) fn register(&self, name: ChannelName) -> bool {
+        let mut channels = self
+            .channels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if channels.contains_key(&name) {
+            return false;
+        }
+        channels.insert(
+            name.clone(),
+            Arc::new(Channel {
+                name,
+                state: Mutex::new(ChannelState {
+                    next_seq: 0,
+                    subscribers: Vec::new(),
+                }),
+            }),
+        );
+        true
+    }
+
+    pub(crate) fn channel_names(&self) -> Vec<ChannelName> {
+        self.channels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn channel(&self, name: &str) -> Option<Arc<Channel>> {
+        self.channels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    fn publish(
+        &self,
+        channel: &str,
+        payload: Value,
+        timestamp: Option<Timestamp>,
+    ) -> Result<Published, PublishError> {
+        let ch = self
+            .channel(channel)
+            .ok_or_else(|| PublishError::UnknownChannel(channel.to_owned()))?;
+        if ch.name.is_attention() {
+            if let Err(e) = serde_json::from_value::<Attention>(payload.clone()) {
+                return Err(PublishError::InvalidAttention {
+                    channel: channel.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+        let limit = self.max_message_size.load(Ordering::Relaxed);
+        let mut event = Event {
+            id: MessageId::new_v4(),
+            channel: ch.name.clone(),
+            seq: 0,
+            payload,
+            timestamp,
+        };
+        let mut state = ch.state.lock().unwrap_or_else(PoisonError::into_inner);
+        event.seq = state.next_seq;
+        let body = Bytes::from(Message::Event(event).to_vec());
+        if body.len() > limit {
+            return Err(PublishError::TooLarge {
+                len: body.len(),
+                limit,
+            });
+        }
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        let (mut delivered, mut dropped) = (0, 0);
+        for sub in &state.subscribers {
+            match sub.tx.try_send(body.clone()) {
+                Ok(()) => {
+                    delivered += 1;
+                    sub.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    // Full (or the connection is closing): this subscriber loses the event, nobody waits.
+                    dropped += 1;
+                    sub.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        drop(state);
+        if dropped > 0 {
+            tracing::debug!(channel, seq, dropped, "event dropped for slow subscribers");
+        }
+        Ok(Published {
+            seq,
+            delivered,
+            dropped,
+        })
+    }
+
+    /// Expands the requested names into registered channels: exact names, and glob patterns when the
+    /// channel-pattern extension is on. Unknown names and patterns that match nothing are left out.
+    fn expand(&self, requested: &[String]) -> Vec<Arc<Channel>> {
+        let channels = self.channels.read().unwrap_or_else(PoisonError::into_inner);
+        let mut out: Vec<Arc<Channel>> = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut push = |ch: &Arc<Channel>, out: &mut Vec<Arc<Channel>>| {
+            if seen.insert(ch.name.clone()) {
+                out.push(ch.clone());
+            }
+        };
+        for name in requested {
+            if let Some(ch) = channels.get(name.as_str()) {
+                push(ch, &mut out);
+            } else if self.patterns_enabled() && NamePattern::is_pattern(name) {
+                if let Ok(pattern) = NamePattern::new(name) {
+                    for ch in channels.values().filter(|ch| pattern.matches(&ch.name)) {
+                        push(ch, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Subscribes `sub` to the requested channels; returns the channels now subscribed among them.
+    pub(crate) fn subscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
+        let targets = self.expand(requested);
+        let mut current = sub.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut subscribed = Vec::with_capacity(targets.len());
+        for ch in targets {
+            if current.insert(ch.name.clone()) {
+                ch.state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .subscribers
+                    .push(sub.queue.clone());
+            }
+            subscribed.push(ch.name.to_string());
+        }
+        subscribed
+    }
+
+    /// Unsubscribes `sub` from the requested channels; returns the known channels among them, none of which
+    /// is subscribed any more.
+    pub(crate) fn unsubscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
+        let targets = self.expand(requested);
+        let mut current = sub.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut unsubscribed = Vec::with_capacity(targets.len());
+        for ch in targets {
+            if current.remove(&ch.name) {
+                remove_subscriber(&ch, &sub.queue);
+            }
+            unsubscribed.push(ch.name.to_string());
+        }
+        unsubscribed
+    }
+
+    /// Removes `sub` from every channel (the connection is closing).
+    pub(crate) fn unsubscribe_all(&self, sub: &Subscriptions) {
+        let names: Vec<ChannelName> =
+            std::mem::take(&mut *sub.channels.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_iter()
+                .collect();
+        for name in names {
+            if let Some(ch) = self.channel(&name) {
+                remove_subscriber(&ch, &sub.queue);
+            }
+        }
+    }
+}
+
+fn remove_subscriber(ch: &Channel, queue: &Arc<SubscriberQueue>) {
+    ch.state
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .subscribers
+        .retain(|q| !Arc::ptr_eq(q, queue));
+}
+
+/// One connection's subscriptions: the channels and the queue their events go to.
+pub(crate) struct Subscriptions {
+    queue: Arc<SubscriberQueue>,
+    channels: Mutex<BTreeSet<ChannelName>>,
+}
+
+impl Subscriptions {
+    pub(crate) fn new(queue: Arc<SubscriberQueue>) -> Self {
+        Subscriptions {
+            queue,
+            channels: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    pub(crate) fn queue(&self) -> &SubscriberQueue {
+        &self.queue
+    }
+
+    pub(crate) fn channels(&self) -> Vec<String> {
+        self.channels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gabp_types::decode::{decode, DecodeMode};
+    use serde_json::json;
+
+    fn hub(names: &[&str]) -> Arc<EventHub> {
+        let hub = Arc::new(EventHub::new(1 << 20));
+        for n in names {
+            assert!(hub.register(ChannelName::new(*n).unwrap()));
+        }
+        hub
+    }
+
+    fn seq_of(body: &Bytes) -> u64 {
+        match decode(body, DecodeMode::Strict).unwrap() {
+            Message::Event(e) => e.seq,
+            other => panic!("not an event: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn seq_is_per_channel_from_zero_and_contiguous() {
+        let hub = hub(&["player/move", "world/block_change"]);
+        let events = EventPublisher::new(hub);
+        for i in 0..5 {
+            assert_eq!(events.publish("player/move", json!({})).unwrap().seq, i);
+        }
+        assert_eq!(
+            events.publish("world/block_change", json!({})).unwrap().seq,
+            0
+        );
+        assert_eq!(events.next_seq("player/move"), Some(5));
+        assert_eq!(events.next_seq("nope/nope"), None);
+    }
+
+    #[test]
+    fn a_full_queue_drops_for_that_subscriber_only() {
+        let hub = hub(&["player/move"]);
+        let events = EventPublisher::new(hub.clone());
+        let (slow_q, mut slow_rx) = SubscriberQueue::new(2);
+        let (fast_q, mut fast_rx) = SubscriberQueue::new(100);
+        let slow = Subscriptions::new(slow_q);
+        let fast = Subscriptions::new(fast_q);
+        assert_eq!(
+            hub.subscribe(&slow, &["player/move".into()]),
+            ["player/move"]
+        );
+        hub.subscribe(&fast, &["player/move".into()]);
+        for _ in 0..10 {
+            events.publish("player/move", json!({"x": 1})).unwrap();
+        }
+        assert_eq!(slow.queue().delivered(), 2);
+        assert_eq!(slow.queue().dropped(), 8);
+        assert_eq!(fast.queue().dropped(), 0);
+        let mut fast_seqs = Vec::new();
+        while let Ok(b) = fast_rx.try_recv() {
+            fast_seqs.push(seq_of(&b));
+        }
+        assert_eq!(fast_seqs, (0..10).collect::<Vec<_>>());
+        // The slow subscriber kept the first two; after draining, it gets new ones with a visible gap.
+        let mut slow_seqs = Vec::new();
+        while let Ok(b) = slow_rx.try_recv() {
+            slow_seqs.push(seq_of(&b));
+        }
+        events.publish("player/move", json!({})).unwrap();
+        slow_seqs.push(seq_of(&slow_rx.try_recv().unwrap()));
+        assert_eq!(slow_seqs, [0, 1, 10]);
+    }
+
+    #[test]
+    fn patterns_unknown_names_and_unsubscribe() {
+        let hub = hub(&["player/move", "player/chat", "world/block_change"]);
+        let (q, _rx) = SubscriberQueue::new(8);
+        let sub = Subscriptions::new(q);
+        let got = hub.subscribe(&sub, &["player/*".into(), "nope/nope".into()]);
+        assert_eq!(got, ["player/chat", "player/move"]);
+        assert_eq!(sub.channels(), ["player/chat", "player/move"]);
+        assert_eq!(
+            hub.unsubscribe(&sub, &["player/move".into(), "zzz/zzz".into()]),
+            ["player/move"]
+        );
+        assert_eq!(sub.channels(), ["player/chat"]);
+        hub.set_patterns(false);
+        assert!(hub.subscribe(&sub, &["world/*".into()]).is_empty());
+        hub.unsubscribe_all(&sub);
+        assert!(sub.channels().is_empty());
+        let events = EventPublisher::new(hub);
+        assert_eq!(events.subscriber_count("player/chat"), 0);
+    }
+
+    #[test]
+    fn refusals_use_no_seq() {
+        let hub = Arc::new(EventHub::new(200));
+        hub.register(ChannelName::new("big/data").unwrap());
+        hub.register(ChannelName::new("attention/opened").unwrap());
+        let events = EventPublisher::new(hub);
+        assert!(matches!(
+            events.publish("big/data", json!({"pad": "x".repeat(300)})),
+            Err(PublishError::TooLarge { .. })
+        ));
+        assert!(matches!(
+            events.publish("attention/opened", json!({"not": "attention"})),
+            Err(PublishError::InvalidAttention { .. })
+        ));
+        assert_eq!(events.publish("big/data", json!({})).unwrap().seq, 0);
+    }
+}

@@ -1,0 +1,155 @@
+//! [`CapabilityLayer`]: only the methods the welcome advertises are served.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+use gabp_types::{ErrorCode, ErrorObject, Response};
+use serde_json::json;
+use tower::{Layer, Service};
+
+use super::ResponseFuture;
+use crate::server::ServerRequest;
+
+/// The capability rule: a request for a method that is not in the welcome's `capabilities.methods` is
+/// answered `-32601` (Method Not Found) with `data.method`, and never reaches the inner service. A mod
+/// without `state/get` handlers, for example, neither advertises nor serves it.
+///
+/// ```
+/// use gabp_session::server::layer::CapabilityLayer;
+/// use gabp_session::server::{ServerRequest, Session};
+/// use gabp_types::{MethodName, Request};
+/// use tower::{service_fn, Layer, Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let inner = service_fn(|req: ServerRequest| async move {
+///     Ok::<_, std::convert::Infallible>(req.reply(serde_json::json!({})))
+/// });
+/// let mut svc = CapabilityLayer::new(["session/ping"]).layer(inner);
+/// let get = Request::new(MethodName::new("state/get")?, None);
+/// let answer = svc.ready().await?.call(ServerRequest::new(get, Session::detached())).await?;
+/// let error = answer.error_object().expect("refused");
+/// assert_eq!(error.code.0, -32601);
+/// assert_eq!(error.data.as_ref().unwrap()["method"], "state/get");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct CapabilityLayer {
+    methods: Arc<HashSet<String>>,
+}
+
+impl CapabilityLayer {
+    /// Serves exactly `methods` (`session/hello` is always allowed through).
+    pub fn new<I, S>(methods: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        CapabilityLayer {
+            methods: Arc::new(methods.into_iter().map(Into::into).collect()),
+        }
+    }
+}
+
+impl fmt::Debug for CapabilityLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut methods: Vec<&String> = self.methods.iter().collect();
+        methods.sort();
+        f.debug_struct("CapabilityLayer")
+            .field("methods", &methods)
+            .finish()
+    }
+}
+
+impl<S> Layer<S> for CapabilityLayer {
+    type Service = Capability<S>;
+
+    fn layer(&self, inner: S) -> Capability<S> {
+        Capability {
+            inner,
+            methods: self.methods.clone(),
+        }
+    }
+}
+
+/// The service of [`CapabilityLayer`].
+#[derive(Clone)]
+pub struct Capability<S> {
+    inner: S,
+    methods: Arc<HashSet<String>>,
+}
+
+impl<S> fmt::Debug for Capability<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capability").finish_non_exhaustive()
+    }
+}
+
+/// `-32601` with `data.method`.
+pub(crate) fn method_not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+    )
+    .with_data(json!({ "method": method }))
+}
+
+impl<S> Service<ServerRequest> for Capability<S>
+where
+    S: Service<ServerRequest, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+        let method = req.method();
+        if method == "session/hello" || self.methods.contains(method) {
+            self.inner.call(req).boxed()
+        } else {
+            let answer = req.error(method_not_found(method));
+            futures::future::ready(Ok(answer)).boxed()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::server::layer::testing::{call, code, echo, request};
+    use crate::server::Session;
+
+    #[tokio::test]
+    async fn unadvertised_methods_never_reach_the_service() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut svc = CapabilityLayer::new(["tools/list"]).layer(echo(calls.clone()));
+        let s = Session::detached();
+        assert_eq!(
+            code(&call(&mut svc, &s, request("tools/list", None)).await),
+            None
+        );
+        assert_eq!(
+            code(&call(&mut svc, &s, request("session/hello", None)).await),
+            None
+        );
+        let r = call(&mut svc, &s, request("state/set", None)).await;
+        assert_eq!(code(&r), Some(-32601));
+        assert_eq!(
+            r.error_object().unwrap().data.as_ref().unwrap()["method"],
+            "state/set"
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+}

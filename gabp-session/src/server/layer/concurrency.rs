@@ -1,0 +1,159 @@
+//! [`ConcurrencyLimitLayer`]: at most N requests of one connection in flight.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use futures::FutureExt;
+use gabp_types::Response;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::PollSemaphore;
+use tower::{Layer, Service};
+
+use super::ResponseFuture;
+use crate::server::ServerRequest;
+
+/// The per-connection concurrency rule (`capabilities.limits.maxConcurrentRequests`): the service is not
+/// ready while `max` requests are in flight, so the connection stops reading new requests until one
+/// finishes. Each [`Layer::layer`] call makes a new, independent limit: the mod builds one stack per
+/// connection, so the limit is per connection.
+///
+/// ```
+/// use gabp_session::server::layer::ConcurrencyLimitLayer;
+/// use gabp_session::server::{ServerRequest, Session};
+/// use gabp_types::{MethodName, Request};
+/// use tower::{service_fn, Layer, Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let inner = service_fn(|req: ServerRequest| async move {
+///     Ok::<_, std::convert::Infallible>(req.reply(serde_json::json!({})))
+/// });
+/// let mut svc = ConcurrencyLimitLayer::new(1).layer(inner);
+/// let ping = || ServerRequest::new(Request::new(MethodName::new("session/ping").unwrap(), None), Session::detached());
+/// let first = svc.ready().await?.call(ping());
+/// // While `first` is in flight the service is not ready.
+/// assert!(futures::poll!(svc.ready()).is_pending());
+/// first.await?;
+/// svc.ready().await?.call(ping()).await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ConcurrencyLimitLayer {
+    max: usize,
+}
+
+impl ConcurrencyLimitLayer {
+    /// At most `max` requests in flight (at least 1).
+    #[must_use]
+    pub fn new(max: usize) -> Self {
+        ConcurrencyLimitLayer { max: max.max(1) }
+    }
+}
+
+impl<S> Layer<S> for ConcurrencyLimitLayer {
+    type Service = ConcurrencyLimit<S>;
+
+    fn layer(&self, inner: S) -> ConcurrencyLimit<S> {
+        ConcurrencyLimit {
+            inner,
+            semaphore: PollSemaphore::new(Arc::new(Semaphore::new(self.max))),
+            permit: None,
+        }
+    }
+}
+
+/// The service of [`ConcurrencyLimitLayer`]. Clones share the limit.
+pub struct ConcurrencyLimit<S> {
+    inner: S,
+    semaphore: PollSemaphore,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl<S: Clone> Clone for ConcurrencyLimit<S> {
+    fn clone(&self) -> Self {
+        ConcurrencyLimit {
+            inner: self.inner.clone(),
+            semaphore: self.semaphore.clone(),
+            permit: None,
+        }
+    }
+}
+
+impl<S> fmt::Debug for ConcurrencyLimit<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConcurrencyLimit")
+            .field("available", &self.semaphore.available_permits())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> Service<ServerRequest> for ConcurrencyLimit<S>
+where
+    S: Service<ServerRequest, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        if self.permit.is_none() {
+            // The semaphore is never closed, so `None` cannot happen; treat it as "not ready".
+            match ready!(self.semaphore.poll_acquire(cx)) {
+                Some(permit) => self.permit = Some(permit),
+                None => return Poll::Pending,
+            }
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+        let permit = self.permit.take();
+        debug_assert!(permit.is_some(), "call without poll_ready");
+        let fut = self.inner.call(req);
+        async move {
+            let response = fut.await;
+            drop(permit);
+            response
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::server::layer::testing::request;
+    use crate::server::Session;
+    use tower::ServiceExt;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_third_request_waits_for_a_permit() {
+        let inner = tower::service_fn(|req: ServerRequest| async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok::<_, Infallible>(req.reply(serde_json::json!({})))
+        });
+        let mut svc = ConcurrencyLimitLayer::new(2).layer(inner);
+        let s = Session::detached();
+        let mk = || ServerRequest::new(request("session/ping", None), s.clone());
+        let a = svc.ready().await.unwrap().call(mk());
+        let b = svc.ready().await.unwrap().call(mk());
+        assert!(futures::poll!(svc.ready()).is_pending());
+        let (a, b) = tokio::join!(a, b);
+        assert!(a.is_ok() && b.is_ok());
+        assert!(futures::poll!(svc.ready()).is_ready());
+        // A fresh layer is a fresh limit.
+        let mut other =
+            ConcurrencyLimitLayer::new(2).layer(tower::service_fn(
+                |req: ServerRequest| async move {
+                    Ok::<_, Infallible>(req.reply(serde_json::json!({})))
+                },
+            ));
+        assert!(futures::poll!(other.ready()).is_ready());
+    }
+}

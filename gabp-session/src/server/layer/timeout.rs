@@ -1,0 +1,188 @@
+//! [`TimeoutLayer`]: every request has a time limit.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::FutureExt;
+use gabp_types::{ErrorCode, ErrorObject, Response};
+use serde_json::json;
+use tower::{Layer, Service};
+
+use super::ResponseFuture;
+use crate::server::ServerRequest;
+
+/// The time-limit rule (`capabilities.limits.requestTimeout`): a request still running after its limit is
+/// answered, and its handler is dropped (cancelled at its next `.await`). A `tools/call` is answered `-32403`
+/// (Tool Timeout); any other method `-32603`. Both carry `data.timeoutMs` and `data.retryable: true`.
+///
+/// Tools may have their own limit ([`Tool::timeout`](crate::server::Tool::timeout)), given to the layer with
+/// [`TimeoutLayer::with_tool_timeouts`].
+///
+/// ```
+/// use std::time::Duration;
+/// use gabp_session::server::layer::TimeoutLayer;
+/// use gabp_session::server::{ServerRequest, Session};
+/// use gabp_types::{MethodName, Request};
+/// use tower::{service_fn, Layer, Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let slow = service_fn(|req: ServerRequest| async move {
+///     tokio::time::sleep(Duration::from_secs(60)).await;
+///     Ok::<_, std::convert::Infallible>(req.reply(serde_json::json!({})))
+/// });
+/// let mut svc = TimeoutLayer::new(Duration::from_secs(1)).layer(slow);
+/// let req = Request::new(MethodName::new("game/slow")?, None);
+/// let answer = svc.ready().await?.call(ServerRequest::new(req, Session::detached())).await?;
+/// assert_eq!(answer.error_object().map(|e| e.code.0), Some(-32603));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct TimeoutLayer {
+    default: Duration,
+    tools: Arc<HashMap<String, Duration>>,
+}
+
+impl TimeoutLayer {
+    /// Every request gets `default`.
+    #[must_use]
+    pub fn new(default: Duration) -> Self {
+        TimeoutLayer {
+            default,
+            tools: Arc::new(HashMap::new()),
+        }
+    }
+
+    /// Tools named in `tools` get their own limit instead.
+    #[must_use]
+    pub fn with_tool_timeouts(mut self, tools: HashMap<String, Duration>) -> Self {
+        self.tools = Arc::new(tools);
+        self
+    }
+}
+
+impl<S> Layer<S> for TimeoutLayer {
+    type Service = Timeout<S>;
+
+    fn layer(&self, inner: S) -> Timeout<S> {
+        Timeout {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// The service of [`TimeoutLayer`].
+#[derive(Debug, Clone)]
+pub struct Timeout<S> {
+    inner: S,
+    layer: TimeoutLayer,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `-32403` for a tool over its time limit.
+pub(crate) fn tool_timeout(tool: &str, limit: Duration) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::TOOL_TIMEOUT,
+        format!(
+            "tool {tool} exceeded its time limit of {} ms",
+            millis(limit)
+        ),
+    )
+    .with_data(json!({ "timeoutMs": millis(limit), "retryable": true }))
+}
+
+fn request_timeout(method: &str, limit: Duration) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("{method} exceeded the time limit of {} ms", millis(limit)),
+    )
+    .with_data(json!({ "timeoutMs": millis(limit), "retryable": true }))
+}
+
+impl<S> Service<ServerRequest> for Timeout<S>
+where
+    S: Service<ServerRequest, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+        let tool = req.tool_name().map(str::to_owned);
+        let limit = tool
+            .as_deref()
+            .and_then(|t| self.layer.tools.get(t).copied())
+            .unwrap_or(self.layer.default);
+        let id = req.id();
+        let method = req.method().to_owned();
+        let fut = self.inner.call(req);
+        async move {
+            match tokio::time::timeout(limit, fut).await {
+                Ok(response) => response,
+                Err(_) => {
+                    tracing::debug!(%method, ?tool, limit_ms = millis(limit), "request timed out");
+                    let error = match &tool {
+                        Some(tool) => tool_timeout(tool, limit),
+                        None => request_timeout(&method, limit),
+                    };
+                    Ok(Response::error(id, error))
+                }
+            }
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::layer::testing::{call, code, request};
+    use crate::server::Session;
+
+    #[tokio::test(start_paused = true)]
+    async fn tools_get_32403_and_their_own_limit() {
+        let slow = tower::service_fn(|req: ServerRequest| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok::<_, Infallible>(req.reply(json!({})))
+        });
+        let mut svc = TimeoutLayer::new(Duration::from_secs(1))
+            .with_tool_timeouts(HashMap::from([(
+                "slow/ok".to_owned(),
+                Duration::from_secs(10),
+            )]))
+            .layer(slow);
+        let s = Session::detached();
+        let r = call(
+            &mut svc,
+            &s,
+            request("tools/call", Some(json!({"name": "slow/tool"}))),
+        )
+        .await;
+        assert_eq!(code(&r), Some(-32403));
+        let data = r.error_object().unwrap().data.clone().unwrap();
+        assert_eq!(data["timeoutMs"], 1000);
+        assert_eq!(data["retryable"], true);
+        let r = call(
+            &mut svc,
+            &s,
+            request("tools/call", Some(json!({"name": "slow/ok"}))),
+        )
+        .await;
+        assert_eq!(code(&r), None);
+        let r = call(&mut svc, &s, request("resources/read", None)).await;
+        assert_eq!(code(&r), Some(-32603));
+    }
+}

@@ -1,0 +1,94 @@
+//! [`TraceLayer`]: a `tracing` span per request.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+use gabp_types::Response;
+use tower::{Layer, Service};
+use tracing::Instrument;
+
+use super::ResponseFuture;
+use crate::server::ServerRequest;
+
+/// Opens a `gabp.request` span (fields `method`, `id`, and `tool` for `tools/call`) around each request,
+/// as a child of the connection's `gabp.connection` span, and logs the outcome at `DEBUG` (the error code,
+/// if any). Params and results are never logged, so tokens never reach a log.
+///
+/// ```
+/// use gabp_session::server::layer::TraceLayer;
+/// use gabp_session::server::{ServerRequest, Session};
+/// use gabp_types::{MethodName, Request};
+/// use tower::{service_fn, Layer, Service, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let inner = service_fn(|req: ServerRequest| async move {
+///     Ok::<_, std::convert::Infallible>(req.reply(serde_json::json!({})))
+/// });
+/// let mut svc = TraceLayer::new().layer(inner);
+/// let req = Request::new(MethodName::new("session/ping")?, None);
+/// svc.ready().await?.call(ServerRequest::new(req, Session::detached())).await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceLayer;
+
+impl TraceLayer {
+    /// The layer.
+    #[must_use]
+    pub fn new() -> Self {
+        TraceLayer
+    }
+}
+
+impl<S> Layer<S> for TraceLayer {
+    type Service = Trace<S>;
+
+    fn layer(&self, inner: S) -> Trace<S> {
+        Trace { inner }
+    }
+}
+
+/// The service of [`TraceLayer`].
+#[derive(Debug, Clone)]
+pub struct Trace<S> {
+    inner: S,
+}
+
+impl<S> Service<ServerRequest> for Trace<S>
+where
+    S: Service<ServerRequest, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+        let span = tracing::debug_span!(
+            "gabp.request",
+            method = req.method(),
+            id = %req.id(),
+            tool = req.tool_name(),
+        );
+        let fut = span.in_scope(|| self.inner.call(req));
+        async move {
+            let response = fut.await;
+            if let Ok(response) = &response {
+                match response.error_object() {
+                    Some(e) => tracing::debug!(code = e.code.0, "answered with an error"),
+                    None => tracing::trace!("answered"),
+                }
+            }
+            response
+        }
+        .instrument(span)
+        .boxed()
+    }
+}

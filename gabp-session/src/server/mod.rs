@@ -1,0 +1,75 @@
+//! The mod side: a server that serves tools, events, resources and state to bridges.
+//!
+//! A game (or anything a bridge should drive) builds a [`ModServer`] with [`ModServer::builder`], registers
+//! what it offers, and serves it on a [`Listener`](gabp_transport::Listener) (TCP loopback, a Unix socket,
+//! stdio, a named pipe) or on any single [`Connection`](gabp_transport::Connection):
+//!
+//! - [`Tool`]s with typed input and output, whose JSON Schemas come from `schemars` and whose arguments are
+//!   validated before the handler runs; or raw JSON tools with explicit schemas; async, or run on the game's
+//!   main thread through [`MainThread::pump`];
+//! - event channels, published with the cloneable [`EventPublisher`] (per-channel `seq` from 0, bounded
+//!   per-connection queues that drop rather than block);
+//! - [`Resource`]s (text or binary), `state/get` and `state/set` handlers, custom methods;
+//! - any tower [`layer`](ModServerBuilder::layer) in front of the handlers.
+//!
+//! Every rule of the protocol is enforced for you (DESIGN.md 3.4): authentication first, constant-time
+//! token check, advertised limits, per-frame error answers, panic isolation, time limits. The rules are tower
+//! layers in [`layer`], each usable and testable alone.
+//!
+//! ```
+//! use gabp_session::server::{ModServer, Tool, ToolError};
+//! use gabp_transport::{Endpoint, Listener, Token};
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Teleport { x: f64, y: f64, z: f64 }
+//!
+//! #[derive(Serialize, JsonSchema)]
+//! struct Position { x: f64, y: f64, z: f64 }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let builder = ModServer::builder()
+//!     .app("Voxel Sandbox", "0.3.2")
+//!     .token(Token::generate()?)
+//!     .channel("player/move");
+//! let events = builder.event_publisher();
+//! let server = builder
+//!     .tool(Tool::new("player/teleport", move |t: Teleport| {
+//!         let events = events.clone();
+//!         async move {
+//!             let position = Position { x: t.x, y: t.y, z: t.z };
+//!             events.publish("player/move", &position).map_err(|e| ToolError::new(e.to_string()))?;
+//!             Ok::<_, ToolError>(position)
+//!         }
+//!     }))
+//!     .build()?;
+//!
+//! let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await?);
+//! // ... the game runs; bridges connect to handle.endpoint() ...
+//! handle.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod builder;
+mod driver;
+mod events;
+pub mod layer;
+mod main_thread;
+mod pattern;
+mod resource;
+mod router;
+mod serve;
+mod session;
+mod tool;
+
+pub use builder::{BuildError, ModServerBuilder, ServerLimits, CHANNEL_PATTERNS_EXTENSION};
+pub use events::{EventPublisher, PublishError, Published};
+pub use main_thread::{MainThread, PumpReport};
+pub use resource::Resource;
+pub use router::Router;
+pub use serve::{ModServer, ServeHandle};
+pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
+pub use tool::{Tool, ToolError};

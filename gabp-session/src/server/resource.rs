@@ -1,0 +1,201 @@
+//! Resources: [`Resource`], read by `resources/read` and listed by `resources/list`.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use gabp_types::methods::{ContentEncoding, ResourceInfo, ResourcesReadResult};
+use gabp_types::{ErrorObject, Uri};
+use serde_json::Value;
+
+use super::BuildError;
+
+type TextReader = Arc<dyn Fn() -> BoxFuture<'static, Result<String, ErrorObject>> + Send + Sync>;
+type BinaryReader = Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<u8>, ErrorObject>> + Send + Sync>;
+
+#[derive(Clone)]
+enum Reader {
+    Text(TextReader),
+    Binary(BinaryReader),
+}
+
+/// A readable resource to register with [`ModServerBuilder::resource`](super::ModServerBuilder::resource).
+///
+/// A text resource is sent as is with `encoding: "utf-8"`; a binary one as base64 with `encoding: "base64"`.
+/// The provider runs on every `resources/read`.
+///
+/// ```
+/// use gabp_session::server::Resource;
+///
+/// let world = Resource::text("gabp://game/world", "World", || async {
+///     Ok(r#"{"size":16}"#.to_owned())
+/// })
+/// .mime_type("application/json")
+/// .description("Size of the world");
+///
+/// let icon = Resource::binary("gabp://mod/icon", "Icon", || async { Ok(vec![0x89, b'P', b'N', b'G']) })
+///     .mime_type("image/png");
+/// assert_eq!(icon.uri(), "gabp://mod/icon");
+/// # let _ = world;
+/// ```
+#[derive(Clone)]
+pub struct Resource {
+    uri: String,
+    name: String,
+    description: Option<String>,
+    mime_type: Option<String>,
+    size: Option<u64>,
+    reader: Reader,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resource")
+            .field("uri", &self.uri)
+            .field("name", &self.name)
+            .field("binary", &matches!(self.reader, Reader::Binary(_)))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Resource {
+    /// A text resource whose content `read` provides.
+    pub fn text<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, ErrorObject>> + Send + 'static,
+    {
+        Self::with_reader(uri, name, Reader::Text(Arc::new(move || read().boxed())))
+    }
+
+    /// A binary resource whose bytes `read` provides (sent base64-encoded).
+    pub fn binary<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<u8>, ErrorObject>> + Send + 'static,
+    {
+        Self::with_reader(uri, name, Reader::Binary(Arc::new(move || read().boxed())))
+    }
+
+    fn with_reader(uri: impl Into<String>, name: impl Into<String>, reader: Reader) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            description: None,
+            mime_type: None,
+            size: None,
+            reader,
+        }
+    }
+
+    /// The resource's URI.
+    #[must_use]
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// Sets the description.
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the MIME type (listed, and sent with the content).
+    #[must_use]
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the size in bytes shown by `resources/list`.
+    #[must_use]
+    pub fn size(mut self, size: u64) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    pub(crate) fn register(self) -> Result<RegisteredResource, BuildError> {
+        let uri = Uri::new(self.uri).map_err(|e| BuildError::InvalidName {
+            kind: "resource",
+            reason: e.to_string(),
+        })?;
+        Ok(RegisteredResource {
+            info: ResourceInfo {
+                uri,
+                name: self.name,
+                description: self.description,
+                mime_type: self.mime_type,
+                size: self.size,
+            },
+            reader: self.reader,
+        })
+    }
+}
+
+pub(crate) struct RegisteredResource {
+    pub(crate) info: ResourceInfo,
+    reader: Reader,
+}
+
+impl RegisteredResource {
+    /// The namespace of the URI: what follows `scheme://` up to the next `/` (`game` in `gabp://game/world`).
+    pub(crate) fn namespace(&self) -> &str {
+        let uri = self.info.uri.as_str();
+        let rest = uri.split_once("://").map_or(uri, |(_, rest)| rest);
+        rest.split('/').next().unwrap_or_default()
+    }
+
+    pub(crate) async fn read(&self) -> Result<Value, ErrorObject> {
+        let result = match &self.reader {
+            Reader::Text(read) => ResourcesReadResult {
+                content: Value::String(read().await?),
+                mime_type: self.info.mime_type.clone(),
+                encoding: Some(ContentEncoding::Utf8),
+            },
+            Reader::Binary(read) => ResourcesReadResult {
+                content: Value::String(
+                    base64::engine::general_purpose::STANDARD.encode(read().await?),
+                ),
+                mime_type: self.info.mime_type.clone(),
+                encoding: Some(ContentEncoding::Base64),
+            },
+        };
+        serde_json::to_value(result).map_err(|e| super::session::internal_error(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn text_and_binary_content() {
+        let text = Resource::text("gabp://game/world", "World", || async { Ok("hi".into()) })
+            .mime_type("text/plain")
+            .register()
+            .unwrap();
+        assert_eq!(text.namespace(), "game");
+        let v = text.read().await.unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"content": "hi", "mimeType": "text/plain", "encoding": "utf-8"})
+        );
+        let bin = Resource::binary("gabp://mod/info", "Info", || async {
+            Ok(vec![0, 1, 2, 255])
+        })
+        .register()
+        .unwrap();
+        let v = bin.read().await.unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"content": "AAEC/w==", "encoding": "base64"})
+        );
+        assert!(Resource::text("world", "W", || async { Ok(String::new()) })
+            .register()
+            .is_err());
+    }
+}

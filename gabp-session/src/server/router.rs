@@ -1,0 +1,409 @@
+//! [`Router`]: the tower service that answers every method.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use gabp_types::methods::{
+    ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
+    ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
+    SubscribeResult, ToolsListParams, ToolsListResult, UnsubscribeResult,
+};
+use gabp_types::{ErrorCode, ErrorObject, Response};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+use tower::Service;
+
+use super::events::EventHub;
+use super::layer::capability::method_not_found;
+use super::layer::timeout::tool_timeout;
+use super::layer::ResponseFuture;
+use super::main_thread::MainThread;
+use super::pattern::NamePattern;
+use super::resource::RegisteredResource;
+use super::session::{internal_error, CloseReason};
+use super::tool::{Handler, RegisteredTool};
+use super::ServerRequest;
+
+pub(crate) type StateGetHandler = Arc<
+    dyn Fn(StateGetParams) -> BoxFuture<'static, Result<Map<String, Value>, ErrorObject>>
+        + Send
+        + Sync,
+>;
+pub(crate) type StateSetHandler = Arc<
+    dyn Fn(StateSetParams) -> BoxFuture<'static, Result<StateSetResult, ErrorObject>> + Send + Sync,
+>;
+pub(crate) type MethodHandler =
+    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
+
+/// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build).
+pub(crate) struct Routes {
+    pub(crate) welcome: Value,
+    pub(crate) tools: Vec<Arc<RegisteredTool>>,
+    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) resources: Vec<Arc<RegisteredResource>>,
+    pub(crate) resource_index: HashMap<String, usize>,
+    pub(crate) state_get: Option<StateGetHandler>,
+    pub(crate) state_set: Option<StateSetHandler>,
+    pub(crate) methods: HashMap<String, MethodHandler>,
+    pub(crate) hub: Arc<EventHub>,
+    pub(crate) main_thread: MainThread,
+    pub(crate) request_timeout: Duration,
+}
+
+/// The innermost service of the mod's stack: it answers every method the mod serves.
+///
+/// | method | answer |
+/// |---|---|
+/// | `session/hello` | the welcome (authentication is [`AuthLayer`](super::layer::AuthLayer)'s job) |
+/// | `session/ping` | `{timestamp}` (Unix milliseconds) |
+/// | `session/goodbye` | `{}`, then the connection closes |
+/// | `tools/list` | the tools, filtered by `filter.tags` (any of) and `filter.namePattern` (glob) |
+/// | `tools/call` | `-32400` unknown tool, `-32602` arguments failing `inputSchema` (`data.errors`), the tool's result or error |
+/// | `events/subscribe`, `events/unsubscribe` | the known channels among those asked (glob patterns expand) |
+/// | `resources/list` | filtered by `pattern` (glob over the URI) and `namespace` |
+/// | `resources/read` | the content; `-32300` for an unknown URI |
+/// | `state/get`, `state/set` | the author's handlers, when registered |
+/// | custom methods | their handlers ([`ModServerBuilder::method`](super::ModServerBuilder::method)) |
+/// | anything else | `-32601` with `data.method` |
+///
+/// Cheap to clone. Get it from [`ModServer::router`](super::ModServer::router).
+#[derive(Clone)]
+pub struct Router {
+    routes: Arc<Routes>,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router")
+            .field("tools", &self.routes.tools.len())
+            .field("resources", &self.routes.resources.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn invalid_params(pointer: &str, message: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("invalid params: {pointer}: {message}"),
+    )
+    .with_data(json!({ "errors": [{ "path": pointer, "message": message }] }))
+}
+
+fn params<P: DeserializeOwned + Default>(req: &ServerRequest) -> Result<P, ErrorObject> {
+    match &req.request.params {
+        None => Ok(P::default()),
+        Some(_) => required_params(req),
+    }
+}
+
+fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorObject> {
+    if req.request.params.is_none() {
+        return Err(invalid_params(
+            "/params",
+            &format!("`{}` requires params", req.method()),
+        ));
+    }
+    req.request.params_as::<P>().map_err(|e| {
+        let message = e.to_string();
+        let message = match message.find(" at line ") {
+            Some(i) => message[..i].to_owned(),
+            None => message,
+        };
+        invalid_params("/params", &message)
+    })
+}
+
+fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
+    serde_json::to_value(value).map_err(|e| internal_error(format!("cannot serialize: {e}")))
+}
+
+fn compile_pattern(pattern: &str, pointer: &str) -> Result<NamePattern, ErrorObject> {
+    NamePattern::new(pattern)
+        .map_err(|e| invalid_params(pointer, &format!("invalid glob pattern: {e}")))
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Router {
+    pub(crate) fn new(routes: Routes) -> Self {
+        Router {
+            routes: Arc::new(routes),
+        }
+    }
+
+    fn list_tools(&self, req: &ServerRequest) -> Result<Value, ErrorObject> {
+        let p: ToolsListParams = params(req)?;
+        let filter = p.filter.unwrap_or_default();
+        let pattern = filter
+            .name_pattern
+            .as_deref()
+            .map(|p| compile_pattern(p, "/params/filter/namePattern"))
+            .transpose()?;
+        let tools = self
+            .routes
+            .tools
+            .iter()
+            .map(|t| &t.descriptor)
+            .filter(|d| {
+                filter
+                    .tags
+                    .as_ref()
+                    .is_none_or(|tags| tags.iter().any(|t| d.has_tag(t)))
+            })
+            .filter(|d| pattern.as_ref().is_none_or(|p| p.matches(d.name.as_str())))
+            .cloned()
+            .collect();
+        to_value(ToolsListResult { tools })
+    }
+
+    fn call_tool(&self, mut req: ServerRequest) -> Result<ResponseFuture, ErrorObject> {
+        let Some(mut p) = req.request.params.take() else {
+            return Err(invalid_params("/params", "`tools/call` requires params"));
+        };
+        let name = match p.remove("name") {
+            Some(Value::String(name)) => name,
+            Some(_) => return Err(invalid_params("/params/name", "must be a tool name string")),
+            None => return Err(invalid_params("/params", "missing field `name`")),
+        };
+        let arguments = match p.remove("arguments") {
+            None => Value::Object(Map::new()),
+            Some(Value::Object(args)) => Value::Object(args),
+            Some(_) => return Err(invalid_params("/params/arguments", "must be an object")),
+        };
+        let Some(tool) = self
+            .routes
+            .tool_index
+            .get(&name)
+            .map(|&i| self.routes.tools[i].clone())
+        else {
+            return Err(ErrorObject::new(
+                ErrorCode::TOOL_NOT_FOUND,
+                format!("tool not found: {name}"),
+            )
+            .with_data(json!({ "tool": name })));
+        };
+        tool.check_arguments(&arguments)?;
+        let Value::Object(args) = arguments else {
+            return Err(invalid_params("/params/arguments", "must be an object"));
+        };
+        let id = req.id();
+        match &tool.handler {
+            Handler::Async(handler) => {
+                let fut = handler(args);
+                Ok(async move {
+                    Ok(match fut.await {
+                        Ok(result) => Response::success(id, result),
+                        Err(e) => Response::error(id, e.into_error_object()),
+                    })
+                }
+                .boxed())
+            }
+            Handler::MainThread(handler) => {
+                let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
+                let deadline = Instant::now() + limit;
+                let handler = handler.clone();
+                let job = Box::new(move || handler(args).map_err(|e| e.into_error_object()));
+                let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
+                    return Err(ErrorObject::new(
+                        ErrorCode::TOOL_UNAVAILABLE,
+                        format!("tool {name} runs on the game's main thread, whose queue is full"),
+                    )
+                    .with_data(json!({ "retryable": true })));
+                };
+                Ok(async move {
+                    Ok(match tokio::time::timeout_at(deadline, rx).await {
+                        Ok(Ok(Ok(result))) => Response::success(id, result),
+                        Ok(Ok(Err(e))) => Response::error(id, e),
+                        // Dropped by the pump (deadline passed before it started), or the deadline hit.
+                        Ok(Err(_)) | Err(_) => Response::error(id, tool_timeout(&name, limit)),
+                    })
+                }
+                .boxed())
+            }
+        }
+    }
+
+    fn subscribe(&self, req: &ServerRequest, subscribe: bool) -> Result<Value, ErrorObject> {
+        let p: ChannelsParams = required_params(req)?;
+        let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
+        let state = req.session.subscription_state();
+        if subscribe {
+            let subscribed = self.routes.hub.subscribe(state, &names);
+            to_value(SubscribeResult { subscribed })
+        } else {
+            let unsubscribed = self.routes.hub.unsubscribe(state, &names);
+            to_value(UnsubscribeResult { unsubscribed })
+        }
+    }
+
+    fn list_resources(&self, req: &ServerRequest) -> Result<Value, ErrorObject> {
+        let p: ResourcesListParams = params(req)?;
+        let pattern = p
+            .pattern
+            .as_deref()
+            .map(|p| compile_pattern(p, "/params/pattern"))
+            .transpose()?;
+        let resources = self
+            .routes
+            .resources
+            .iter()
+            .filter(|r| p.namespace.as_deref().is_none_or(|ns| r.namespace() == ns))
+            .filter(|r| {
+                pattern
+                    .as_ref()
+                    .is_none_or(|pat| pat.matches(r.info.uri.as_str()))
+            })
+            .map(|r| r.info.clone())
+            .collect();
+        to_value(ResourcesListResult { resources })
+    }
+
+    fn read_resource(&self, req: &ServerRequest) -> Result<ResponseFuture, ErrorObject> {
+        let p: ResourcesReadParams = required_params(req)?;
+        let Some(resource) = self
+            .routes
+            .resource_index
+            .get(p.uri.as_str())
+            .map(|&i| self.routes.resources[i].clone())
+        else {
+            return Err(ErrorObject::new(
+                ErrorCode::RESOURCE_NOT_FOUND,
+                format!("resource not found: {}", p.uri),
+            )
+            .with_data(json!({ "uri": p.uri.as_str() })));
+        };
+        let id = req.id();
+        Ok(async move {
+            Ok(match resource.read().await {
+                Ok(content) => Response::success(id, content),
+                Err(e) => Response::error(id, e),
+            })
+        }
+        .boxed())
+    }
+
+    fn get_state(
+        &self,
+        req: &ServerRequest,
+        handler: &StateGetHandler,
+    ) -> Result<ResponseFuture, ErrorObject> {
+        let p: StateGetParams = params(req)?;
+        let components = p.components.clone();
+        let fut = handler(p);
+        let id = req.id();
+        Ok(async move {
+            let mut state = match fut.await {
+                Ok(state) => state,
+                Err(e) => return Ok(Response::error(id, e)),
+            };
+            if let Some(components) = components {
+                state.retain(|k, _| components.iter().any(|c| c == k));
+            }
+            let timestamp = unix_millis() / 1000;
+            Ok(match to_value(StateGetResult { state, timestamp }) {
+                Ok(v) => Response::success(id, v),
+                Err(e) => Response::error(id, e),
+            })
+        }
+        .boxed())
+    }
+
+    fn set_state(
+        &self,
+        req: &ServerRequest,
+        handler: &StateSetHandler,
+    ) -> Result<ResponseFuture, ErrorObject> {
+        let p: StateSetParams = required_params(req)?;
+        let fut = handler(p);
+        let id = req.id();
+        Ok(async move {
+            Ok(match fut.await.and_then(to_value) {
+                Ok(v) => Response::success(id, v),
+                Err(e) => Response::error(id, e),
+            })
+        }
+        .boxed())
+    }
+
+    /// Answers `req`: synchronously for the cheap methods (so their effects, such as a subscription, happen in
+    /// the order requests arrive), with a future for the rest.
+    fn route(&self, req: ServerRequest) -> Result<ResponseFuture, Response> {
+        let answer = |r: Result<Value, ErrorObject>| match r {
+            Ok(v) => Err(req.reply(v)),
+            Err(e) => Err(req.error(e)),
+        };
+        let routed = match req.method() {
+            "session/hello" => return answer(Ok(self.routes.welcome.clone())),
+            "session/ping" => {
+                return answer(to_value(PingResult {
+                    timestamp: Some(unix_millis()),
+                }))
+            }
+            "session/goodbye" => {
+                req.session.close_with(CloseReason::Goodbye);
+                return answer(to_value(GoodbyeResult {}));
+            }
+            "tools/list" => return answer(self.list_tools(&req)),
+            "events/subscribe" => return answer(self.subscribe(&req, true)),
+            "events/unsubscribe" => return answer(self.subscribe(&req, false)),
+            "resources/list" => return answer(self.list_resources(&req)),
+            "resources/read" => self.read_resource(&req),
+            "state/get" if self.routes.state_get.is_some() => match &self.routes.state_get {
+                Some(h) => self.get_state(&req, h),
+                None => Err(method_not_found(req.method())),
+            },
+            "state/set" if self.routes.state_set.is_some() => match &self.routes.state_set {
+                Some(h) => self.set_state(&req, h),
+                None => Err(method_not_found(req.method())),
+            },
+            "tools/call" => {
+                let id = req.id();
+                return self.call_tool(req).map_err(|e| Response::error(id, e));
+            }
+            method => match self.routes.methods.get(method) {
+                Some(handler) => {
+                    let id = req.id();
+                    let fut = handler(req);
+                    return Ok(async move {
+                        Ok(match fut.await {
+                            Ok(v) => Response::success(id, v),
+                            Err(e) => Response::error(id, e),
+                        })
+                    }
+                    .boxed());
+                }
+                None => Err(method_not_found(method)),
+            },
+        };
+        routed.map_err(|e| req.error(e))
+    }
+}
+
+impl Service<ServerRequest> for Router {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+        match self.route(req) {
+            Ok(fut) => fut,
+            Err(response) => futures::future::ready(Ok(response)).boxed(),
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! [`ModServer`] and [`ServeHandle`]: serving connections.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gabp_codec::FrameCodec;
+use gabp_transport::{Connection, Endpoint, Listener, Token, TransportError};
+use gabp_types::methods::WelcomeResult;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower::util::BoxService;
+use tower::Layer;
+use tracing::Instrument;
+
+use super::builder::{apply_layers, ModServerBuilder, ServerLimits};
+use super::driver::{Driver, DriverConfig};
+use super::events::{EventPublisher, SubscriberQueue};
+use super::layer::{
+    AuthLayer, CapabilityLayer, CatchPanicLayer, ConcurrencyLimitLayer, ModService, TimeoutLayer,
+    TraceLayer,
+};
+use super::main_thread::MainThread;
+use super::router::Router;
+use super::session::{CloseReason, Session};
+
+type LayerFn = Arc<dyn Fn(ModService) -> ModService + Send + Sync>;
+
+pub(crate) struct Parts {
+    pub(crate) router: Router,
+    pub(crate) token: Token,
+    pub(crate) limits: ServerLimits,
+    pub(crate) welcome: WelcomeResult,
+    pub(crate) methods: Vec<String>,
+    pub(crate) tool_timeouts: HashMap<String, Duration>,
+    pub(crate) layers: Vec<LayerFn>,
+    pub(crate) publisher: EventPublisher,
+    pub(crate) main_thread: MainThread,
+}
+
+/// A GABP mod server: serves tools, events, resources, state and custom methods to bridges, enforcing every
+/// rule of the protocol (DESIGN.md section 3) on every connection.
+///
+/// Build one with [`ModServer::builder`], then [`serve`](ModServer::serve) a [`Listener`] or
+/// [`serve_connection`](ModServer::serve_connection) one already established connection. Cheap to clone.
+///
+/// Each connection gets its own tower stack (see [`layer`](super::layer)) and one driver task that reads
+/// and writes whole frames: answers go out before new requests are read, requests run concurrently up to the
+/// limit, and everything queued is bounded.
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+/// use gabp_session::server::ModServer;
+/// use gabp_transport::{Connection, Token};
+/// use gabp_types::{Message, MethodName, Request};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let token = Token::generate()?;
+/// let server = ModServer::builder().app("My Game", "1.0").token(token.clone()).build()?;
+///
+/// // An in-memory connection; a real mod uses `server.serve(listener)`.
+/// let (mod_side, bridge_side) = tokio::io::duplex(64 * 1024);
+/// tokio::spawn(server.serve_connection(Connection::new(mod_side)));
+/// let mut bridge = Connection::new(bridge_side);
+///
+/// let hello = Request::with_params(
+///     MethodName::new("session/hello")?,
+///     &serde_json::json!({
+///         "token": token.expose_secret(), "bridgeVersion": "1.0.0", "platform": "linux",
+///         "launchId": "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11"
+///     }),
+/// )?;
+/// bridge.send(Message::from(hello).to_vec().into()).await?;
+/// let frame = bridge.next().await.ok_or("closed")??.into_body().ok_or("oversized")?;
+/// let Message::Response(welcome) = gabp_types::decode::decode_strict(&frame)? else { panic!() };
+/// assert_eq!(welcome.result().unwrap()["app"]["name"], "My Game");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ModServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    router: Router,
+    auth: AuthLayer,
+    capability: CapabilityLayer,
+    timeout: TimeoutLayer,
+    limits: ServerLimits,
+    welcome: WelcomeResult,
+    layers: Vec<LayerFn>,
+    publisher: EventPublisher,
+    main_thread: MainThread,
+    connections: AtomicUsize,
+}
+
+impl fmt::Debug for ModServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModServer")
+            .field("agent_id", &self.inner.welcome.agent_id)
+            .field("limits", &self.inner.limits)
+            .field("connections", &self.connection_count())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts a connection against [`ServerLimits::max_connections`] while alive.
+struct ConnectionSlot {
+    server: Arc<Inner>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.server.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl ModServer {
+    /// A builder (see [`ModServerBuilder`]).
+    #[must_use]
+    pub fn builder() -> ModServerBuilder {
+        ModServerBuilder::new()
+    }
+
+    pub(crate) fn new(parts: Parts) -> Self {
+        let Parts {
+            router,
+            token,
+            limits,
+            welcome,
+            methods,
+            tool_timeouts,
+            layers,
+            publisher,
+            main_thread,
+        } = parts;
+        ModServer {
+            inner: Arc::new(Inner {
+                router,
+                auth: AuthLayer::new(token),
+                capability: CapabilityLayer::new(methods),
+                timeout: TimeoutLayer::new(limits.request_timeout)
+                    .with_tool_timeouts(tool_timeouts),
+                limits,
+                welcome,
+                layers,
+                publisher,
+                main_thread,
+                connections: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    /// The welcome every bridge receives in answer to a successful `session/hello`.
+    #[must_use]
+    pub fn welcome(&self) -> &WelcomeResult {
+        &self.inner.welcome
+    }
+
+    /// The limits.
+    #[must_use]
+    pub fn limits(&self) -> &ServerLimits {
+        &self.inner.limits
+    }
+
+    /// The event publisher.
+    #[must_use]
+    pub fn event_publisher(&self) -> EventPublisher {
+        self.inner.publisher.clone()
+    }
+
+    /// The queue of main-thread tool calls; call [`MainThread::pump`] from the game loop.
+    #[must_use]
+    pub fn main_thread(&self) -> MainThread {
+        self.inner.main_thread.clone()
+    }
+
+    /// The router alone (the innermost service, without any protocol layer).
+    #[must_use]
+    pub fn router(&self) -> Router {
+        self.inner.router.clone()
+    }
+
+    /// A complete stack, exactly as a connection gets it: every protocol layer, your layers, the router. Call
+    /// it with requests whose [`Session`] you make (for example [`Session::detached`]) to test a mod without
+    /// any transport.
+    #[must_use]
+    pub fn service(&self) -> ModService {
+        let inner = &self.inner;
+        let core: ModService = BoxService::new(
+            ConcurrencyLimitLayer::new(inner.limits.max_concurrent_requests)
+                .layer(inner.timeout.layer(inner.router.clone())),
+        );
+        let with_user_layers = apply_layers(&inner.layers, core);
+        BoxService::new(
+            TraceLayer::new().layer(
+                CatchPanicLayer::new()
+                    .layer(inner.auth.layer(inner.capability.layer(with_user_layers))),
+            ),
+        )
+    }
+
+    /// How many connections are being served.
+    #[must_use]
+    pub fn connection_count(&self) -> usize {
+        self.inner.connections.load(Ordering::Acquire)
+    }
+
+    fn acquire_slot(&self) -> Option<ConnectionSlot> {
+        let max = self.inner.limits.max_connections;
+        self.inner
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| ConnectionSlot {
+                server: self.inner.clone(),
+            })
+    }
+
+    fn codec(&self) -> FrameCodec {
+        FrameCodec::new()
+            .with_max_body_size(self.inner.limits.max_message_size)
+            .with_max_header_size(self.inner.limits.max_header_size)
+    }
+
+    /// Serves one already established connection (an in-memory pair, a socket accepted elsewhere) until it
+    /// closes, and says why it closed. The future may be spawned; dropping it closes the connection at once.
+    ///
+    /// The connection's codec is replaced by one with this server's limits, so pass a connection from which
+    /// nothing has been read yet. It counts against [`ServerLimits::max_connections`]; over the limit it is
+    /// closed at once ([`CloseReason::TooManyConnections`]).
+    pub fn serve_connection(
+        &self,
+        connection: Connection,
+    ) -> impl Future<Output = CloseReason> + Send + 'static {
+        self.serve_with_shutdown(connection, CancellationToken::new())
+    }
+
+    fn serve_with_shutdown(
+        &self,
+        mut connection: Connection,
+        shutdown: CancellationToken,
+    ) -> impl Future<Output = CloseReason> + Send + 'static {
+        let slot = self.acquire_slot();
+        let server = self.clone();
+        *connection.codec_mut() = self.codec();
+        async move {
+            let Some(slot) = slot else {
+                tracing::warn!(
+                    peer = connection.peer(),
+                    max = server.inner.limits.max_connections,
+                    "too many connections; closing the new one"
+                );
+                return CloseReason::TooManyConnections;
+            };
+            let limits = &server.inner.limits;
+            let (queue, events) = SubscriberQueue::new(limits.event_queue);
+            let session = Session::new(connection.peer().to_owned(), queue);
+            let span = tracing::info_span!(
+                "gabp.connection",
+                id = session.id(),
+                peer = %session.peer()
+            );
+            let driver = Driver::new(
+                connection,
+                server.service(),
+                session,
+                events,
+                server.inner.publisher.hub().clone(),
+                shutdown,
+                DriverConfig {
+                    max_message_size: limits.max_message_size,
+                    outgoing_queue: limits.outgoing_queue,
+                    hello_timeout: limits.hello_timeout,
+                },
+            );
+            let reason = driver.run().instrument(span).await;
+            drop(slot);
+            reason
+        }
+    }
+
+    /// Accepts bridges on `listener` and serves each on its own task, until [`ServeHandle::shutdown`] (or,
+    /// for a stdio listener, until its one connection ends). Accepted connections use this server's limits.
+    ///
+    /// Must be called within a Tokio runtime.
+    #[must_use]
+    pub fn serve(self, listener: Listener) -> ServeHandle {
+        let listener = listener.with_codec(self.codec());
+        let endpoint = listener.endpoint().clone();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(accept_loop(self.clone(), listener, shutdown.clone()));
+        ServeHandle {
+            endpoint,
+            shutdown,
+            task,
+            server: self,
+        }
+    }
+}
+
+async fn accept_loop(server: ModServer, listener: Listener, shutdown: CancellationToken) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok(connection) => {
+                    let serve = server.serve_with_shutdown(connection, shutdown.child_token());
+                    connections.spawn(async move {
+                        let reason = serve.await;
+                        tracing::debug!(%reason, "connection closed");
+                    });
+                }
+                Err(TransportError::Closed) => break,
+                Err(e) => {
+                    // Often transient (too many open files): wait a little instead of spinning.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    // Graceful: connections stop reading, answer what is in flight, then close.
+    while connections.join_next().await.is_some() {}
+    drop(listener);
+}
+
+/// A running server, from [`ModServer::serve`].
+pub struct ServeHandle {
+    endpoint: Endpoint,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    server: ModServer,
+}
+
+impl fmt::Debug for ServeHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServeHandle")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServeHandle {
+    /// The endpoint bridges connect to (for TCP port 0, with the real port).
+    #[must_use]
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The server being served (for its event publisher, main-thread queue, connection count).
+    #[must_use]
+    pub fn server(&self) -> &ModServer {
+        &self.server
+    }
+
+    /// Shuts down gracefully: stops accepting, lets every connection answer its requests in flight, closes
+    /// them, and returns once all are closed and the listener is gone (a Unix socket file is removed).
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "the accept loop failed");
+        }
+    }
+
+    /// Waits until serving ends by itself (a stdio listener whose connection closed) without shutting down.
+    pub async fn wait(self) {
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "the accept loop failed");
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! What every service in the mod's stack receives: [`ServerRequest`], the request plus its connection's
+//! [`Session`].
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Context;
+
+use futures::task::AtomicWaker;
+use gabp_types::methods::{ClientInfo, Platform};
+use gabp_types::{ErrorCode, ErrorObject, MessageId, Request, Response};
+use serde_json::Value;
+
+use super::events::{SubscriberQueue, Subscriptions};
+
+/// A request as it travels through the mod's tower stack: the decoded [`Request`] and the [`Session`] of the
+/// connection it arrived on.
+///
+/// Services answer with a [`Response`] carrying the request's id; [`ServerRequest::reply`] and
+/// [`ServerRequest::error`] build one.
+///
+/// ```
+/// use gabp_session::server::{ServerRequest, Session};
+/// use gabp_types::{ErrorCode, ErrorObject, MethodName, Request};
+///
+/// let request = Request::new(MethodName::new("game/pause")?, None);
+/// let req = ServerRequest::new(request, Session::detached());
+/// let answer = req.error(ErrorObject::new(ErrorCode::ACCESS_DENIED, "not now"));
+/// assert_eq!(answer.id, req.request.id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServerRequest {
+    /// The request.
+    pub request: Request,
+    /// The connection it arrived on.
+    pub session: Session,
+}
+
+impl ServerRequest {
+    /// Pairs a request with its session.
+    #[must_use]
+    pub fn new(request: Request, session: Session) -> Self {
+        ServerRequest { request, session }
+    }
+
+    /// The method name.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        self.request.method.as_str()
+    }
+
+    /// The request id.
+    #[must_use]
+    pub fn id(&self) -> MessageId {
+        self.request.id
+    }
+
+    /// For `tools/call`, the name of the tool being called.
+    #[must_use]
+    pub fn tool_name(&self) -> Option<&str> {
+        if self.method() != "tools/call" {
+            return None;
+        }
+        self.request.params.as_ref()?.get("name")?.as_str()
+    }
+
+    /// A success response to this request.
+    #[must_use]
+    pub fn reply(&self, result: Value) -> Response {
+        Response::success(self.request.id, result)
+    }
+
+    /// An error response to this request.
+    #[must_use]
+    pub fn error(&self, error: ErrorObject) -> Response {
+        Response::error(self.request.id, error)
+    }
+}
+
+/// Why a connection closed; returned by [`ModServer::serve_connection`](super::ModServer::serve_connection).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The bridge closed its side of the stream; in-flight requests were answered first.
+    Eof,
+    /// The bridge sent `session/goodbye`; it was answered, then the connection closed.
+    Goodbye,
+    /// `session/hello` carried a wrong token; it was answered with -32101, then the connection closed.
+    AuthenticationFailed,
+    /// No successful `session/hello` arrived within the hello deadline.
+    HelloTimeout,
+    /// The byte stream broke the framing rules (a fatal header error); answered with -32700, then closed.
+    Framing(String),
+    /// Reading from or writing to the bridge failed (it is gone).
+    Io(String),
+    /// The server was shut down.
+    Shutdown,
+    /// The mod was already serving its maximum number of connections.
+    TooManyConnections,
+    /// A service closed the session with [`Session::close`].
+    Requested,
+}
+
+impl fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CloseReason::Eof => f.write_str("the bridge closed the stream"),
+            CloseReason::Goodbye => f.write_str("the bridge said goodbye"),
+            CloseReason::AuthenticationFailed => f.write_str("authentication failed"),
+            CloseReason::HelloTimeout => f.write_str("no session/hello in time"),
+            CloseReason::Framing(e) => write!(f, "framing error: {e}"),
+            CloseReason::Io(e) => write!(f, "i/o error: {e}"),
+            CloseReason::Shutdown => f.write_str("the server shut down"),
+            CloseReason::TooManyConnections => f.write_str("too many connections"),
+            CloseReason::Requested => f.write_str("closed by the mod"),
+        }
+    }
+}
+
+/// What the bridge said about itself in `session/hello` (never the token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BridgeInfo {
+    /// The bridge's software version.
+    pub bridge_version: String,
+    /// The bridge's operating system.
+    pub platform: Platform,
+    /// The launch id.
+    pub launch_id: String,
+    /// The bridge application, if it said.
+    pub client_info: Option<ClientInfo>,
+}
+
+/// One bridge connection, as seen by the services of the mod's stack: whether it is authenticated, who the
+/// bridge is, its event subscriptions, and a way to close it. Cheap to clone.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<SessionInner>,
+}
+
+struct SessionInner {
+    id: u64,
+    peer: String,
+    established: AtomicBool,
+    bridge: Mutex<Option<BridgeInfo>>,
+    closing: AtomicBool,
+    close_reason: Mutex<Option<CloseReason>>,
+    waker: AtomicWaker,
+    subscriptions: Subscriptions,
+}
+
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.inner.id)
+            .field("peer", &self.inner.peer)
+            .field("established", &self.is_established())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(peer: String, queue: Arc<SubscriberQueue>) -> Self {
+        Session {
+            inner: Arc::new(SessionInner {
+                id: NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed),
+                peer,
+                established: AtomicBool::new(false),
+                bridge: Mutex::new(None),
+                closing: AtomicBool::new(false),
+                close_reason: Mutex::new(None),
+                waker: AtomicWaker::new(),
+                subscriptions: Subscriptions::new(queue),
+            }),
+        }
+    }
+
+    /// A session attached to no connection, for testing services and layers on their own. Events it
+    /// subscribes to are counted as dropped.
+    #[must_use]
+    pub fn detached() -> Self {
+        let (queue, _rx) = SubscriberQueue::new(1);
+        Session::new("detached".to_owned(), queue)
+    }
+
+    /// A number identifying this connection among the mod's connections (for logs).
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Who is at the other end (see [`gabp_transport::Connection::peer`]).
+    #[must_use]
+    pub fn peer(&self) -> &str {
+        &self.inner.peer
+    }
+
+    /// Whether `session/hello` succeeded on this connection.
+    #[must_use]
+    pub fn is_established(&self) -> bool {
+        self.inner.established.load(Ordering::Acquire)
+    }
+
+    /// Marks the session established (called by the authentication layer once the token matched).
+    pub fn establish(&self, bridge: BridgeInfo) {
+        *self
+            .inner
+            .bridge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(bridge);
+        self.inner.established.store(true, Ordering::Release);
+    }
+
+    /// What the bridge said about itself in `session/hello`.
+    #[must_use]
+    pub fn bridge(&self) -> Option<BridgeInfo> {
+        self.inner
+            .bridge
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Asks the connection to close: it stops reading, answers the requests in flight, then closes.
+    pub fn close(&self) {
+        self.close_with(CloseReason::Requested);
+    }
+
+    pub(crate) fn close_with(&self, reason: CloseReason) {
+        {
+            let mut slot = self
+                .inner
+                .close_reason
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if slot.is_none() {
+                *slot = Some(reason);
+            }
+        }
+        self.inner.closing.store(true, Ordering::Release);
+        self.inner.waker.wake();
+    }
+
+    /// Whether the connection has been asked to close.
+    #[must_use]
+    pub fn is_closing(&self) -> bool {
+        self.inner.closing.load(Ordering::Acquire)
+    }
+
+    /// The close request, if any; registers `cx` to be woken by a later [`Session::close`].
+    pub(crate) fn poll_close_requested(&self, cx: &mut Context<'_>) -> Option<CloseReason> {
+        self.inner.waker.register(cx.waker());
+        if self.is_closing() {
+            self.inner
+                .close_reason
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+        } else {
+            None
+        }
+    }
+
+    /// The channels this connection is subscribed to, in name order.
+    #[must_use]
+    pub fn subscriptions(&self) -> Vec<String> {
+        self.inner.subscriptions.channels()
+    }
+
+    /// How many events this connection's queue accepted, and how many it dropped because it was full.
+    #[must_use]
+    pub fn event_counts(&self) -> (u64, u64) {
+        let q = self.inner.subscriptions.queue();
+        (q.delivered(), q.dropped())
+    }
+
+    /// The capacity of this connection's event queue.
+    #[must_use]
+    pub fn event_queue_capacity(&self) -> usize {
+        self.inner.subscriptions.queue().capacity()
+    }
+
+    pub(crate) fn subscription_state(&self) -> &Subscriptions {
+        &self.inner.subscriptions
+    }
+}
+
+/// `-32603` with a message.
+pub(crate) fn internal_error(message: impl Into<String>) -> ErrorObject {
+    ErrorObject::new(ErrorCode::INTERNAL_ERROR, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gabp_types::MethodName;
+
+    #[test]
+    fn close_is_sticky_and_first_reason_wins() {
+        let s = Session::detached();
+        assert!(!s.is_closing());
+        s.close_with(CloseReason::Goodbye);
+        s.close();
+        assert!(s.is_closing());
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        assert_eq!(s.poll_close_requested(&mut cx), Some(CloseReason::Goodbye));
+    }
+
+    #[test]
+    fn tool_name_only_for_tools_call() {
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), "a/b".into());
+        let r = ServerRequest::new(
+            Request::new(MethodName::new("tools/call").unwrap(), Some(params.clone())),
+            Session::detached(),
+        );
+        assert_eq!(r.tool_name(), Some("a/b"));
+        let r = ServerRequest::new(
+            Request::new(MethodName::new("x/y").unwrap(), Some(params)),
+            Session::detached(),
+        );
+        assert_eq!(r.tool_name(), None);
+        assert_ne!(Session::detached().id(), Session::detached().id());
+    }
+}

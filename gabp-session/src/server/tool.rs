@@ -1,0 +1,594 @@
+//! Tools: [`Tool`] (typed or raw, async or on the game's main thread) and [`ToolError`].
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use gabp_types::{ErrorCode, ErrorObject, ToolDescriptor, ToolName, UniqueVec};
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::BuildError;
+
+/// The error a tool handler returns. It becomes the response's error object: code `-32402` (Tool Execution
+/// Failed) unless the tool picks its own with [`ToolError::with_code`].
+///
+/// Any `std::error::Error` converts into it with `?`, taking the error's message.
+///
+/// ```
+/// use gabp_session::server::ToolError;
+/// use gabp_types::ErrorCode;
+///
+/// fn parse(n: &str) -> Result<u8, ToolError> {
+///     Ok(n.parse::<u8>()?) // a ParseIntError becomes a -32402 ToolError
+/// }
+/// assert_eq!(parse("300").unwrap_err().code(), ErrorCode::TOOL_EXECUTION_FAILED);
+///
+/// let busy = ToolError::new("the world is loading")
+///     .with_code(ErrorCode::TOOL_UNAVAILABLE)
+///     .retryable(true);
+/// assert_eq!(busy.to_error_object().retryable(), Some(true));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    error: ErrorObject,
+}
+
+impl ToolError {
+    /// A `-32402` error with `message`.
+    #[must_use]
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            error: ErrorObject::new(ErrorCode::TOOL_EXECUTION_FAILED, message),
+        }
+    }
+
+    /// Uses `code` instead of `-32402`.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<ErrorCode>) -> Self {
+        self.error.code = code.into();
+        self
+    }
+
+    /// Attaches `data` (an object is merged with `retryable` when both are set).
+    #[must_use]
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.error.data = Some(data);
+        self
+    }
+
+    /// Sets `data.retryable`.
+    #[must_use]
+    pub fn retryable(mut self, retryable: bool) -> Self {
+        let data = self
+            .error
+            .data
+            .take()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let data = match data {
+            Value::Object(mut map) => {
+                map.insert("retryable".into(), Value::Bool(retryable));
+                Value::Object(map)
+            }
+            other => json!({ "retryable": retryable, "detail": other }),
+        };
+        self.error.data = Some(data);
+        self
+    }
+
+    /// The error code.
+    #[must_use]
+    pub fn code(&self) -> ErrorCode {
+        self.error.code
+    }
+
+    /// The error object sent to the bridge.
+    #[must_use]
+    pub fn to_error_object(&self) -> ErrorObject {
+        self.error.clone()
+    }
+
+    pub(crate) fn into_error_object(self) -> ErrorObject {
+        self.error
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
+    fn from(e: E) -> Self {
+        ToolError::new(e.to_string())
+    }
+}
+
+impl From<ToolError> for ErrorObject {
+    fn from(e: ToolError) -> Self {
+        e.error
+    }
+}
+
+pub(crate) type AsyncHandler =
+    Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+pub(crate) type SyncHandler =
+    Arc<dyn Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync>;
+
+#[derive(Clone)]
+pub(crate) enum Handler {
+    /// Runs on the runtime, concurrently with everything else.
+    Async(AsyncHandler),
+    /// Runs only inside [`MainThread::pump`](super::MainThread::pump).
+    MainThread(SyncHandler),
+}
+
+/// A tool to register with [`ModServerBuilder::tool`](super::ModServerBuilder::tool).
+///
+/// - [`Tool::new`]: an async handler with typed input and output; `inputSchema` and `outputSchema` come from
+///   their [`JsonSchema`] derive (draft-07, every subschema inlined).
+/// - [`Tool::on_main_thread`]: a synchronous typed handler that runs only inside
+///   [`MainThread::pump`](super::MainThread::pump), on the game's own thread.
+/// - [`Tool::raw`] and [`Tool::raw_on_main_thread`]: raw JSON in and out with explicit schemas, for tools
+///   only known at run time.
+///
+/// The arguments are checked against `inputSchema` (compiled once, at registration) before the handler runs;
+/// a mismatch is answered with `-32602` and `data.errors` listing each `{path, message}`.
+///
+/// ```
+/// use gabp_session::server::{Tool, ToolError};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Pos { x: i32, y: i32, z: i32 }
+///
+/// #[derive(Serialize, JsonSchema)]
+/// struct Block { block: Option<String> }
+///
+/// let tool = Tool::new("world/get_block", |p: Pos| async move {
+///     Ok::<_, ToolError>(Block { block: (p.y == 0).then(|| "stone".to_owned()) })
+/// })
+/// .title("Get block")
+/// .description("The block at a position")
+/// .tags(["world", "read-only"])
+/// .version("1.0.0");
+/// assert_eq!(tool.name(), "world/get_block");
+/// ```
+pub struct Tool {
+    name: String,
+    title: Option<String>,
+    description: Option<String>,
+    tags: Vec<String>,
+    deprecated: Option<bool>,
+    version: Option<String>,
+    timeout: Option<Duration>,
+    input_schema: Value,
+    output_schema: Value,
+    handler: Handler,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field(
+                "main_thread",
+                &matches!(self.handler, Handler::MainThread(_)),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// The schema of `T`: draft-07, every subschema inlined, without the root `title` (the type's Rust name).
+pub(crate) fn schema_for<T: JsonSchema>() -> Value {
+    let schema = SchemaSettings::draft07()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    if let Value::Object(map) = &mut value {
+        map.remove("title");
+    }
+    value
+}
+
+fn invalid_arguments(e: &serde_json::Error) -> ToolError {
+    let message = e.to_string();
+    let message = match message.find(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message,
+    };
+    ToolError::new(format!("invalid arguments: {message}"))
+        .with_code(ErrorCode::INVALID_PARAMS)
+        .with_data(json!({ "errors": [{ "path": "/params/arguments", "message": message }] }))
+}
+
+fn to_result<Out: Serialize>(out: Out) -> Result<Value, ToolError> {
+    serde_json::to_value(out).map_err(|e| {
+        ToolError::new(format!("the tool's result does not serialize: {e}"))
+            .with_code(ErrorCode::INTERNAL_ERROR)
+    })
+}
+
+impl Tool {
+    fn with_handler(
+        name: String,
+        input_schema: Value,
+        output_schema: Value,
+        handler: Handler,
+    ) -> Self {
+        Tool {
+            name,
+            title: None,
+            description: None,
+            tags: Vec::new(),
+            deprecated: None,
+            version: None,
+            timeout: None,
+            input_schema,
+            output_schema,
+            handler,
+        }
+    }
+
+    /// A tool with an async handler taking typed arguments and returning a typed result.
+    pub fn new<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> Self
+    where
+        In: DeserializeOwned + JsonSchema + Send + 'static,
+        Out: Serialize + JsonSchema + 'static,
+        F: Fn(In) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    {
+        let handler: AsyncHandler = Arc::new(move |args: Map<String, Value>| {
+            match serde_json::from_value::<In>(Value::Object(args)) {
+                Ok(input) => handler(input).map(|out| out.and_then(to_result)).boxed(),
+                Err(e) => futures::future::ready(Err(invalid_arguments(&e))).boxed(),
+            }
+        });
+        Self::with_handler(
+            name.into(),
+            schema_for::<In>(),
+            schema_for::<Out>(),
+            Handler::Async(handler),
+        )
+    }
+
+    /// A tool whose typed, synchronous handler runs on the game's main thread, inside
+    /// [`MainThread::pump`](super::MainThread::pump). The connection never waits for the game thread: the
+    /// call is queued with a deadline (the tool's timeout) and answered `-32403` if it has not started by then.
+    pub fn on_main_thread<In, Out, F>(name: impl Into<String>, handler: F) -> Self
+    where
+        In: DeserializeOwned + JsonSchema + 'static,
+        Out: Serialize + JsonSchema + 'static,
+        F: Fn(In) -> Result<Out, ToolError> + Send + Sync + 'static,
+    {
+        let handler: SyncHandler = Arc::new(move |args: Map<String, Value>| {
+            let input = serde_json::from_value::<In>(Value::Object(args))
+                .map_err(|e| invalid_arguments(&e))?;
+            handler(input).and_then(to_result)
+        });
+        Self::with_handler(
+            name.into(),
+            schema_for::<In>(),
+            schema_for::<Out>(),
+            Handler::MainThread(handler),
+        )
+    }
+
+    /// A tool with raw JSON arguments and result, and explicit schemas (JSON Schema objects; draft-07 unless
+    /// `$schema` says otherwise).
+    pub fn raw<F, Fut>(
+        name: impl Into<String>,
+        input_schema: Value,
+        output_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let handler: AsyncHandler = Arc::new(move |args| handler(args).boxed());
+        Self::with_handler(
+            name.into(),
+            input_schema,
+            output_schema,
+            Handler::Async(handler),
+        )
+    }
+
+    /// Like [`Tool::raw`], with a synchronous handler run on the game's main thread (see
+    /// [`Tool::on_main_thread`]).
+    pub fn raw_on_main_thread<F>(
+        name: impl Into<String>,
+        input_schema: Value,
+        output_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync + 'static,
+    {
+        Self::with_handler(
+            name.into(),
+            input_schema,
+            output_schema,
+            Handler::MainThread(Arc::new(handler)),
+        )
+    }
+
+    /// The tool's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the human-readable title (default: the name).
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description (default: the title).
+    #[must_use]
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds tags (for `tools/list` `filter.tags`; repeats are ignored).
+    #[must_use]
+    pub fn tags<I, S>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        for tag in tags {
+            let tag = tag.into();
+            if !self.tags.contains(&tag) {
+                self.tags.push(tag);
+            }
+        }
+        self
+    }
+
+    /// Marks the tool deprecated (or explicitly not).
+    #[must_use]
+    pub fn deprecated(mut self, deprecated: bool) -> Self {
+        self.deprecated = Some(deprecated);
+        self
+    }
+
+    /// Sets the tool's version.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Sets this tool's time limit instead of the server's request timeout.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Validates the tool and compiles its input schema.
+    pub(crate) fn register(self) -> Result<RegisteredTool, BuildError> {
+        let name = ToolName::new(self.name.clone()).map_err(|e| BuildError::InvalidName {
+            kind: "tool",
+            reason: e.to_string(),
+        })?;
+        let schema_object = |schema: Value, which: &'static str| match schema {
+            Value::Object(map) => Ok(map),
+            Value::Bool(true) => Ok(Map::new()),
+            Value::Bool(false) => Ok(json!({ "not": {} })
+                .as_object()
+                .cloned()
+                .unwrap_or_default()),
+            other => Err(BuildError::InvalidSchema {
+                tool: self.name.clone(),
+                reason: format!("{which} must be a JSON Schema object, not {other}"),
+            }),
+        };
+        let input_schema = schema_object(self.input_schema, "inputSchema")?;
+        let output_schema = schema_object(self.output_schema, "outputSchema")?;
+        let validator = compile(&input_schema).map_err(|reason| BuildError::InvalidSchema {
+            tool: self.name.clone(),
+            reason: format!("inputSchema: {reason}"),
+        })?;
+        compile(&output_schema).map_err(|reason| BuildError::InvalidSchema {
+            tool: self.name.clone(),
+            reason: format!("outputSchema: {reason}"),
+        })?;
+        let title = self.title.unwrap_or_else(|| self.name.clone());
+        let description = self.description.unwrap_or_else(|| title.clone());
+        let non_empty = |s: String, field: &'static str| {
+            gabp_types::NonEmptyString::new(s).map_err(|_| BuildError::InvalidSchema {
+                tool: self.name.clone(),
+                reason: format!("the {field} must not be empty"),
+            })
+        };
+        let descriptor = ToolDescriptor {
+            name,
+            title: non_empty(title, "title")?,
+            description: non_empty(description, "description")?,
+            input_schema,
+            output_schema,
+            tags: if self.tags.is_empty() {
+                None
+            } else {
+                UniqueVec::new(self.tags).ok()
+            },
+            deprecated: self.deprecated,
+            version: self.version,
+        };
+        Ok(RegisteredTool {
+            descriptor,
+            validator,
+            timeout: self.timeout,
+            handler: self.handler,
+        })
+    }
+}
+
+fn compile(schema: &Map<String, Value>) -> Result<jsonschema::Validator, String> {
+    let value = Value::Object(schema.clone());
+    let options = if schema.contains_key("$schema") {
+        jsonschema::options()
+    } else {
+        jsonschema::options().with_draft(jsonschema::Draft::Draft7)
+    };
+    options.build(&value).map_err(|e| e.to_string())
+}
+
+/// A tool after registration: its descriptor, its compiled input validator, its handler.
+pub(crate) struct RegisteredTool {
+    pub(crate) descriptor: ToolDescriptor,
+    validator: jsonschema::Validator,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) handler: Handler,
+}
+
+/// The most schema errors listed in one `-32602` answer.
+const MAX_LISTED_ERRORS: usize = 32;
+
+impl RegisteredTool {
+    /// Checks `arguments` against the input schema; on failure, the `-32602` error object with `data.errors`.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Result<(), ErrorObject> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
+        let errors: Vec<Value> = self
+            .validator
+            .iter_errors(arguments)
+            .take(MAX_LISTED_ERRORS)
+            .map(|e| {
+                json!({
+                    "path": format!("/params/arguments{}", e.instance_path().as_str()),
+                    "message": e.to_string(),
+                })
+            })
+            .collect();
+        let first = errors
+            .first()
+            .and_then(|e| e["message"].as_str())
+            .unwrap_or("arguments do not match the tool's inputSchema")
+            .to_owned();
+        Err(ErrorObject::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "invalid arguments for {}: {first}",
+                self.descriptor.name.as_str()
+            ),
+        )
+        .with_data(json!({ "errors": errors })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        label: String,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Args {
+        x: i32,
+        inner: Inner,
+        tags: Vec<Inner>,
+    }
+
+    #[test]
+    fn typed_schemas_are_self_contained_draft07() {
+        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, ToolError>(5u8) })
+            .register()
+            .unwrap();
+        let schema = Value::Object(tool.descriptor.input_schema.clone());
+        let text = schema.to_string();
+        assert!(!text.contains("$ref"), "{text}");
+        assert!(!text.contains("definitions"), "{text}");
+        assert!(schema.get("title").is_none());
+        assert_eq!(schema["type"], "object");
+        assert_eq!(tool.descriptor.title.as_str(), "a/b");
+        assert_eq!(tool.descriptor.description.as_str(), "a/b");
+    }
+
+    #[test]
+    fn argument_errors_list_paths() {
+        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, ToolError>(()) })
+            .register()
+            .unwrap();
+        let err = tool
+            .check_arguments(&json!({"x": "one", "inner": {}, "tags": []}))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
+        let errors = err.data.unwrap()["errors"].as_array().unwrap().clone();
+        let paths: Vec<&str> = errors.iter().map(|e| e["path"].as_str().unwrap()).collect();
+        assert!(paths.contains(&"/params/arguments/x"), "{paths:?}");
+        assert!(paths.contains(&"/params/arguments/inner"), "{paths:?}");
+        assert!(tool
+            .check_arguments(&json!({"x": 1, "inner": {"label": "l"}, "tags": []}))
+            .is_ok());
+    }
+
+    #[test]
+    fn registration_errors() {
+        let bad_name = Tool::raw("inventory.get", json!({}), json!({}), |_| async {
+            Ok(Value::Null)
+        });
+        assert!(matches!(
+            bad_name.register(),
+            Err(BuildError::InvalidName { kind: "tool", .. })
+        ));
+        let bad_schema = Tool::raw("a/b", json!({"type": 5}), json!({}), |_| async {
+            Ok(Value::Null)
+        });
+        assert!(matches!(
+            bad_schema.register(),
+            Err(BuildError::InvalidSchema { .. })
+        ));
+        let not_object = Tool::raw("a/b", json!([]), json!({}), |_| async { Ok(Value::Null) });
+        assert!(matches!(
+            not_object.register(),
+            Err(BuildError::InvalidSchema { .. })
+        ));
+        let empty_title =
+            Tool::raw("a/b", json!({}), json!(true), |_| async { Ok(Value::Null) }).title("");
+        assert!(empty_title.register().is_err());
+    }
+
+    #[test]
+    fn tool_error_codes_and_data() {
+        let e: ToolError = "x".parse::<u8>().unwrap_err().into();
+        assert_eq!(e.code(), ErrorCode::TOOL_EXECUTION_FAILED);
+        let e = ToolError::new("m")
+            .with_data(json!({"a": 1}))
+            .retryable(false)
+            .with_code(-1);
+        let obj = e.to_error_object();
+        assert_eq!(obj.code, ErrorCode(-1));
+        assert_eq!(obj.data.unwrap(), json!({"a": 1, "retryable": false}));
+        let e = ToolError::new("m").with_data(json!(3)).retryable(true);
+        assert_eq!(
+            e.into_error_object().data.unwrap(),
+            json!({"retryable": true, "detail": 3})
+        );
+    }
+}
