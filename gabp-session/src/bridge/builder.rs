@@ -532,9 +532,15 @@ mod tests {
             .jitter(0.5);
         for _ in 0..100 {
             let d = p.delay(2);
-            assert!(d <= Duration::from_millis(200) && d >= Duration::from_millis(100), "{d:?}");
+            assert!(
+                d <= Duration::from_millis(200) && d >= Duration::from_millis(100),
+                "{d:?}"
+            );
             let d = p.delay(30);
-            assert!(d <= Duration::from_secs(1) && d >= Duration::from_millis(500), "{d:?}");
+            assert!(
+                d <= Duration::from_secs(1) && d >= Duration::from_millis(500),
+                "{d:?}"
+            );
         }
         assert_eq!(p.clone().jitter(f64::NAN).jitter, 0.0);
         assert_eq!(p.multiplier(0.5).multiplier, 1.0);

@@ -114,9 +114,7 @@ impl Link {
     }
 
     fn max_body(&self) -> usize {
-        self.info
-            .get()
-            .map_or(self.codec_max_body, |i| i.max_body)
+        self.info.get().map_or(self.codec_max_body, |i| i.max_body)
     }
 
     fn allows(&self, method: &str) -> bool {
@@ -333,6 +331,11 @@ impl Shared {
         }
     }
 
+    /// How many calls on the current connection wait for their response.
+    pub(crate) fn pending_calls(&self) -> usize {
+        read(&self.current).map_or(0, |link| lock(&link.calls).pending.len())
+    }
+
     pub(crate) fn begin_close(&self) {
         self.closing.store(true, Ordering::SeqCst);
     }
@@ -405,7 +408,10 @@ impl Shared {
             // Connecting or reconnecting: the next handshake asks the mod, before reporting itself connected.
             return Ok(Subscription::new(id, queue, self.clone()));
         }
-        match send(request).await.and_then(|r| subscribe_result(r.into_result())) {
+        match send(request)
+            .await
+            .and_then(|r| subscribe_result(r.into_result()))
+        {
             Ok(result) => {
                 let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
                 lock(&self.router).retain_granted(id, &granted);
@@ -537,7 +543,8 @@ async fn establish(
         settings: settings.clone(),
     });
     let span = tracing::debug_span!("gabp.bridge", peer = %peer, generation);
-    let reader = tokio::spawn(read_loop(frames, link.clone(), shared.clone()).instrument(span.clone()));
+    let reader =
+        tokio::spawn(read_loop(frames, link.clone(), shared.clone()).instrument(span.clone()));
     tokio::spawn(write_loop(sink, queue, link.clone()).instrument(span.clone()));
     let running = Running {
         link: link.clone(),
@@ -573,9 +580,8 @@ async fn handshake(
     settings: &Settings,
     reconnect: bool,
 ) -> Result<Arc<WelcomeResult>, BridgeError> {
-    let token = HelloToken::new(shared.token.expose_secret()).map_err(|e| {
-        BridgeError::invalid_request(format!("the token cannot be sent: {e}"))
-    })?;
+    let token = HelloToken::new(shared.token.expose_secret())
+        .map_err(|e| BridgeError::invalid_request(format!("the token cannot be sent: {e}")))?;
     let bridge_version = NonEmptyString::new(env!("CARGO_PKG_VERSION"))
         .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
     let hello = HelloParams {
@@ -606,7 +612,8 @@ async fn handshake(
         .and_then(|m| usize::try_from(m.get()).ok())
     {
         if limit < settings.max_in_flight {
-            link.in_flight.forget_permits(settings.max_in_flight - limit);
+            link.in_flight
+                .forget_permits(settings.max_in_flight - limit);
         }
     }
     let advertised = welcome
@@ -676,7 +683,10 @@ async fn teardown(shared: &Shared, running: Running) -> DisconnectReason {
     link.kill.cancel();
     let _ = reader.await;
     {
-        let mut current = shared.current.write().unwrap_or_else(PoisonError::into_inner);
+        let mut current = shared
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
             *current = None;
         }
@@ -690,7 +700,11 @@ async fn teardown(shared: &Shared, running: Running) -> DisconnectReason {
 }
 
 /// Watches a connection; when it ends, reconnects per the policy or reports the end.
-async fn supervise(shared: Arc<Shared>, mut running: Running, connector: Option<Arc<dyn Connector>>) {
+async fn supervise(
+    shared: Arc<Shared>,
+    mut running: Running,
+    connector: Option<Arc<dyn Connector>>,
+) {
     loop {
         tokio::select! {
             () = running.link.kill.cancelled() => {}
@@ -819,6 +833,8 @@ async fn read_loop(mut frames: FrameReader, link: Arc<Link>, shared: Arc<Shared>
     if let Some(reason) = reason {
         link.shut(reason);
     }
+    // Every response read so far has been delivered: whatever is still pending never will be.
+    link.fail_all();
 }
 
 async fn sleep_until_some(deadline: Option<Instant>) {

@@ -307,7 +307,9 @@ impl BridgeError {
         }
         matches!(
             self,
-            BridgeError::Timeout { .. } | BridgeError::Disconnected | BridgeError::ToolTimeout { .. }
+            BridgeError::Timeout { .. }
+                | BridgeError::Disconnected
+                | BridgeError::ToolTimeout { .. }
         )
     }
 
@@ -350,7 +352,8 @@ mod tests {
     fn ours_and_libgab_codes_map_to_the_same_variants() {
         let pairs = [(-32101, -31000), (-32100, -31001), (-32400, -31002)];
         for (ours, theirs) in pairs {
-            let a = BridgeError::from_remote(ErrorObject::new(ours, "x"), "tools/call", Some("a/b"));
+            let a =
+                BridgeError::from_remote(ErrorObject::new(ours, "x"), "tools/call", Some("a/b"));
             let b =
                 BridgeError::from_remote(ErrorObject::new(theirs, "x"), "tools/call", Some("a/b"));
             assert_eq!(
@@ -380,7 +383,11 @@ mod tests {
 
     #[test]
     fn tool_errors_name_the_tool_and_other_codes_stay_remote() {
-        let e = BridgeError::from_remote(ErrorObject::new(-32403, "slow"), "tools/call", Some("demo/sleep"));
+        let e = BridgeError::from_remote(
+            ErrorObject::new(-32403, "slow"),
+            "tools/call",
+            Some("demo/sleep"),
+        );
         assert!(matches!(&e, BridgeError::ToolTimeout { tool, .. } if tool == "demo/sleep"));
         assert!(e.is_retryable());
         let e = BridgeError::from_remote(

@@ -72,7 +72,13 @@ struct SeqOrder {
 }
 
 impl SeqOrder {
-    fn accept(&mut self, event: Event, now: Instant, cfg: Reorder, out: &mut Vec<SubscriptionItem>) {
+    fn accept(
+        &mut self,
+        event: Event,
+        now: Instant,
+        cfg: Reorder,
+        out: &mut Vec<SubscriptionItem>,
+    ) {
         let seq = event.seq;
         match self.next {
             None => {
@@ -595,26 +601,38 @@ mod tests {
     #[test]
     fn reorders_within_the_window() {
         let mut o = SeqOrder::default();
-        assert_eq!(run(&mut o, &[0, 2, 3, 1, 4], cfg(50, 8)), ["0", "1", "2", "3", "4"]);
+        assert_eq!(
+            run(&mut o, &[0, 2, 3, 1, 4], cfg(50, 8)),
+            ["0", "1", "2", "3", "4"]
+        );
         assert!(o.held.is_empty() && o.since.is_none());
     }
 
     #[test]
     fn duplicates_and_stale_events_are_dropped() {
         let mut o = SeqOrder::default();
-        assert_eq!(run(&mut o, &[0, 1, 1, 0, 3, 3, 2], cfg(50, 8)), ["0", "1", "2", "3"]);
+        assert_eq!(
+            run(&mut o, &[0, 1, 1, 0, 3, 3, 2], cfg(50, 8)),
+            ["0", "1", "2", "3"]
+        );
     }
 
     #[test]
     fn zero_window_reports_gaps_at_once() {
         let mut o = SeqOrder::default();
-        assert_eq!(run(&mut o, &[0, 3, 1, 4, 7], cfg(0, 8)), ["0", "lag2", "3", "4", "lag2", "7"]);
+        assert_eq!(
+            run(&mut o, &[0, 3, 1, 4, 7], cfg(0, 8)),
+            ["0", "lag2", "3", "4", "lag2", "7"]
+        );
     }
 
     #[test]
     fn full_buffer_gives_up_the_first_gap() {
         let mut o = SeqOrder::default();
-        assert_eq!(run(&mut o, &[0, 2, 3, 5], cfg(1000, 2)), ["0", "lag1", "2", "3"]);
+        assert_eq!(
+            run(&mut o, &[0, 2, 3, 5], cfg(1000, 2)),
+            ["0", "lag1", "2", "3"]
+        );
         assert_eq!(o.held.len(), 1);
     }
 
@@ -653,7 +671,10 @@ mod tests {
         drop(inner);
         q.push(SubscriptionItem::Event(ev("a/b", 5)));
         let inner = lock(&q.inner);
-        assert_eq!(describe(inner.items.make_contiguous_clone().as_slice()), ["1", "lag3", "5"]);
+        assert_eq!(
+            describe(inner.items.make_contiguous_clone().as_slice()),
+            ["1", "lag3", "5"]
+        );
     }
 
     trait CloneContiguous {

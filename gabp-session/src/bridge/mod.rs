@@ -78,6 +78,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_transport::{Connection, Endpoint, ModProcess, Token};
+use gabp_types::methods::WelcomeResult;
 use gabp_types::methods::{
     AttentionAck, AttentionAckParams, AttentionAckResult, AttentionCurrent, GoodbyeParams, Method,
     PingResult, ResourceInfo, ResourcesList, ResourcesListParams, ResourcesRead,
@@ -85,7 +86,6 @@ use gabp_types::methods::{
     StateGetParams, StateGetResult, StateSet, StateSetParams, StateSetResult, ToolFilter,
     ToolsList, ToolsListParams,
 };
-use gabp_types::methods::WelcomeResult;
 use gabp_types::{Attention, NonEmptyString, ToolDescriptor, Uri};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -132,10 +132,7 @@ impl fmt::Debug for Bridge {
         f.debug_struct("Bridge")
             .field("state", &self.state())
             .field("agent_id", &self.welcome().agent_id)
-            .field(
-                "layered",
-                &matches!(self.inner.path, CallPath::Layered(_)),
-            )
+            .field("layered", &matches!(self.inner.path, CallPath::Layered(_)))
             .finish_non_exhaustive()
     }
 }
@@ -254,6 +251,11 @@ impl Bridge {
     /// Whether the welcome advertises `method` (see [`BridgeBuilder::check_advertised`]).
     pub fn is_advertised(&self, method: &str) -> bool {
         self.inner.raw.is_advertised(method)
+    }
+
+    /// How many calls wait for their response on the current connection.
+    pub fn pending_calls(&self) -> usize {
+        self.inner.raw.pending_calls()
     }
 
     /// The connection state now.
@@ -381,7 +383,10 @@ impl Bridge {
     ///
     /// See [`BridgeError`].
     pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, BridgeError> {
-        Ok(self.call::<ToolsList>(&ToolsListParams::default()).await?.tools)
+        Ok(self
+            .call::<ToolsList>(&ToolsListParams::default())
+            .await?
+            .tools)
     }
 
     /// The mod's tools matching `filter` (`tools/list` with a filter).
@@ -455,7 +460,8 @@ impl Bridge {
     /// [`BridgeError`].
     pub async fn read_resource(&self, uri: &str) -> Result<ResourcesReadResult, BridgeError> {
         let uri = Uri::new(uri).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
-        self.call::<ResourcesRead>(&ResourcesReadParams { uri }).await
+        self.call::<ResourcesRead>(&ResourcesReadParams { uri })
+            .await
     }
 
     /// The game state (`state/get`).
@@ -493,7 +499,10 @@ impl Bridge {
     /// # Errors
     ///
     /// [`BridgeError::InvalidRequest`] for an empty id; see [`BridgeError`].
-    pub async fn ack_attention(&self, attention_id: &str) -> Result<AttentionAckResult, BridgeError> {
+    pub async fn ack_attention(
+        &self,
+        attention_id: &str,
+    ) -> Result<AttentionAckResult, BridgeError> {
         let attention_id = NonEmptyString::new(attention_id)
             .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         self.call::<AttentionAck>(&AttentionAckParams { attention_id })

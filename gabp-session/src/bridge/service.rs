@@ -9,8 +9,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::methods::WelcomeResult;
+use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::MethodName;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -56,10 +56,7 @@ impl Extensions {
 
     /// The value of type `T`, if any.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map
-            .as_ref()?
-            .get(&TypeId::of::<T>())?
-            .downcast_ref()
+        self.map.as_ref()?.get(&TypeId::of::<T>())?.downcast_ref()
     }
 
     /// The value of type `T`, mutably, if any.
@@ -133,7 +130,8 @@ impl BridgeRequest {
     ///
     /// [`BridgeError::InvalidRequest`] for an invalid method name or params that are not an object.
     pub fn from_json(method: &str, params: Value) -> Result<Self, BridgeError> {
-        let method = MethodName::new(method).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let method =
+            MethodName::new(method).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let params = match params {
             Value::Null => None,
             Value::Object(map) => Some(map),
@@ -153,7 +151,8 @@ impl BridgeRequest {
     ///
     /// [`BridgeError::InvalidRequest`] when the params do not serialize to a JSON object.
     pub fn typed<M: Method>(params: &M::Params) -> Result<Self, BridgeError> {
-        let method = MethodName::new(M::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let method =
+            MethodName::new(M::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let params = to_object(params)?;
         let params = if params.is_empty() && !M::PARAMS_REQUIRED {
             None
@@ -188,7 +187,8 @@ impl BridgeRequest {
                 )))
             }
         }
-        let method = MethodName::new(ToolsCall::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let method = MethodName::new(ToolsCall::NAME)
+            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         Ok(BridgeRequest::new(method, Some(params)))
     }
 
@@ -284,7 +284,9 @@ impl BridgeResponse {
     }
 }
 
-pub(crate) fn to_object<T: Serialize + ?Sized>(value: &T) -> Result<Map<String, Value>, BridgeError> {
+pub(crate) fn to_object<T: Serialize + ?Sized>(
+    value: &T,
+) -> Result<Map<String, Value>, BridgeError> {
     match serde_json::to_value(value) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(BridgeError::invalid_request(format!(
@@ -354,6 +356,12 @@ impl BridgeService {
         self.shared.is_advertised(method)
     }
 
+    /// How many calls wait for their response on the current connection (a dropped or timed-out call is
+    /// forgotten at once and no longer counts).
+    pub fn pending_calls(&self) -> usize {
+        self.shared.pending_calls()
+    }
+
     /// The connection state now.
     pub fn state(&self) -> ConnectionState {
         self.shared.state.borrow().clone()
@@ -382,7 +390,10 @@ impl BridgeService {
         let shared = self.shared.clone();
         let channels = channels.into_iter().map(Into::into).collect();
         self.shared
-            .subscribe(channels, |request| async move { shared.dispatch(request).await })
+            .subscribe(
+                channels,
+                |request| async move { shared.dispatch(request).await },
+            )
             .await
     }
 }
@@ -425,7 +436,10 @@ mod tests {
         assert_eq!(r.tool_name(), Some("a/b"));
         assert!(!r.params().unwrap().contains_key("arguments"));
         assert!(BridgeRequest::from_json("x/y", json!([1])).is_err());
-        assert!(BridgeRequest::from_json("x/y", Value::Null).unwrap().params().is_none());
+        assert!(BridgeRequest::from_json("x/y", Value::Null)
+            .unwrap()
+            .params()
+            .is_none());
     }
 
     #[test]

@@ -57,7 +57,13 @@ fn unique_strings(list: Value, valid: impl Fn(&str) -> bool) -> Value {
 fn repair(mut map: Map<String, Value>) -> Map<String, Value> {
     keep_known(
         &mut map,
-        &["agentId", "app", "capabilities", "schemaVersion", "serverInfo"],
+        &[
+            "agentId",
+            "app",
+            "capabilities",
+            "schemaVersion",
+            "serverInfo",
+        ],
     );
     if let Some(Value::Object(app)) = map.get_mut("app") {
         keep_known(app, &["name", "version"]);

@@ -1,0 +1,584 @@
+//! Bridge calls: concurrency, timeouts, cancellation, disconnect, advertised methods, liberal reading, error
+//! mapping and typed calls for every core method.
+
+mod bridge_support;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use bridge_support::*;
+use futures::future::join_all;
+use gabp_session::bridge::{Bridge, BridgeError, ProtocolError};
+use gabp_types::methods::{
+    EventsUnsubscribe, ResourcesListParams, StateGetParams, StateSetParams, ToolFilter,
+};
+use gabp_types::{ErrorCode, Message, MessageId};
+use serde_json::{json, Map, Value};
+
+#[tokio::test]
+async fn concurrent_calls_with_out_of_order_responses_are_each_answered_once() {
+    let (bridge, mut mock) = connected().await;
+    const N: usize = 32;
+    let calls = join_all((0..N).map(|i| {
+        let bridge = bridge.clone();
+        async move { bridge.call_tool("demo/echo", json!({"value": i})).await }
+    }));
+    let script = async {
+        let mut requests = Vec::new();
+        for _ in 0..N {
+            requests.push(mock.expect("tools/call").await);
+        }
+        // Answer in reverse, interleaved with an unknown id and a duplicate.
+        requests.reverse();
+        for (k, request) in requests.iter().enumerate() {
+            let value = request.params.as_ref().unwrap()["arguments"]["value"].clone();
+            mock.reply(request.id, json!({"value": value})).await;
+            if k == 3 {
+                mock.reply(MessageId::new_v4(), json!("stray")).await;
+                mock.reply(request.id, json!({"value": "duplicate"})).await;
+            }
+        }
+    };
+    let (results, ()) = tokio::join!(calls, script);
+    for (i, result) in results.into_iter().enumerate() {
+        assert_eq!(result.unwrap(), json!({"value": i}));
+    }
+    // Still healthy afterwards.
+    let (pong, ()) = tokio::join!(bridge.ping(), async {
+        let ping = mock.expect("session/ping").await;
+        mock.reply(ping.id, json!({})).await;
+    });
+    pong.unwrap();
+}
+
+#[tokio::test]
+async fn responses_echoing_the_id_in_upper_case_still_match() {
+    let (bridge, mut mock) = connected().await;
+    let script = async {
+        let request = mock.expect("tools/call").await;
+        let upper = request.id.as_str().to_uppercase();
+        mock.send_raw(format!(
+            r#"{{"v":"gabp/1","id":"{upper}","type":"response","result":{{"ok":true}}}}"#
+        ))
+        .await;
+    };
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", Value::Null), script);
+    assert_eq!(result.unwrap(), json!({"ok": true}));
+}
+
+#[tokio::test]
+async fn timeout_then_late_response_is_discarded() {
+    let (bridge, mut mock) = connected().await;
+    let quick = bridge.with_timeout(Duration::from_millis(50));
+    let started = Instant::now();
+    let (result, late) = tokio::join!(quick.call_tool("demo/sleep", json!({"ms": 1000})), async {
+        mock.expect("tools/call").await
+    });
+    match err(result) {
+        BridgeError::Timeout { method, after } => {
+            assert_eq!(method, "tools/call");
+            assert_eq!(after, Duration::from_millis(50));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    assert_eq!(bridge.pending_calls(), 0);
+
+    // The late answer arrives; the next call must get its own answer, not the late one.
+    mock.reply(late.id, json!("late")).await;
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 2})), async {
+        let request = mock.expect("tools/call").await;
+        assert_ne!(request.id, late.id);
+        mock.reply(request.id, json!("fresh")).await;
+    });
+    assert_eq!(result.unwrap(), json!("fresh"));
+}
+
+#[tokio::test]
+async fn per_request_timeout_overrides_the_default() {
+    use gabp_session::bridge::BridgeRequest;
+    let builder = Bridge::builder(token()).request_timeout(Duration::from_secs(3600));
+    let (bridge, mut mock) = connected_with(builder, ALL_METHODS).await;
+    let request = BridgeRequest::tool_call("demo/sleep", json!({"ms": 5}))
+        .unwrap()
+        .with_timeout(Duration::from_millis(20));
+    let (result, _) = tokio::join!(bridge.send(request), mock.expect("tools/call"));
+    assert!(
+        matches!(err(result), BridgeError::Timeout { after, .. } if after == Duration::from_millis(20))
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_call_forgets_it() {
+    let (bridge, mut mock) = connected().await;
+    let call = tokio::spawn({
+        let bridge = bridge.clone();
+        async move { bridge.call_tool("demo/sleep", json!({"ms": 1})).await }
+    });
+    let abandoned = mock.expect("tools/call").await;
+    assert_eq!(bridge.pending_calls(), 1);
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    assert_eq!(bridge.pending_calls(), 0);
+    mock.reply(abandoned.id, json!("nobody listens")).await;
+
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 1})), async {
+        let request = mock.expect("tools/call").await;
+        mock.reply(request.id, json!({"value": 1})).await;
+    });
+    assert_eq!(result.unwrap(), json!({"value": 1}));
+}
+
+#[tokio::test]
+async fn disconnect_fails_every_pending_call_at_once_after_draining() {
+    let (bridge, mut mock) = connected().await;
+    const N: usize = 10;
+    let calls: Vec<_> = (0..N)
+        .map(|i| {
+            let bridge = bridge.clone();
+            tokio::spawn(async move { bridge.call_tool("demo/echo", json!({"value": i})).await })
+        })
+        .collect();
+    let mut requests = Vec::new();
+    for _ in 0..N {
+        requests.push(mock.expect("tools/call").await);
+    }
+    // Answer two, then vanish at once: the two answers are already on the wire when the stream ends.
+    let mut answered = HashSet::new();
+    for request in &requests[..2] {
+        let value = request.params.as_ref().unwrap()["arguments"]["value"].clone();
+        answered.insert(value.as_u64().unwrap() as usize);
+        mock.reply(request.id, json!({"value": value})).await;
+    }
+    let dropped_at = Instant::now();
+    drop(mock);
+    let results = join_all(calls).await;
+    let elapsed = dropped_at.elapsed();
+    assert!(elapsed < Duration::from_millis(100), "took {elapsed:?}");
+    for (i, result) in results.into_iter().enumerate() {
+        match result.unwrap() {
+            Ok(value) => {
+                assert!(
+                    answered.contains(&i),
+                    "call {i} answered but never replied to"
+                );
+                assert_eq!(value, json!({"value": i}));
+            }
+            Err(BridgeError::Disconnected) => {
+                assert!(!answered.contains(&i), "call {i} lost its answer")
+            }
+            Err(other) => panic!("call {i}: {other:?}"),
+        }
+    }
+    // Later calls fail at once too.
+    assert!(matches!(
+        err(bridge.ping().await),
+        BridgeError::Disconnected
+    ));
+    let state = soon(bridge.closed()).await;
+    assert!(
+        matches!(
+            state,
+            gabp_session::bridge::ConnectionState::Disconnected { .. }
+        ),
+        "{state:?}"
+    );
+}
+
+#[tokio::test]
+async fn unadvertised_methods_fail_locally_without_a_frame() {
+    let (bridge, mut mock) =
+        connected_with(Bridge::builder(token()), &["tools/list", "tools/call"]).await;
+    assert!(matches!(
+        err(bridge.get_state(StateGetParams::default()).await),
+        BridgeError::NotAdvertised { method } if method == "state/get"
+    ));
+    assert!(matches!(
+        err(bridge.request("custom/thing", Value::Null).await),
+        BridgeError::NotAdvertised { .. }
+    ));
+    assert!(!bridge.is_advertised("state/get"));
+    // session/* is always allowed; the next frame the mod sees is that ping, so nothing was sent before.
+    let (pong, ()) = tokio::join!(bridge.ping(), async {
+        let first = mock.recv().await;
+        assert_eq!(first.method.as_str(), "session/ping");
+        mock.reply(first.id, json!({"timestamp": 1})).await;
+    });
+    assert_eq!(pong.unwrap().timestamp, Some(1));
+}
+
+#[tokio::test]
+async fn the_advertised_check_can_be_turned_off() {
+    let builder = Bridge::builder(token()).check_advertised(false);
+    let (bridge, mut mock) = connected_with(builder, &["tools/list"]).await;
+    let (result, ()) = tokio::join!(bridge.request("custom/thing", json!({"a": 1})), async {
+        let request = mock.expect("custom/thing").await;
+        mock.reply_error(
+            request.id,
+            -32601,
+            "Method not found",
+            Some(json!({"method": "custom/thing"})),
+        )
+        .await;
+    });
+    assert!(
+        matches!(err(result), BridgeError::MethodNotFound { method, .. } if method == "custom/thing")
+    );
+}
+
+#[tokio::test]
+async fn welcome_without_a_method_list_allows_everything() {
+    let (conn, mut mock) = pair();
+    let welcome = json!({"agentId": "a", "app": {"name": "g", "version": "1"}, "capabilities": {},
+        "schemaVersion": "1.0"});
+    let (bridge, _) = tokio::join!(Bridge::over(conn, token()), mock.handshake_with(welcome));
+    let bridge = bridge.unwrap();
+    let (result, ()) = tokio::join!(bridge.request("custom/thing", Value::Null), async {
+        let request = mock.expect("custom/thing").await;
+        mock.reply(request.id, json!(7)).await;
+    });
+    assert_eq!(result.unwrap(), json!(7));
+}
+
+#[tokio::test]
+async fn lenient_reading_of_libgab_style_responses() {
+    let (bridge, mut mock) = connected().await;
+    // "error": null beside the result, unknown fields.
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 1})), async {
+        let request = mock.expect("tools/call").await;
+        mock.send(json!({"v": "gabp/1", "id": request.id, "type": "response",
+            "result": {"value": 1}, "error": null, "timestampUtc": "x"}))
+            .await;
+    });
+    assert_eq!(result.unwrap(), json!({"value": 1}));
+    // "result": null beside an error.
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({})), async {
+        let request = mock.expect("tools/call").await;
+        mock.send(json!({"v": "gabp/1", "id": request.id, "type": "response",
+            "result": null, "error": {"code": -31002, "message": "Tool not found"}}))
+            .await;
+    });
+    assert!(matches!(err(result), BridgeError::ToolNotFound { tool, .. } if tool == "demo/echo"));
+    // Lib.GAB's "not established".
+    let (result, ()) = tokio::join!(bridge.list_tools(), async {
+        let request = mock.expect("tools/list").await;
+        mock.reply_error(request.id, -31001, "Session not established", None)
+            .await;
+    });
+    assert!(matches!(err(result), BridgeError::NotAuthenticated { .. }));
+    // Ours, for comparison.
+    let (result, ()) = tokio::join!(bridge.list_tools(), async {
+        let request = mock.expect("tools/list").await;
+        mock.reply_error(request.id, -32100, "Authentication required", None)
+            .await;
+    });
+    assert!(matches!(err(result), BridgeError::NotAuthenticated { .. }));
+}
+
+#[tokio::test]
+async fn remote_errors_map_to_typed_variants() {
+    let (bridge, mut mock) = connected().await;
+    let cases: Vec<(i64, Option<Value>, fn(&BridgeError) -> bool)> = vec![
+        (
+            -32602,
+            Some(json!({"errors": [{"path": "/x", "message": "missing"}]})),
+            |e| matches!(e, BridgeError::InvalidParams { errors, .. } if errors.len() == 1 && errors[0].path == "/x"),
+        ),
+        (-32400, None, |e| {
+            matches!(e, BridgeError::ToolNotFound { .. })
+        }),
+        (-32401, Some(json!({"executed": false})), |e| {
+            matches!(e, BridgeError::ToolUnavailable { .. })
+        }),
+        (
+            -32402,
+            None,
+            |e| matches!(e, BridgeError::ToolFailed { tool, .. } if tool == "demo/echo"),
+        ),
+        (-32403, None, |e| {
+            matches!(e, BridgeError::ToolTimeout { .. })
+        }),
+        (-32300, None, |e| {
+            matches!(e, BridgeError::ResourceNotFound { .. })
+        }),
+        (-32603, None, |e| matches!(e, BridgeError::Remote { .. })),
+        (4711, Some(json!({"retryable": true})), |e| {
+            matches!(e, BridgeError::Remote { error, .. } if error.code == ErrorCode(4711))
+                && e.is_retryable()
+        }),
+    ];
+    for (code, data, check) in cases {
+        let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({})), async {
+            let request = mock.expect("tools/call").await;
+            mock.reply_error(request.id, code, "failed", data.clone())
+                .await;
+        });
+        let error = err(result);
+        assert!(check(&error), "{code}: {error:?}");
+        assert_eq!(error.code(), Some(ErrorCode(code)));
+    }
+}
+
+#[tokio::test]
+async fn an_invalid_response_fails_its_call_at_once() {
+    let (bridge, mut mock) = connected().await;
+    let (result, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({})), async {
+        let request = mock.expect("tools/call").await;
+        mock.send(json!({"v": "gabp/1", "id": request.id, "type": "response"}))
+            .await;
+    });
+    assert!(matches!(
+        err(result),
+        BridgeError::Protocol(ProtocolError::InvalidResponse { .. })
+    ));
+    // Garbage that names no pending call is dropped; the connection goes on.
+    mock.send_raw("not json at all").await;
+    mock.send(json!({"v": "gabp/1", "id": MessageId::new_v4(), "type": "bogus"}))
+        .await;
+    let (pong, ()) = tokio::join!(bridge.ping(), async {
+        let ping = mock.expect("session/ping").await;
+        mock.reply(ping.id, json!({})).await;
+    });
+    pong.unwrap();
+}
+
+#[tokio::test]
+async fn a_request_from_the_mod_is_answered_method_not_found() {
+    let (_bridge, mut mock) = connected().await;
+    let id = MessageId::new_v4();
+    mock.send(json!({"v": "gabp/1", "id": id, "type": "request", "method": "bridge/do_something"}))
+        .await;
+    match mock.recv_message().await {
+        Some(Message::Response(response)) => {
+            assert_eq!(response.id, id);
+            let error = response.error_object().unwrap();
+            assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND);
+            assert_eq!(
+                error.data.as_ref().unwrap()["method"],
+                "bridge/do_something"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn in_flight_limit_holds_back_further_calls() {
+    let mut welcome = welcome(ALL_METHODS, &[]);
+    welcome["capabilities"]["limits"] = json!({"maxConcurrentRequests": 2});
+    let (conn, mut mock) = pair();
+    let builder = Bridge::builder(token()).max_in_flight(8);
+    let (bridge, _) = tokio::join!(builder.over(conn), mock.handshake_with(welcome));
+    let bridge = bridge.unwrap();
+    let calls: Vec<_> = (0..3)
+        .map(|i| {
+            let bridge = bridge.clone();
+            tokio::spawn(async move { bridge.call_tool("demo/echo", json!({"value": i})).await })
+        })
+        .collect();
+    let first = mock.expect("tools/call").await;
+    let _second = mock.expect("tools/call").await;
+    assert!(
+        mock.try_recv(Duration::from_millis(100)).await.is_none(),
+        "a third call went out"
+    );
+    mock.reply(first.id, json!(0)).await;
+    let third = mock.expect("tools/call").await;
+    assert_ne!(third.id, first.id);
+    drop(mock);
+    let results = join_all(calls).await;
+    assert_eq!(results.iter().filter(|r| matches!(r, Ok(Ok(_)))).count(), 1);
+}
+
+#[tokio::test]
+async fn requests_over_the_mods_size_limit_fail_locally() {
+    let mut welcome = welcome(ALL_METHODS, &[]);
+    welcome["capabilities"]["limits"] = json!({"maxMessageSize": 1024});
+    let (conn, mut mock) = pair();
+    let (bridge, _) = tokio::join!(Bridge::over(conn, token()), mock.handshake_with(welcome));
+    let bridge = bridge.unwrap();
+    let big = "x".repeat(2000);
+    match err(bridge.call_tool("demo/echo", json!({"value": big})).await) {
+        BridgeError::TooLarge { len, limit } => {
+            assert_eq!(limit, 1024);
+            assert!(len > 2000);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(mock.try_recv(Duration::from_millis(50)).await.is_none());
+}
+
+#[tokio::test]
+async fn local_request_errors() {
+    let (bridge, _mock) = connected().await;
+    assert!(matches!(
+        err(bridge.call_tool("Not A Name", Value::Null).await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge.call_tool("demo/echo", json!([1])).await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge.request("bad", Value::Null).await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge.read_resource("no scheme").await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge.ack_attention("").await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge.call_tool_as::<_, Value>("demo/echo", &5).await),
+        BridgeError::InvalidRequest { .. }
+    ));
+}
+
+#[tokio::test]
+async fn typed_calls_for_every_core_method() {
+    let (bridge, mut mock) = connected().await;
+
+    macro_rules! exchange {
+        ($call:expr, $method:literal, $result:expr) => {{
+            let (result, params) = tokio::join!($call, async {
+                let request = mock.expect($method).await;
+                mock.reply(request.id, $result).await;
+                request.params.unwrap_or_default()
+            });
+            (result.unwrap(), params)
+        }};
+    }
+
+    let tool = json!({"name": "world/get_block", "title": "Get block", "description": "Reads a block",
+        "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "tags": ["read-only"]});
+    let (tools, params) = exchange!(bridge.list_tools(), "tools/list", json!({"tools": [tool]}));
+    assert_eq!(tools[0].name.as_str(), "world/get_block");
+    assert!(params.is_empty());
+
+    let filter = ToolFilter {
+        tags: Some(vec!["read-only".into()]),
+        name_pattern: Some("world/*".into()),
+    };
+    let (_, params) = exchange!(
+        bridge.list_tools_filtered(filter),
+        "tools/list",
+        json!({"tools": []})
+    );
+    assert_eq!(params["filter"]["namePattern"], "world/*");
+
+    #[derive(serde::Serialize)]
+    struct At {
+        x: i64,
+        y: i64,
+        z: i64,
+    }
+    #[derive(serde::Deserialize, Debug, PartialEq)]
+    struct Block {
+        block: Option<String>,
+    }
+    let (block, params): (Block, _) = exchange!(
+        bridge.call_tool_as("world/get_block", &At { x: 1, y: 2, z: 3 }),
+        "tools/call",
+        json!({"x": 1, "y": 2, "z": 3, "block": "stone"})
+    );
+    assert_eq!(
+        block,
+        Block {
+            block: Some("stone".into())
+        }
+    );
+    assert_eq!(params["arguments"], json!({"x": 1, "y": 2, "z": 3}));
+
+    let (resources, _) = exchange!(
+        bridge.list_resources(ResourcesListParams::default()),
+        "resources/list",
+        json!({"resources": [{"uri": "gabp://game/world", "name": "World"}]})
+    );
+    assert_eq!(resources[0].uri.as_str(), "gabp://game/world");
+
+    let (content, params) = exchange!(
+        bridge.read_resource("gabp://mod/info"),
+        "resources/read",
+        json!({"content": "aGk=", "mimeType": "application/octet-stream", "encoding": "base64"})
+    );
+    assert_eq!(content.content, "aGk=");
+    assert_eq!(params["uri"], "gabp://mod/info");
+
+    let (state, _) = exchange!(
+        bridge.get_state(StateGetParams {
+            components: Some(vec!["player".into()]),
+            player_id: None
+        }),
+        "state/get",
+        json!({"state": {"player": {"x": 1}}, "timestamp": 1700000000})
+    );
+    assert_eq!(state.timestamp, 1_700_000_000);
+
+    let mut updates = Map::new();
+    updates.insert("player".into(), json!({"position": {"x": 1}}));
+    let (applied, _) = exchange!(
+        bridge.set_state(StateSetParams {
+            updates: updates.clone(),
+            player_id: None,
+            validate: Some(true)
+        }),
+        "state/set",
+        json!({"applied": updates})
+    );
+    assert!(applied.applied.contains_key("player"));
+
+    let (attention, _) = exchange!(
+        bridge.current_attention(),
+        "attention/current",
+        json!({"attention": null})
+    );
+    assert!(attention.is_none());
+
+    let (ack, params) = exchange!(
+        bridge.ack_attention("att-1"),
+        "attention/ack",
+        json!({"acknowledged": false, "attentionId": "att-1", "currentAttention": null})
+    );
+    assert!(!ack.acknowledged);
+    assert_eq!(params["attentionId"], "att-1");
+
+    let channels = gabp_types::methods::ChannelsParams {
+        channels: vec!["player/move".try_into().unwrap()].try_into().unwrap(),
+    };
+    let (unsubscribed, params) = exchange!(
+        bridge.call::<EventsUnsubscribe>(&channels),
+        "events/unsubscribe",
+        json!({"unsubscribed": ["player/move"]})
+    );
+    assert_eq!(unsubscribed.unsubscribed, ["player/move"]);
+    assert_eq!(params["channels"], json!(["player/move"]));
+
+    let (pong, _) = exchange!(bridge.ping(), "session/ping", json!({}));
+    assert_eq!(pong.timestamp, None);
+
+    // A result of the wrong shape is a protocol error, not a panic.
+    let (wrong, ()) = tokio::join!(bridge.list_tools(), async {
+        let request = mock.expect("tools/list").await;
+        mock.reply(request.id, json!({"tools": "nope"})).await;
+    });
+    assert!(matches!(
+        err(wrong),
+        BridgeError::Protocol(ProtocolError::InvalidResult { .. })
+    ));
+
+    // Goodbye: answered, then closed; no reconnect.
+    let (bye, ()) = tokio::join!(bridge.goodbye(Some("done")), async {
+        let request = mock.expect("session/goodbye").await;
+        assert_eq!(request.params.as_ref().unwrap()["reason"], "done");
+        mock.reply(request.id, json!({})).await;
+    });
+    bye.unwrap();
+    assert_eq!(
+        bridge.state(),
+        gabp_session::bridge::ConnectionState::Closed
+    );
+    assert!(matches!(err(bridge.ping().await), BridgeError::Closed));
+}
