@@ -1,0 +1,5 @@
+//! GABP sessions: the mod side ([`server`]) and the bridge side ([`bridge`]).
+#![forbid(unsafe_code)]
+
+pub mod bridge;
+pub mod server;
