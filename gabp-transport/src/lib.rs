@@ -69,7 +69,7 @@ pub use error::TransportError;
 pub use listener::Listener;
 pub use settings::{
     ExplicitSettings, ModSettings, SettingSource, SettingsError, GABP_SERVER_PORT, GABP_TOKEN,
-    GABS_GAME_ID,
+    GABS_GAME_ID, MIN_TOKEN_CHARS,
 };
 pub use stream::ByteStream;
 pub use token::{Token, TokenError};

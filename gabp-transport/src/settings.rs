@@ -78,7 +78,7 @@ impl fmt::Display for SettingSource {
 ///
 /// let env = |name: &str| match name {
 ///     "GABP_SERVER_PORT" => Some("38917".into()),
-///     "GABP_TOKEN" => Some("0123abcd".into()),
+///     "GABP_TOKEN" => Some("0123456789abcdef0123456789abcdef".into()),
 ///     "GABS_GAME_ID" => Some("rimworld".into()),
 ///     _ => None,
 /// };
@@ -161,6 +161,7 @@ impl ModSettings {
         if let (Some((endpoint, endpoint_source)), Some((token, token_source))) =
             (endpoint.clone(), token.clone())
         {
+            check_token_length(&token, &token_source)?;
             return Ok(ModSettings {
                 endpoint,
                 token,
@@ -197,6 +198,7 @@ impl ModSettings {
         let (endpoint, endpoint_source) =
             endpoint.unwrap_or_else(|| (config.endpoint, source.clone()));
         let (token, token_source) = token.unwrap_or((config.token, source));
+        check_token_length(&token, &token_source)?;
         Ok(ModSettings {
             endpoint,
             token,
@@ -233,6 +235,33 @@ pub enum SettingsError {
     /// `bridge.json` was needed and could not be used.
     #[error(transparent)]
     BridgeConfig(#[from] ConfigError),
+    /// The token is shorter than `session/hello` allows, so no bridge could ever authenticate.
+    #[error(
+        "the token from {from} has {len} characters; a session/hello token needs at least {min}"
+    )]
+    ShortToken {
+        /// Where the token came from.
+        from: SettingSource,
+        /// Its length in characters.
+        len: usize,
+        /// The minimum ([`MIN_TOKEN_CHARS`]).
+        min: usize,
+    },
+}
+
+/// The shortest token a mod accepts: the `session/hello` schema requires at least 32 characters.
+pub const MIN_TOKEN_CHARS: usize = 32;
+
+fn check_token_length(token: &Token, source: &SettingSource) -> Result<(), SettingsError> {
+    let len = token.expose_secret().chars().count();
+    if len < MIN_TOKEN_CHARS {
+        return Err(SettingsError::ShortToken {
+            from: source.clone(),
+            len,
+            min: MIN_TOKEN_CHARS,
+        });
+    }
+    Ok(())
 }
 
 impl SettingsError {

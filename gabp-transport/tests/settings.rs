@@ -42,7 +42,10 @@ fn bad(var: &str, vars: &[(&str, &str)]) -> SettingsError {
 
 const GOOD: [(&str, &str); 3] = [
     ("GABP_SERVER_PORT", "38917"),
-    ("GABP_TOKEN", "secret-token-value"),
+    (
+        "GABP_TOKEN",
+        "secret-token-value-0123456789abcdef0123456789abcdef",
+    ),
     ("GABS_GAME_ID", "rimworld"),
 ];
 
@@ -56,7 +59,9 @@ fn with(var: &'static str, value: &'static str) -> Vec<(&'static str, &'static s
 fn gabs_environment_is_used() {
     let s = resolve(&GOOD).expect("resolves");
     assert_eq!(s.endpoint, Endpoint::tcp_v4(38917));
-    assert!(s.token.verify("secret-token-value"));
+    assert!(s
+        .token
+        .verify("secret-token-value-0123456789abcdef0123456789abcdef"));
     assert_eq!(s.agent_id.as_deref(), Some("rimworld"));
     assert_eq!(
         s.endpoint_source,
@@ -80,13 +85,13 @@ fn explicit_values_win() {
     let dir = tempfile::tempdir().expect("tempdir");
     let explicit = ExplicitSettings {
         endpoint: Some(Endpoint::tcp_v6(9)),
-        token: Some(Token::new("explicit").expect("token")),
+        token: Some(Token::new("explicit-0123456789abcdef0123456789abcdef").expect("token")),
         agent_id: Some("explicit-agent".into()),
         ..explicit_in(&dir)
     };
     let s = ModSettings::resolve(explicit, env(&GOOD)).expect("resolves");
     assert_eq!(s.endpoint, Endpoint::tcp_v6(9));
-    assert!(s.token.verify("explicit"));
+    assert!(s.token.verify("explicit-0123456789abcdef0123456789abcdef"));
     assert_eq!(s.agent_id.as_deref(), Some("explicit-agent"));
     assert_eq!(s.endpoint_source, SettingSource::Explicit);
     assert_eq!(s.token_source, SettingSource::Explicit);
@@ -97,7 +102,7 @@ fn explicit_values_mean_bad_variables_are_not_consulted() {
     let dir = tempfile::tempdir().expect("tempdir");
     let explicit = ExplicitSettings {
         endpoint: Some(Endpoint::tcp_v4(9)),
-        token: Some(Token::new("explicit").expect("token")),
+        token: Some(Token::new("explicit-0123456789abcdef0123456789abcdef").expect("token")),
         ..explicit_in(&dir)
     };
     let s = ModSettings::resolve(
@@ -113,7 +118,7 @@ fn bridge_json_fills_what_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("bridge.json");
     BridgeConfig::new(
-        Token::new("from-file").expect("token"),
+        Token::new("from-file-0123456789abcdef0123456789abcdef").expect("token"),
         Endpoint::unix("/run/gabp.sock").expect("path"),
     )
     .write_atomic(&path)
@@ -122,7 +127,7 @@ fn bridge_json_fills_what_is_missing() {
     // Nothing in the environment: both come from the file.
     let s = ModSettings::resolve(explicit_in(&dir), env(&[])).expect("resolves");
     assert_eq!(s.endpoint, Endpoint::Unix("/run/gabp.sock".into()));
-    assert!(s.token.verify("from-file"));
+    assert!(s.token.verify("from-file-0123456789abcdef0123456789abcdef"));
     assert_eq!(s.endpoint_source, SettingSource::BridgeJson(path.clone()));
     assert_eq!(s.agent_id, None);
 
@@ -130,7 +135,7 @@ fn bridge_json_fills_what_is_missing() {
     let s = ModSettings::resolve(explicit_in(&dir), env(&[("GABP_SERVER_PORT", "5000")]))
         .expect("resolves");
     assert_eq!(s.endpoint, Endpoint::tcp_v4(5000));
-    assert!(s.token.verify("from-file"));
+    assert!(s.token.verify("from-file-0123456789abcdef0123456789abcdef"));
     assert_eq!(s.token_source, SettingSource::BridgeJson(path));
 }
 
@@ -144,9 +149,12 @@ fn bridge_json_at_the_default_path_is_found_through_the_environment() {
     if !cfg!(all(unix, not(target_os = "macos"))) {
         return; // the XDG rule is the Linux one
     }
-    BridgeConfig::new(Token::new("xdg").expect("token"), Endpoint::tcp_v4(7))
-        .write_atomic(&path)
-        .expect("write");
+    BridgeConfig::new(
+        Token::new("xdg-0123456789abcdef0123456789abcdef").expect("token"),
+        Endpoint::tcp_v4(7),
+    )
+    .write_atomic(&path)
+    .expect("write");
     let vars = [("XDG_CONFIG_HOME", xdg.as_str())];
     let s = ModSettings::resolve(ExplicitSettings::default(), env(&vars)).expect("resolves");
     assert_eq!(s.endpoint, Endpoint::tcp_v4(7));
@@ -326,7 +334,7 @@ mod not_unicode {
 
 #[test]
 fn the_token_never_appears_in_settings_or_their_errors() {
-    let secret = "gabs-secret-0123456789abcdef";
+    let secret = "gabs-secret-0123456789abcdef0123456789";
     let s = resolve(&with("GABP_TOKEN", secret)).expect("resolves");
     let shown = format!("{s:?} {} {:?}", s.token, s.token);
     assert!(!shown.contains(secret), "{shown}");
@@ -354,4 +362,18 @@ fn from_env_reads_the_real_environment_without_panicking() {
         bridge_json: Some(PathBuf::from(dir.path()).join("bridge.json")),
         ..ExplicitSettings::default()
     });
+}
+
+#[test]
+fn a_token_too_short_for_session_hello_is_refused_naming_its_source() {
+    let short = "0123456789abcdef"; // 16 characters: no bridge could ever authenticate with it
+    let err = ModSettings::resolve(ExplicitSettings::default(), |name| match name {
+        "GABP_SERVER_PORT" => Some("4711".into()),
+        "GABP_TOKEN" => Some(short.into()),
+        _ => None,
+    })
+    .expect_err("short token accepted");
+    let text = err.to_string();
+    assert!(text.contains("GABP_TOKEN") && text.contains("32"), "{text}");
+    assert!(!text.contains(short), "the token leaked: {text}");
 }

@@ -12,10 +12,12 @@ use crate::strict::present;
 /// How to reach the mod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TransportInfo {
-    /// Transport kind: `tcp`, `unix`, `pipe` or `stdio`.
+    /// Transport kind as written by mods: `tcp`, `pipe` (a Windows pipe path or a Unix socket path, as upstream
+    /// writes both) or `stdio`; readers also accept `unix`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Transport address (`127.0.0.1:PORT`, a socket path, a pipe name); absent for stdio.
+    /// Transport address: for `tcp` a bare port on 127.0.0.1 or `HOST:PORT` on another loopback address, for
+    /// `pipe` the socket or pipe path; absent for stdio.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
