@@ -84,7 +84,7 @@ impl fmt::Display for SettingSource {
 /// };
 /// let settings = ModSettings::resolve(ExplicitSettings::default(), env)?;
 /// assert_eq!(settings.endpoint, Endpoint::tcp_v4(38917));
-/// assert!(settings.token.verify("0123abcd"));
+/// assert!(settings.token.verify("0123456789abcdef0123456789abcdef"));
 /// assert_eq!(settings.agent_id.as_deref(), Some("rimworld"));
 /// # Ok::<(), gabp_transport::SettingsError>(())
 /// ```
