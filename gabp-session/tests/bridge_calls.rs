@@ -278,7 +278,8 @@ async fn lenient_reading_of_libgab_style_responses() {
 #[tokio::test]
 async fn remote_errors_map_to_typed_variants() {
     let (bridge, mut mock) = connected().await;
-    let cases: Vec<(i64, Option<Value>, fn(&BridgeError) -> bool)> = vec![
+    type Check = fn(&BridgeError) -> bool;
+    let cases: Vec<(i64, Option<Value>, Check)> = vec![
         (
             -32602,
             Some(json!({"errors": [{"path": "/x", "message": "missing"}]})),

@@ -404,9 +404,11 @@ impl Shared {
         }
         let capacity = self.settings().subscription_queue;
         let (id, queue) = lock(&self.router).add(unique, capacity);
+        // From here on, dropping `subscription` (this future cancelled) undoes the registration.
+        let mut subscription = Subscription::new(id, queue, self.clone());
         if read(&self.current).is_none() {
             // Connecting or reconnecting: the next handshake asks the mod, before reporting itself connected.
-            return Ok(Subscription::new(id, queue, self.clone()));
+            return Ok(subscription);
         }
         match send(request)
             .await
@@ -415,9 +417,10 @@ impl Shared {
             Ok(result) => {
                 let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
                 lock(&self.router).retain_granted(id, &granted);
-                Ok(Subscription::new(id, queue, self.clone()))
+                Ok(subscription)
             }
             Err(e) => {
+                subscription.detach();
                 lock(&self.router).remove(id);
                 Err(e)
             }

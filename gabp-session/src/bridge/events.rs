@@ -487,6 +487,11 @@ impl Subscription {
         }
     }
 
+    /// Forgets the bridge, so that dropping does not unsubscribe (the caller undoes the registration).
+    pub(crate) fn detach(&mut self) {
+        self.shared = None;
+    }
+
     /// The channels this subscription receives: those the mod granted (unknown channels are left out by
     /// the mod). Before the first handshake, or while reconnecting, the channels asked for.
     pub fn channels(&self) -> Vec<String> {

@@ -2,6 +2,8 @@
 //!
 //! Every frame the bridge writes is checked with the STRICT decoder.
 #![allow(dead_code)]
+// Test code: a failed unwrap is a failed test (clippy allows it only inside #[test] functions).
+#![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
