@@ -190,8 +190,7 @@ async fn many_bad_frames_get_one_answer_each() {
 
 #[tokio::test]
 async fn oversized_frame_is_refused_skipped_and_the_stream_goes_on() {
-    let mut limits = ServerLimits::default();
-    limits.max_message_size = 4096;
+    let limits = ServerLimits::default().with_max_message_size(4096);
     let server = fixture::register(server_support::builder())
         .limits(limits)
         .build()

@@ -37,11 +37,12 @@ use super::{Resource, ServerRequest, Tool};
 /// use std::time::Duration;
 /// use gabp_session::server::ServerLimits;
 ///
-/// let mut limits = ServerLimits::default();
+/// let limits = ServerLimits::default()
+///     .with_request_timeout(Duration::from_secs(5))
+///     .with_max_connections(2);
 /// assert_eq!(limits.max_message_size, 1024 * 1024);
 /// assert_eq!(limits.max_concurrent_requests, 64);
-/// limits.request_timeout = Duration::from_secs(5);
-/// limits.max_connections = 2;
+/// assert_eq!(limits.max_connections, 2);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -86,6 +87,69 @@ impl Default for ServerLimits {
 }
 
 impl ServerLimits {
+    /// Sets the largest message body, in bytes.
+    #[must_use]
+    pub fn with_max_message_size(mut self, value: usize) -> Self {
+        self.max_message_size = value;
+        self
+    }
+
+    /// Sets the largest header block, in bytes.
+    #[must_use]
+    pub fn with_max_header_size(mut self, value: usize) -> Self {
+        self.max_header_size = value;
+        self
+    }
+
+    /// Sets how many requests of one connection may be in flight.
+    #[must_use]
+    pub fn with_max_concurrent_requests(mut self, value: usize) -> Self {
+        self.max_concurrent_requests = value;
+        self
+    }
+
+    /// Sets the time limit of a request.
+    #[must_use]
+    pub fn with_request_timeout(mut self, value: Duration) -> Self {
+        self.request_timeout = value;
+        self
+    }
+
+    /// Sets how many connections are served at once.
+    #[must_use]
+    pub fn with_max_connections(mut self, value: usize) -> Self {
+        self.max_connections = value;
+        self
+    }
+
+    /// Sets the time a connection has to complete `session/hello`.
+    #[must_use]
+    pub fn with_hello_timeout(mut self, value: Duration) -> Self {
+        self.hello_timeout = value;
+        self
+    }
+
+    /// Sets the capacity of each connection's event queue.
+    #[must_use]
+    pub fn with_event_queue(mut self, value: usize) -> Self {
+        self.event_queue = value;
+        self
+    }
+
+    /// Sets the capacity of each connection's queue of answers.
+    #[must_use]
+    pub fn with_outgoing_queue(mut self, value: usize) -> Self {
+        self.outgoing_queue = value;
+        self
+    }
+
+    /// Sets the capacity of the main-thread queue.
+    #[must_use]
+    pub fn with_main_thread_queue(mut self, value: usize) -> Self {
+        self.main_thread_queue = value;
+        self
+    }
+
     fn check(&self) -> Result<(), BuildError> {
         let bad = |limit: &'static str, reason: &str| {
             Err(BuildError::InvalidLimit {

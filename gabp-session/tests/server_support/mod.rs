@@ -51,7 +51,8 @@ pub fn hello_params(token: &str) -> Value {
 /// A raw bridge over an in-memory duplex pair, connected to a [`ModServer`].
 pub struct RawClient {
     reader: FramedRead<ReadHalf<DuplexStream>, FrameCodec>,
-    writer: WriteHalf<DuplexStream>,
+    /// The writing half, shareable with a task that writes while the test reads.
+    pub writer: std::sync::Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>,
     pub served: JoinHandle<CloseReason>,
     /// Events received while waiting for responses.
     pub events: Vec<Event>,
@@ -67,7 +68,7 @@ pub fn connect_with_buffer(server: &ModServer, buffer: usize) -> RawClient {
     RawClient {
         // The client reads frames of any size: the mod must never write one over its own limit.
         reader: FramedRead::new(read, FrameCodec::new().with_max_body_size(usize::MAX)),
-        writer: write,
+        writer: std::sync::Arc::new(tokio::sync::Mutex::new(write)),
         served,
         events: Vec::new(),
         patience: PATIENCE,
@@ -95,6 +96,26 @@ pub fn request(method: &str, params: Option<Value>) -> (MessageId, Value) {
     (id, msg)
 }
 
+/// Writes raw bytes through a shared writer.
+pub async fn write_raw(
+    writer: &std::sync::Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>,
+    bytes: &[u8],
+) {
+    let mut w = writer.lock().await;
+    w.write_all(bytes).await.expect("write");
+    w.flush().await.expect("flush");
+}
+
+/// The frame of `body`.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    FrameCodec::new()
+        .with_max_body_size(usize::MAX)
+        .encode(Bytes::copy_from_slice(body), &mut buf)
+        .expect("encode");
+    buf.to_vec()
+}
+
 /// Decodes a body the mod wrote, strictly; panics if it is not conformant.
 pub fn strict(body: &[u8]) -> Message {
     decode(body, DecodeMode::Strict).unwrap_or_else(|e| {
@@ -108,18 +129,12 @@ pub fn strict(body: &[u8]) -> Message {
 impl RawClient {
     /// Writes raw bytes.
     pub async fn write_raw(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).await.expect("write");
-        self.writer.flush().await.expect("flush");
+        write_raw(&self.writer, bytes).await;
     }
 
     /// Writes one frame with `body`.
     pub async fn send_body(&mut self, body: &[u8]) {
-        let mut buf = BytesMut::new();
-        FrameCodec::new()
-            .with_max_body_size(usize::MAX)
-            .encode(Bytes::copy_from_slice(body), &mut buf)
-            .expect("encode");
-        self.write_raw(&buf).await;
+        self.write_raw(&frame(body)).await;
     }
 
     pub async fn send(&mut self, message: &Value) {
@@ -129,7 +144,7 @@ impl RawClient {
 
     /// Closes the writing side (the mod sees end of stream).
     pub async fn shutdown_write(&mut self) {
-        self.writer.shutdown().await.expect("shutdown");
+        self.writer.lock().await.shutdown().await.expect("shutdown");
     }
 
     /// The next frame body, or `None` at end of stream.

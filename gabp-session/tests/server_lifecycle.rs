@@ -1,0 +1,351 @@
+//! Session lifecycle and serving: the hello deadline, the connection limit, serving a real TCP listener with
+//! graceful shutdown, user layers, and tokens kept out of logs.
+
+mod server_support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use gabp_session::server::layer::InterceptLayer;
+use gabp_session::server::{CloseReason, ModServer, ServerLimits, ServerRequest, Session};
+use gabp_transport::{Endpoint, Listener};
+use gabp_types::{ErrorCode, ErrorObject, Message, MethodName, Request, Response};
+use serde_json::json;
+use server_support::{
+    code, connect, connect_hello, fixture, hello_params, request, result, strict,
+};
+use tower::{Service, ServiceExt};
+
+fn server_with(limits: ServerLimits) -> ModServer {
+    fixture::register(server_support::builder())
+        .limits(limits)
+        .build()
+        .expect("build")
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_hello_within_the_deadline_closes_the_connection() {
+    let server = server_with(ServerLimits::default());
+    let mut client = connect(&server);
+    client.patience = Duration::from_secs(3600);
+    let started = tokio::time::Instant::now();
+    // A request before hello is answered but does not count as a hello.
+    assert_eq!(code(&client.call("session/ping", None).await), Some(-32100));
+    assert!(client.expect_closed().await.is_empty());
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(10) && waited < Duration::from_secs(11),
+        "{waited:?}"
+    );
+    assert_eq!(client.close_reason().await, CloseReason::HelloTimeout);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_hello_deadline_is_configurable_and_gone_after_hello() {
+    let server = server_with(ServerLimits::default().with_hello_timeout(Duration::from_secs(2)));
+    let mut late = connect(&server);
+    late.patience = Duration::from_secs(3600);
+    assert!(late.expect_closed().await.is_empty());
+    let mut client = connect_hello(&server).await;
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(client.call("session/ping", None).await.result().is_some());
+}
+
+#[tokio::test]
+async fn one_connection_over_the_limit_is_closed_at_once() {
+    let server = server_with(ServerLimits::default().with_max_connections(2));
+    let mut a = connect_hello(&server).await;
+    let _b = connect_hello(&server).await;
+    assert_eq!(server.connection_count(), 2);
+    let mut c = connect(&server);
+    assert!(c.expect_closed().await.is_empty());
+    assert_eq!(c.close_reason().await, CloseReason::TooManyConnections);
+    // A slot frees when a connection ends.
+    a.call("session/goodbye", None).await;
+    a.close_reason().await;
+    assert_eq!(server.connection_count(), 1);
+    let mut d = connect_hello(&server).await;
+    assert!(d.call("session/ping", None).await.result().is_some());
+}
+
+/// A raw client over a real transport: frames in, frames out, strictly decoded.
+struct WireClient(gabp_transport::Connection);
+
+impl WireClient {
+    async fn connect(endpoint: &Endpoint) -> Self {
+        WireClient(gabp_transport::connect(endpoint).await.expect("connect"))
+    }
+
+    async fn send(&mut self, message: &serde_json::Value) {
+        self.0
+            .send(serde_json::to_vec(message).expect("json").into())
+            .await
+            .expect("send");
+    }
+
+    async fn recv(&mut self) -> Option<Message> {
+        let frame = tokio::time::timeout(server_support::PATIENCE, self.0.next())
+            .await
+            .expect("timed out")?;
+        let body = frame.expect("frame").into_body().expect("not oversized");
+        Some(strict(&body))
+    }
+
+    async fn call(&mut self, method: &str, params: Option<serde_json::Value>) -> Response {
+        let (id, msg) = request(method, params);
+        self.send(&msg).await;
+        match self.recv().await {
+            Some(Message::Response(r)) if r.id == id => r,
+            other => panic!("expected the answer to {method}, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn serves_tcp_and_shuts_down_gracefully() {
+    let server = server_with(ServerLimits::default());
+    let handle = server.clone().serve(
+        Listener::bind(&Endpoint::tcp_v4(0))
+            .await
+            .expect("bind loopback"),
+    );
+    let endpoint = handle.endpoint().clone();
+    let mut client = WireClient::connect(&endpoint).await;
+    let welcome = client
+        .call("session/hello", Some(hello_params(server_support::TOKEN)))
+        .await;
+    assert_eq!(result(&welcome)["agentId"], "test-mod");
+    let r = client
+        .call(
+            "tools/call",
+            Some(json!({"name": "demo/echo", "arguments": {"value": "über"}})),
+        )
+        .await;
+    assert_eq!(result(&r), json!({"value": "über"}));
+
+    // A call in flight when the shutdown starts is still answered, then the connection closes.
+    let (id, slow) = request(
+        "tools/call",
+        Some(json!({"name": "demo/sleep", "arguments": {"ms": 300}})),
+    );
+    client.send(&slow).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let shutdown = tokio::spawn(handle.shutdown());
+    match client.recv().await {
+        Some(Message::Response(r)) => {
+            assert_eq!(r.id, id);
+            assert_eq!(result(&r), json!({"sleptMs": 300}));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(client.recv().await.is_none(), "closed after the drain");
+    tokio::time::timeout(server_support::PATIENCE, shutdown)
+        .await
+        .expect("shutdown finished")
+        .unwrap();
+    assert_eq!(server.connection_count(), 0);
+    assert!(gabp_transport::connect(&endpoint).await.is_err());
+}
+
+#[tokio::test]
+async fn the_listener_enforces_the_connection_limit() {
+    let server = server_with(ServerLimits::default().with_max_connections(1));
+    let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
+    let mut first = WireClient::connect(handle.endpoint()).await;
+    first
+        .call("session/hello", Some(hello_params(server_support::TOKEN)))
+        .await;
+    let mut second = WireClient::connect(handle.endpoint()).await;
+    assert!(second.recv().await.is_none(), "the second is closed");
+    assert!(first.call("session/ping", None).await.result().is_some());
+    handle.shutdown().await;
+}
+
+#[tokio::test]
+async fn interceptors_answer_authenticated_requests_only() {
+    let server = fixture::register(server_support::builder())
+        .layer(InterceptLayer::new(|req: &ServerRequest| {
+            (req.tool_name() == Some("demo/echo")).then(|| {
+                req.error(ErrorObject::new(
+                    ErrorCode::ACCESS_DENIED,
+                    "echo is disabled",
+                ))
+            })
+        }))
+        .build()
+        .unwrap();
+    let mut client = connect(&server);
+    let r = client.call_tool("demo/echo", json!({"value": 1})).await;
+    assert_eq!(code(&r), Some(-32100), "authentication comes first");
+    client.hello().await;
+    let r = client.call_tool("demo/echo", json!({"value": 1})).await;
+    assert_eq!(code(&r), Some(-32103));
+    let r = client.call_tool("dyn/sum", json!({"a": 1, "b": 1})).await;
+    assert_eq!(result(&r), json!({"sum": 2.0}));
+}
+
+#[derive(Clone)]
+struct FailingLayer;
+
+impl<S> tower::Layer<S> for FailingLayer {
+    type Service = Failing<S>;
+    fn layer(&self, inner: S) -> Failing<S> {
+        Failing(inner)
+    }
+}
+
+struct Failing<S>(S);
+
+impl<S> Service<ServerRequest> for Failing<S>
+where
+    S: Service<ServerRequest, Response = Response, Error = std::convert::Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = std::io::Error;
+    type Future = futures::future::BoxFuture<'static, Result<Response, std::io::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), std::io::Error>> {
+        self.0.poll_ready(cx).map_err(|never| match never {})
+    }
+
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
+        if req.method() == "game/pause" {
+            return Box::pin(async { Err(std::io::Error::other("the pause service is broken")) });
+        }
+        let fut = self.0.call(req);
+        Box::pin(async move { fut.await.map_err(|never| match never {}) })
+    }
+}
+
+#[tokio::test]
+async fn any_tower_layer_works_and_its_errors_are_internal_errors() {
+    let server = fixture::register(server_support::builder())
+        .layer(FailingLayer)
+        .build()
+        .unwrap();
+    let mut client = connect_hello(&server).await;
+    let r = client.call("game/pause", None).await;
+    assert_eq!(code(&r), Some(-32603));
+    assert!(client.call("session/ping", None).await.result().is_some());
+}
+
+#[tokio::test]
+async fn the_whole_stack_is_usable_without_a_transport() {
+    let server = server_with(ServerLimits::default());
+    let mut service = server.service();
+    let session = Session::detached();
+    let call = |method: &str, params: Option<serde_json::Value>| {
+        let params = params.and_then(|p| p.as_object().cloned());
+        ServerRequest::new(
+            Request::new(MethodName::new(method).unwrap(), params),
+            session.clone(),
+        )
+    };
+    let r = service
+        .ready()
+        .await
+        .unwrap()
+        .call(call("tools/list", None))
+        .await
+        .unwrap();
+    assert_eq!(code(&r), Some(-32100));
+    let r = service
+        .ready()
+        .await
+        .unwrap()
+        .call(call(
+            "session/hello",
+            Some(hello_params(server_support::TOKEN)),
+        ))
+        .await
+        .unwrap();
+    assert!(r.result().is_some());
+    assert!(session.is_established());
+    assert_eq!(
+        session.bridge().unwrap().launch_id,
+        server_support::LAUNCH_ID
+    );
+    let r = service
+        .ready()
+        .await
+        .unwrap()
+        .call(call(
+            "tools/call",
+            Some(json!({"name": "demo/echo", "arguments": {"value": 3}})),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(result(&r), json!({"value": 3}));
+}
+
+/// A `MakeWriter` that keeps everything logged.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn tokens_are_never_logged_or_echoed() {
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let server = server_with(ServerLimits::default());
+    let wrong = "wrong-token-0123456789-wrong-token-0123456789-wrong";
+    let short = "short-token-xyz";
+    let mut frames = Vec::new();
+    for token in [wrong, short] {
+        let mut client = connect(&server);
+        let (_, hello) = request("session/hello", Some(hello_params(token)));
+        client.send(&hello).await;
+        frames.extend(client.expect_closed().await);
+        client.close_reason().await;
+    }
+    let mut client = connect_hello(&server).await;
+    frames.push(Message::Response(client.hello().await));
+    client.call("session/goodbye", None).await;
+    client.close_reason().await;
+
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("gabp.connection"),
+        "spans are logged: {logged}"
+    );
+    assert!(
+        logged.contains("gabp.request"),
+        "spans are logged: {logged}"
+    );
+    for secret in [wrong, short, server_support::TOKEN] {
+        assert!(!logged.contains(secret), "a token reached the log");
+        for f in &frames {
+            assert!(
+                !serde_json::to_string(f).unwrap().contains(secret),
+                "a token was echoed"
+            );
+        }
+    }
+}
