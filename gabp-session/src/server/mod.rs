@@ -73,3 +73,8 @@ pub use router::Router;
 pub use serve::{ModServer, ServeHandle};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::{Tool, ToolError};
+
+/// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

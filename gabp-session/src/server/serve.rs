@@ -49,7 +49,8 @@ pub(crate) struct Parts {
 ///
 /// Each connection gets its own tower stack (see [`layer`](super::layer)) and one driver task that reads
 /// and writes whole frames: answers go out before new requests are read, requests run concurrently up to the
-/// limit, and everything queued is bounded.
+/// limit, and everything queued is bounded. Serving needs a Tokio runtime with time enabled (as
+/// `#[tokio::main]` sets up).
 ///
 /// ```
 /// use futures::{SinkExt, StreamExt};
@@ -122,6 +123,23 @@ impl Drop for ConnectionSlot {
 
 impl ModServer {
     /// A builder (see [`ModServerBuilder`]).
+    ///
+    /// ```
+    /// use gabp_session::server::{ModServer, ServerLimits, Tool, ToolError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = ModServer::builder()
+    ///     .app("My Game", "1.0.0")
+    ///     .token(gabp_transport::Token::generate()?)
+    ///     .limits(ServerLimits::default().with_max_connections(4))
+    ///     .tool(Tool::new("game/version", |_: serde_json::Value| async {
+    ///         Ok::<_, ToolError>("1.0.0")
+    ///     }))
+    ///     .build()?;
+    /// assert_eq!(server.welcome().app.name.as_str(), "My Game");
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use]
     pub fn builder() -> ModServerBuilder {
         ModServerBuilder::new()
