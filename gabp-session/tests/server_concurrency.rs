@@ -213,3 +213,31 @@ async fn a_bridge_that_does_not_read_makes_the_mod_stop_reading() {
     write.await.unwrap();
     assert!(!seen.contains(&MessageId::nil()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_bridge_that_never_reads_cannot_hold_a_closing_connection_forever() {
+    let limits = ServerLimits::default().with_request_timeout(Duration::from_secs(1));
+    let server = fixture::register(server_support::builder())
+        .limits(limits)
+        .build()
+        .unwrap();
+    let mut client = connect_with_buffer(&server, 64);
+    client.patience = Duration::from_secs(3600);
+    assert!(client.hello().await.result().is_some());
+    let (_, big) = request(
+        "tools/call",
+        Some(json!({"name": "demo/echo", "arguments": {"value": "x".repeat(100_000)}})),
+    );
+    client.send(&big).await;
+    client.shutdown_write().await;
+    // Never read: the answer cannot be written; the connection still closes after the drain time
+    // (the longest time limit, here the tool `demo/stuck`'s 100 ms or the 1 s default, plus 5 s).
+    let started = tokio::time::Instant::now();
+    let served = client.served;
+    let reason = tokio::time::timeout(Duration::from_secs(60), served)
+        .await
+        .expect("closed")
+        .unwrap();
+    assert_eq!(reason, CloseReason::Eof);
+    assert!(started.elapsed() >= Duration::from_secs(6));
+}

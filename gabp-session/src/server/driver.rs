@@ -49,6 +49,9 @@ pub(crate) struct DriverConfig {
     pub(crate) max_message_size: usize,
     pub(crate) outgoing_queue: usize,
     pub(crate) hello_timeout: Duration,
+    /// How long answers in flight may take to be written once reading has stopped; past it the connection
+    /// is closed anyway (a bridge that never reads cannot hold it open forever).
+    pub(crate) drain_timeout: Duration,
 }
 
 pub(crate) struct Driver {
@@ -60,6 +63,7 @@ pub(crate) struct Driver {
     hub: std::sync::Arc<EventHub>,
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     hello_deadline: Option<Pin<Box<Sleep>>>,
+    drain_deadline: Option<Pin<Box<Sleep>>>,
     /// Requests in flight; each yields its serialized answer.
     tasks: JoinSet<Bytes>,
     /// Answers waiting for the sink, in order.
@@ -93,6 +97,7 @@ impl Driver {
             hub,
             shutdown: Box::pin(shutdown.cancelled_owned()),
             hello_deadline: Some(Box::pin(tokio::time::sleep(config.hello_timeout))),
+            drain_deadline: None,
             tasks: JoinSet::new(),
             backlog: VecDeque::new(),
             pending: None,
@@ -143,10 +148,20 @@ impl Driver {
                 && self.backlog.is_empty()
                 && !self.unflushed
             {
-                return match Pin::new(&mut self.writer).poll_close(cx) {
-                    Poll::Pending => Poll::Pending,
-                    Poll::Ready(_) => Poll::Ready(self.reason.take().unwrap_or(CloseReason::Eof)),
-                };
+                if Pin::new(&mut self.writer).poll_close(cx).is_ready() {
+                    return Poll::Ready(self.reason.take().unwrap_or(CloseReason::Eof));
+                }
+            }
+            if let Some(deadline) = &mut self.drain_deadline {
+                if deadline.as_mut().poll(cx).is_ready() {
+                    tracing::warn!(
+                        in_flight = self.tasks.len(),
+                        unwritten = self.backlog.len(),
+                        "answers not delivered in time after reading stopped; closing anyway"
+                    );
+                    self.tasks.abort_all();
+                    return Poll::Ready(self.reason.take().unwrap_or(CloseReason::Eof));
+                }
             }
             return Poll::Pending;
         }
@@ -179,6 +194,7 @@ impl Driver {
         self.reading = false;
         self.events_open = false;
         self.hello_deadline = None;
+        self.drain_deadline = Some(Box::pin(tokio::time::sleep(self.config.drain_timeout)));
         self.hub.unsubscribe_all(self.session.subscription_state());
         self.reason.get_or_insert(reason);
     }

@@ -92,6 +92,7 @@ struct Inner {
     auth: AuthLayer,
     capability: CapabilityLayer,
     timeout: TimeoutLayer,
+    drain_timeout: Duration,
     limits: ServerLimits,
     welcome: WelcomeResult,
     layers: Vec<LayerFn>,
@@ -157,9 +158,16 @@ impl ModServer {
             publisher,
             main_thread,
         } = parts;
+        // Answers in flight get the longest time limit any request can have, and a little more to be written.
+        let longest = tool_timeouts
+            .values()
+            .copied()
+            .fold(limits.request_timeout, Duration::max);
+        let drain_timeout = longest.saturating_add(Duration::from_secs(5));
         ModServer {
             inner: Arc::new(Inner {
                 router,
+                drain_timeout,
                 auth: AuthLayer::new(token),
                 capability: CapabilityLayer::new(methods),
                 timeout: TimeoutLayer::new(limits.request_timeout)
@@ -297,6 +305,7 @@ impl ModServer {
                     max_message_size: limits.max_message_size,
                     outgoing_queue: limits.outgoing_queue,
                     hello_timeout: limits.hello_timeout,
+                    drain_timeout: server.inner.drain_timeout,
                 },
             );
             let reason = driver.run().instrument(span).await;
