@@ -142,15 +142,13 @@ impl Driver {
                 }
                 continue;
             }
-            if !self.reading
+            let drained = !self.reading
                 && self.pending.is_none()
                 && self.tasks.is_empty()
                 && self.backlog.is_empty()
-                && !self.unflushed
-            {
-                if Pin::new(&mut self.writer).poll_close(cx).is_ready() {
-                    return Poll::Ready(self.reason.take().unwrap_or(CloseReason::Eof));
-                }
+                && !self.unflushed;
+            if drained && Pin::new(&mut self.writer).poll_close(cx).is_ready() {
+                return Poll::Ready(self.reason.take().unwrap_or(CloseReason::Eof));
             }
             if let Some(deadline) = &mut self.drain_deadline {
                 if deadline.as_mut().poll(cx).is_ready() {
