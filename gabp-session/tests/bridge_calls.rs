@@ -583,3 +583,51 @@ async fn typed_calls_for_every_core_method() {
     );
     assert!(matches!(err(bridge.ping().await), BridgeError::Closed));
 }
+
+#[tokio::test]
+async fn non_conformant_params_of_core_methods_are_never_sent() {
+    let (bridge, mut mock) = connected().await;
+    // GABS writes `parameters`; we read it, but never write it.
+    let gabs_style = json!({"name": "demo/echo", "parameters": {"value": 1}});
+    assert!(matches!(
+        err(bridge.request("tools/call", gabs_style).await),
+        BridgeError::InvalidRequest { reason } if reason.contains("/params")
+    ));
+    assert!(matches!(
+        err(bridge.request("tools/list", json!({"bogus": true})).await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    assert!(matches!(
+        err(bridge
+            .request("events/subscribe", json!({"channels": []}))
+            .await),
+        BridgeError::InvalidRequest { .. }
+    ));
+    // Custom methods carry any object.
+    let (result, ()) = tokio::join!(
+        bridge.request("tools/call", json!({"name": "demo/echo"})),
+        async {
+            let first = mock.recv().await;
+            assert_eq!(
+                first.method.as_str(),
+                "tools/call",
+                "an invalid request went out first"
+            );
+            mock.reply(first.id, json!(1)).await;
+        }
+    );
+    assert_eq!(result.unwrap(), json!(1));
+}
+
+#[tokio::test]
+async fn a_cancelled_connect_closes_the_connection() {
+    let (conn, mut mock) = pair();
+    let connecting = tokio::spawn(Bridge::over(conn, token()));
+    mock.expect("session/hello").await;
+    connecting.abort();
+    assert!(connecting.await.unwrap_err().is_cancelled());
+    assert!(
+        mock.recv_body().await.is_none(),
+        "the connection stayed open"
+    );
+}

@@ -94,3 +94,26 @@ async fn a_busy_connection_needs_no_pings() {
     );
     assert!(bridge.state().is_connected());
 }
+
+#[tokio::test(start_paused = true)]
+async fn pings_do_not_wait_for_a_free_call_slot() {
+    let builder = Bridge::builder(token())
+        .max_in_flight(1)
+        .keepalive(Keepalive::new(Duration::from_secs(1)).with_timeout(Duration::from_secs(3)));
+    let (bridge, mut mock) = connected_with(builder, ALL_METHODS).await;
+    let long = tokio::spawn({
+        let bridge = bridge.clone();
+        async move { bridge.call_tool("demo/sleep", json!({"ms": 60000})).await }
+    });
+    mock.expect("tools/call").await;
+    // The only slot is taken; the mod answers pings only.
+    let mut pings = 0;
+    while pings < 8 {
+        let ping = mock.expect("session/ping").await;
+        mock.reply(ping.id, json!({})).await;
+        pings += 1;
+    }
+    assert!(bridge.state().is_connected());
+    assert!(!long.is_finished());
+    long.abort();
+}

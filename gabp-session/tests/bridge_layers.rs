@@ -361,3 +361,21 @@ async fn a_pass_through_layer_changes_nothing() {
         BridgeError::NotAdvertised { .. }
     ));
 }
+
+#[tokio::test]
+async fn a_builder_dropped_unconnected_ends_what_its_layers_registered() {
+    let builder = Bridge::builder(token());
+    let handle = builder.service();
+    let mut sub = handle.subscribe(["player/move"]).await.unwrap();
+    assert_eq!(handle.state(), ConnectionState::Connecting);
+    drop(builder);
+    assert!(matches!(
+        soon(sub.next()).await,
+        Some(Err(BridgeError::Closed))
+    ));
+    assert_eq!(handle.state(), ConnectionState::Closed);
+    assert!(matches!(
+        err(handle.request("tools/list", serde_json::Value::Null).await),
+        BridgeError::Closed
+    ));
+}

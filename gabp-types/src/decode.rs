@@ -591,8 +591,25 @@ fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
     }
 }
 
-/// Checks the params of a known method (other methods' params are any object).
-fn check_params(
+/// Checks the params of a request for `method` as the decoder would in `mode`: core methods' params against
+/// their types (`tools/call` on its fast path), any other method's params are any object. A sender uses it
+/// with [`DecodeMode::Strict`] to make sure what it is about to send is conformant.
+///
+/// ```
+/// use gabp_types::decode::{check_params, DecodeMode};
+/// use gabp_types::ErrorCode;
+///
+/// let params = serde_json::json!({"name": "world/get_block", "parameters": {}});
+/// let err = check_params("tools/call", params.as_object(), DecodeMode::Strict).unwrap_err();
+/// assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
+/// assert!(check_params("tools/list", None, DecodeMode::Strict).is_ok());
+/// assert!(check_params("custom/thing", params.as_object(), DecodeMode::Strict).is_ok());
+/// ```
+///
+/// # Errors
+///
+/// A [`DecodeError`] with code -32602 and the JSON pointer of the offending value.
+pub fn check_params(
     method: &str,
     params: Option<&Map<String, Value>>,
     mode: DecodeMode,

@@ -276,9 +276,40 @@ pub(crate) enum CallPath {
 /// Layers wrap the call path like tower's `ServiceBuilder`: the first added is the outermost.
 #[must_use = "a builder does nothing until it connects"]
 pub struct BridgeBuilder<L = Identity> {
-    shared: Arc<Shared>,
+    shared: Unstarted,
     settings: Settings,
     layer: L,
+}
+
+/// The bridge's shared state before it starts; dropped unstarted, it ends the subscriptions that layers
+/// registered through [`BridgeBuilder::service`] (their streams yield [`BridgeError::Closed`]).
+struct Unstarted {
+    shared: Arc<Shared>,
+    armed: bool,
+}
+
+impl Unstarted {
+    /// The shared state, for the bridge being started (from now on the driver abandons it on failure).
+    fn start(mut self) -> Arc<Shared> {
+        self.armed = false;
+        self.shared.clone()
+    }
+
+    /// The mod could not be reached: end what was registered, with the reason.
+    fn fail(mut self, error: &TransportError) {
+        self.armed = false;
+        self.shared.abandon(super::ConnectionState::Disconnected {
+            reason: super::DisconnectReason::Transport(error.to_string()),
+        });
+    }
+}
+
+impl Drop for Unstarted {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.abandon(super::ConnectionState::Closed);
+        }
+    }
 }
 
 impl fmt::Debug for BridgeBuilder {
@@ -292,7 +323,10 @@ impl fmt::Debug for BridgeBuilder {
 impl BridgeBuilder<Identity> {
     pub(crate) fn new(token: Token) -> Self {
         BridgeBuilder {
-            shared: Shared::new(token, Settings::default()),
+            shared: Unstarted {
+                shared: Shared::new(token, Settings::default()),
+                armed: true,
+            },
             settings: Settings::default(),
             layer: Identity::new(),
         }
@@ -379,7 +413,7 @@ impl<L> BridgeBuilder<L> {
     /// subscriptions is built with.
     pub fn service(&self) -> BridgeService {
         BridgeService {
-            shared: self.shared.clone(),
+            shared: self.shared.shared.clone(),
         }
     }
 
@@ -439,7 +473,7 @@ where
         let connection = match connector.connect().await {
             Ok(c) => c,
             Err(e) => {
-                self.shared.abandon(BridgeError::Disconnected);
+                self.shared.fail(&e);
                 return Err(e.into());
             }
         };
@@ -459,7 +493,7 @@ where
         let (connection, process) = match gabp_transport::spawn(command) {
             Ok(pair) => pair,
             Err(e) => {
-                self.shared.abandon(BridgeError::Disconnected);
+                self.shared.fail(&e);
                 return Err(e.into());
             }
         };
@@ -486,6 +520,7 @@ where
             settings,
             layer,
         } = self;
+        let shared = shared.start();
         shared.configure(settings);
         let raw = BridgeService {
             shared: shared.clone(),

@@ -184,6 +184,15 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
+/// Whether a call takes one of the connection's in-flight slots.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Calls made by users and layers, and subscription changes.
+    Take,
+    /// Keepalive pings: a connection busy with long calls must still be able to prove it is alive.
+    Bypass,
+}
+
 /// Sends one request on `link` and waits for its outcome, within `timeout`.
 async fn call_link(
     link: &Link,
@@ -191,8 +200,18 @@ async fn call_link(
     params: Option<Map<String, Value>>,
     timeout: Duration,
 ) -> Result<Value, BridgeError> {
+    call_link_slot(link, method, params, timeout, Slot::Take).await
+}
+
+async fn call_link_slot(
+    link: &Link,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Duration,
+    slot: Slot,
+) -> Result<Value, BridgeError> {
     let name = method.clone();
-    match tokio::time::timeout(timeout, exchange(link, method, params)).await {
+    match tokio::time::timeout(timeout, exchange(link, method, params, slot)).await {
         Ok(result) => result,
         Err(_) => Err(BridgeError::Timeout {
             method: name.into_string(),
@@ -205,12 +224,17 @@ async fn exchange(
     link: &Link,
     method: MethodName,
     params: Option<Map<String, Value>>,
+    slot: Slot,
 ) -> Result<Value, BridgeError> {
-    let _permit = link
-        .in_flight
-        .acquire()
-        .await
-        .map_err(|_| BridgeError::Disconnected)?;
+    let _permit = match slot {
+        Slot::Take => Some(
+            link.in_flight
+                .acquire()
+                .await
+                .map_err(|_| BridgeError::Disconnected)?,
+        ),
+        Slot::Bypass => None,
+    };
     let request = gabp_types::Request::new(method, params);
     let body = serde_json::to_vec(&request)
         .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
@@ -300,19 +324,10 @@ impl Shared {
         read(&self.settings)
     }
 
-    /// Gives up before any connection: ends the subscriptions registered so far.
-    pub(crate) fn abandon(&self, error: BridgeError) {
-        let disconnected = matches!(error, BridgeError::Disconnected);
-        lock(&self.router).close_all(|| {
-            if disconnected {
-                BridgeError::Disconnected
-            } else {
-                BridgeError::Closed
-            }
-        });
-        self.state.send_replace(ConnectionState::Disconnected {
-            reason: DisconnectReason::Transport(error.to_string()),
-        });
+    /// Gives up before any connection (the first connection failed, or the builder was dropped): ends the
+    /// subscriptions registered so far and publishes the terminal `state`.
+    pub(crate) fn abandon(&self, state: ConnectionState) {
+        finish(self, state);
     }
 
     pub(crate) fn welcome(&self) -> Option<Arc<WelcomeResult>> {
@@ -367,6 +382,9 @@ impl Shared {
                 method: method.into_string(),
             });
         }
+        // Strict writing: params of core methods (possibly built raw, or rewritten by a layer) must conform.
+        gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
+            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let timeout = timeout.unwrap_or(link.settings.request_timeout);
         let span = tracing::debug_span!("gabp.call", method = %method);
         call_link(&link, method, params, timeout)
@@ -506,14 +524,37 @@ pub(crate) async fn start(
     connection: Connection,
     connector: Option<Arc<dyn Connector>>,
 ) -> Result<Arc<WelcomeResult>, BridgeError> {
-    match establish(shared, connection, false).await {
+    // If this future is dropped before the handshake completes, nothing will ever connect this bridge.
+    let mut abandon = OnDrop(Some(|| shared.abandon(ConnectionState::Closed)));
+    let result = establish(shared, connection, false).await;
+    abandon.disarm();
+    match result {
         Ok((running, welcome)) => {
             tokio::spawn(supervise(shared.clone(), running, connector));
             Ok(welcome)
         }
         Err(e) => {
-            shared.abandon(BridgeError::Disconnected);
+            shared.abandon(ConnectionState::Disconnected {
+                reason: DisconnectReason::Transport(e.to_string()),
+            });
             Err(e)
+        }
+    }
+}
+
+/// Runs a closure when dropped, unless disarmed.
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
         }
     }
 }
@@ -554,11 +595,14 @@ async fn establish(
         reader,
         keepalive: None,
     };
+    // Dropped mid-handshake (the caller gave up): stop the connection's tasks.
+    let mut stop = OnDrop(Some(|| link.shut(DisconnectReason::Shutdown)));
     let handshake = handshake(shared, &link, &settings, reconnect).instrument(span.clone());
     let welcome = tokio::select! {
         result = handshake => result,
         () = shared.shutdown.cancelled() => Err(BridgeError::Closed),
     };
+    stop.disarm();
     match welcome {
         Ok(welcome) => {
             let mut running = running;
@@ -964,7 +1008,7 @@ async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
                 let timeout = keepalive.timeout();
                 ping = Some(tokio::spawn(async move {
                     if let Ok(method) = MethodName::new(SessionPing::NAME) {
-                        let _ = call_link(&link, method, None, timeout).await;
+                        let _ = call_link_slot(&link, method, None, timeout, Slot::Bypass).await;
                     }
                 }));
             }
