@@ -740,6 +740,37 @@ impl ModServerBuilder {
     }
 }
 
+impl ModServerBuilder {
+    /// Builds the server and serves `listener` at once: [`ModServerBuilder::build`], then
+    /// [`ModServer::serve`]. Must be called within a Tokio runtime.
+    ///
+    /// ```
+    /// use gabp_session::server::ModServer;
+    /// use gabp_transport::{Endpoint, Listener, Token};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let handle = ModServer::builder()
+    ///     .token(Token::generate()?)
+    ///     .serve(Listener::bind(&Endpoint::tcp_v4(0)).await?)?;
+    /// let events = handle.server().event_publisher();
+    /// # let _ = events;
+    /// handle.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`ModServerBuilder::build`].
+    pub fn serve(
+        self,
+        listener: gabp_transport::Listener,
+    ) -> Result<super::ServeHandle, BuildError> {
+        Ok(self.build()?.serve(listener))
+    }
+}
+
 pub(crate) fn apply_layers(layers: &[LayerFn], mut service: ModService) -> ModService {
     for layer in layers.iter().rev() {
         service = layer(service);
