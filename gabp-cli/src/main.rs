@@ -2,6 +2,7 @@
 //!
 //! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
 //! - `gabp demo` tours the protocol with the typed model and strict decoder.
+//! - `gabp mod` serves the demo game, a 16x16x16 voxel world, as a GABP mod.
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
@@ -9,6 +10,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod game;
+mod serve_mod;
 mod validate;
 
 /// The command line of gabp-rs, the Rust implementation of the Game Agent Bridge Protocol.
@@ -25,6 +28,9 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Tour the protocol: build, encode and strictly check each kind of message.
     Demo,
+    /// Serve the demo game (a 16x16x16 voxel world, one player) as a GABP mod on TCP, a Unix socket or stdio.
+    #[command(after_long_help = serve_mod::EXAMPLES, after_help = serve_mod::EXAMPLES)]
+    Mod(serve_mod::ModArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,5 +55,6 @@ fn main() -> ExitCode {
             ExitCode::from(outcome.code())
         }
         Command::Demo => ExitCode::from(demo::run(&mut stdout.lock())),
+        Command::Mod(args) => ExitCode::from(serve_mod::run(&args)),
     }
 }

@@ -1,0 +1,551 @@
+//! `gabp mod`: serves the demo game (see [`crate::game`]) on TCP loopback, a Unix socket or stdio.
+//!
+//! Settings, first source wins: the flags, the GABS environment (`GABP_SERVER_PORT`, `GABP_TOKEN`,
+//! `GABS_GAME_ID`), `bridge.json` (`--config`, else the platform path), then defaults: a free loopback TCP port
+//! and a fresh token, printed to stderr. On a socket the first stdout line is `listening on ENDPOINT`; on stdio,
+//! stdout carries frames only. SIGINT and SIGTERM shut down gracefully (a second one stops at once).
+
+use std::ffi::OsString;
+use std::future::Future as _;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use clap::Args;
+use gabp_session::server::ModServer;
+use gabp_transport::{
+    Connection, Endpoint, ExplicitSettings, Listener, ModSettings, SettingsError, Token,
+};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::oneshot;
+
+use crate::game::{DemoGame, AGENT_ID};
+
+/// Long help of `gabp mod`.
+pub const EXAMPLES: &str = "\
+Settings, first source wins: the flags; the GABS environment (GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID);
+bridge.json (--config, else the platform path); defaults (a free port on 127.0.0.1, a fresh token printed
+to stderr). Logs go to stderr; RUST_LOG sets the level (default info).
+
+Examples:
+  # TCP on a free loopback port; the first stdout line is `listening on tcp://127.0.0.1:PORT`
+  gabp mod --token 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+
+  # A fresh Unix socket (0600, unpredictable path), removed on exit
+  GABP_TOKEN=0123456789abcdef0123456789abcdef gabp mod --listen unix
+
+  # One bridge on stdin/stdout; exits when stdin closes
+  gabp mod --stdio --token 0123456789abcdef0123456789abcdef";
+
+/// Arguments of `gabp mod`.
+#[derive(Debug, Clone, Args)]
+pub struct ModArgs {
+    /// Where to listen: tcp://127.0.0.1:PORT (0 picks a free port), tcp://[::1]:PORT,
+    /// unix:///path.sock, `unix` (a fresh socket in $XDG_RUNTIME_DIR or the temp directory) or stdio.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: Option<String>,
+    /// Serve one bridge on stdin/stdout (only frames on stdout); exits when stdin closes.
+    #[arg(long, conflicts_with = "listen")]
+    pub stdio: bool,
+    /// The token bridges must present in session/hello (at least 32 characters). Prefer GABP_TOKEN:
+    /// other users can see command lines.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// The bridge.json to take the endpoint and token from (default: the platform path).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// What `gabp mod` serves with.
+#[derive(Debug)]
+pub struct Resolved {
+    /// Where to listen.
+    pub endpoint: Endpoint,
+    /// The token.
+    pub token: Token,
+    /// The `agentId`.
+    pub agent_id: String,
+    /// Whether the token was generated for this run (and so must be shown).
+    pub generated_token: bool,
+}
+
+/// Resolves the settings of `gabp mod` from `args` and the environment `env`.
+///
+/// # Errors
+///
+/// One line saying which flag, variable or file is wrong. Never contains a token.
+pub fn resolve<F>(args: &ModArgs, env: F) -> Result<Resolved, String>
+where
+    F: Fn(&str) -> Option<OsString>,
+{
+    let endpoint = if args.stdio {
+        Some(Endpoint::Stdio)
+    } else {
+        args.listen
+            .as_deref()
+            .map(|listen| parse_listen(listen, &env))
+            .transpose()?
+    };
+    let token = args
+        .token
+        .as_deref()
+        .map(|t| Token::new(t).map_err(|e| format!("--token: {e}")))
+        .transpose()?;
+    let mut explicit = ExplicitSettings {
+        endpoint,
+        token,
+        agent_id: None,
+        bridge_json: args.config.clone(),
+    };
+    let mut generated_token = false;
+    let settings = match ModSettings::resolve(explicit.clone(), &env) {
+        Ok(settings) => settings,
+        // No bridge.json at the default path (or no default path): the defaults apply. A --config file that
+        // does not exist is an error.
+        Err(SettingsError::Missing { setting, .. }) if args.config.is_none() => {
+            if setting.contains("endpoint") {
+                explicit.endpoint = Some(Endpoint::tcp_v4(0));
+            }
+            if setting.contains("token") {
+                explicit.token =
+                    Some(Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?);
+                generated_token = true;
+            }
+            ModSettings::resolve(explicit, &env).map_err(|e| e.to_string())?
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(Resolved {
+        endpoint: settings.endpoint,
+        token: settings.token,
+        agent_id: settings.agent_id.unwrap_or_else(|| AGENT_ID.to_owned()),
+        generated_token,
+    })
+}
+
+/// `--listen`: an endpoint, or `unix` for a fresh socket at an unpredictable path.
+fn parse_listen<F>(listen: &str, env: &F) -> Result<Endpoint, String>
+where
+    F: Fn(&str) -> Option<OsString>,
+{
+    if listen == "unix" {
+        let dir = env("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute())
+            .unwrap_or_else(std::env::temp_dir);
+        return Endpoint::unix_unique_in(&dir).map_err(|e| format!("--listen unix: {e}"));
+    }
+    listen
+        .parse::<Endpoint>()
+        .map_err(|e| format!("--listen: {e}"))
+}
+
+/// Runs `gabp mod`; returns the exit code (0 after a clean shutdown, 1 on an error).
+pub fn run(args: &ModArgs) -> u8 {
+    init_tracing();
+    let resolved = match resolve(args, |name| std::env::var_os(name)) {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    if resolved.generated_token {
+        eprintln!(
+            "generated token: {} (no --token, GABP_TOKEN or bridge.json; bridges present it in session/hello)",
+            resolved.token.expose_secret()
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let outcome = runtime.block_on(serve(resolved));
+    // A read of stdin may still be parked on a blocking thread: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Logs go to stderr only: on stdio, stdout carries frames.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+async fn serve(resolved: Resolved) -> Result<(), String> {
+    let Resolved {
+        endpoint,
+        token,
+        agent_id,
+        ..
+    } = resolved;
+    // Before anything can be connected to: a signal from now on shuts down instead of killing.
+    let mut signals = Signals::new()?;
+    let game = DemoGame::new();
+    let server = game
+        .builder()
+        .token(token)
+        .agent_id(agent_id)
+        .build()
+        .map_err(|e| format!("cannot build the demo mod: {e}"))?;
+    // Lives until serving is over: graceful shutdown may still run calls queued for the game thread.
+    let _game_loop = game
+        .run_loop(server.main_thread())
+        .map_err(|e| format!("cannot start the game thread: {e}"))?;
+    match endpoint {
+        Endpoint::Stdio => serve_stdio(&server, &mut signals).await,
+        endpoint => serve_socket(server, &endpoint, &mut signals).await,
+    }
+}
+
+async fn serve_socket(
+    server: ModServer,
+    endpoint: &Endpoint,
+    signals: &mut Signals,
+) -> Result<(), String> {
+    let listener = Listener::bind(endpoint)
+        .await
+        .map_err(|e| format!("cannot listen on {endpoint}: {e}"))?;
+    let handle = server.serve(listener);
+    let line = format!("listening on {}", handle.endpoint());
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        tracing::warn!(error = %e, "cannot write the listening line to stdout");
+    }
+    drop(stdout);
+    tracing::info!(endpoint = %handle.endpoint(), "serving the demo game");
+
+    let signal = signals.recv().await;
+    tracing::info!(
+        signal,
+        "shutting down: answering requests in flight, then closing"
+    );
+    tokio::select! {
+        () = handle.shutdown() => tracing::info!("shut down"),
+        second = signals.recv() => {
+            tracing::warn!(signal = second, "second signal: stopping without waiting for requests in flight");
+        }
+    }
+    Ok(())
+}
+
+async fn serve_stdio(server: &ModServer, signals: &mut Signals) -> Result<(), String> {
+    let (stop, stopped) = oneshot::channel();
+    let stdin = StdinUntil {
+        stdin: tokio::io::stdin(),
+        stop: stopped,
+        stopped: false,
+    };
+    let connection =
+        Connection::new(tokio::io::join(stdin, tokio::io::stdout())).with_peer("stdio");
+    let serving = server.serve_connection(connection);
+    tokio::pin!(serving);
+    tracing::info!("serving the demo game on stdio");
+    let reason = tokio::select! {
+        reason = &mut serving => reason,
+        signal = signals.recv() => {
+            tracing::info!(signal, "shutting down: answering requests in flight, then closing");
+            // The connection reads end of input: it answers what is in flight and closes.
+            let _ = stop.send(());
+            tokio::select! {
+                reason = &mut serving => reason,
+                second = signals.recv() => {
+                    tracing::warn!(signal = second, "second signal: stopping without waiting for requests in flight");
+                    return Ok(());
+                }
+            }
+        }
+    };
+    tracing::info!(%reason, "the bridge connection closed");
+    Ok(())
+}
+
+/// Standard input that reads as ended once `stop` fires (so a signal closes a stdio session gracefully).
+struct StdinUntil {
+    stdin: tokio::io::Stdin,
+    stop: oneshot::Receiver<()>,
+    stopped: bool,
+}
+
+impl AsyncRead for StdinUntil {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if !this.stopped && Pin::new(&mut this.stop).poll(cx).is_ready() {
+            this.stopped = true;
+        }
+        if this.stopped {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.stdin).poll_read(cx, buf)
+    }
+}
+
+/// SIGINT and SIGTERM (Ctrl-C elsewhere).
+struct Signals {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Self, String> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind: SignalKind, name: &str| {
+                signal(kind).map_err(|e| format!("cannot handle {name}: {e}"))
+            };
+            Ok(Signals {
+                interrupt: install(SignalKind::interrupt(), "SIGINT")?,
+                terminate: install(SignalKind::terminate(), "SIGTERM")?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Signals {})
+        }
+    }
+
+    /// Waits for the next signal and names it.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "SIGINT",
+                _ = self.terminate.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use gabp_transport::BridgeConfig;
+
+    const TOKEN_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const TOKEN_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+
+    fn args(listen: Option<&str>, token: Option<&str>, config: Option<&Path>) -> ModArgs {
+        ModArgs {
+            listen: listen.map(str::to_owned),
+            stdio: false,
+            token: token.map(str::to_owned),
+            config: config.map(Path::to_path_buf),
+        }
+    }
+
+    /// An environment with `vars` and a config home in `home` (so no real bridge.json is read).
+    fn env<'a>(
+        home: &'a Path,
+        vars: &'a [(&'a str, &'a str)],
+    ) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            if name == "XDG_CONFIG_HOME" || name == "HOME" {
+                return Some(home.as_os_str().to_owned());
+            }
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(*v))
+        }
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_configured() {
+        let home = tempfile::tempdir().unwrap();
+        let r = resolve(&args(None, None, None), env(home.path(), &[])).unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(0));
+        assert!(r.generated_token);
+        assert_eq!(r.token.expose_secret().len(), 64);
+        assert_eq!(r.agent_id, AGENT_ID);
+    }
+
+    #[test]
+    fn flags_beat_environment_beats_config() {
+        let home = tempfile::tempdir().unwrap();
+        let config = home.path().join("gabp").join("bridge.json");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        BridgeConfig::new(Token::new(TOKEN_B).unwrap(), Endpoint::tcp_v4(40001))
+            .write_atomic(&config)
+            .unwrap();
+
+        // bridge.json at the default path.
+        let r = resolve(&args(None, None, None), env(home.path(), &[])).unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(40001));
+        assert!(r.token.verify(TOKEN_B));
+        assert!(!r.generated_token);
+
+        // The GABS environment wins over it.
+        let vars = [
+            ("GABP_SERVER_PORT", "40002"),
+            ("GABP_TOKEN", TOKEN_A),
+            ("GABS_GAME_ID", "minecraft"),
+        ];
+        let r = resolve(&args(None, None, None), env(home.path(), &vars)).unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(40002));
+        assert!(r.token.verify(TOKEN_A));
+        assert_eq!(r.agent_id, "minecraft");
+
+        // Flags win over both.
+        let r = resolve(
+            &args(Some("tcp://127.0.0.1:40003"), Some(TOKEN_B), None),
+            env(home.path(), &vars),
+        )
+        .unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(40003));
+        assert!(r.token.verify(TOKEN_B));
+
+        // Only a token in the environment: the endpoint still comes from bridge.json.
+        let r = resolve(
+            &args(None, None, None),
+            env(home.path(), &[("GABP_TOKEN", TOKEN_A)]),
+        )
+        .unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(40001));
+        assert!(r.token.verify(TOKEN_A));
+    }
+
+    #[test]
+    fn partial_settings_take_defaults_for_the_rest() {
+        let home = tempfile::tempdir().unwrap();
+        let r = resolve(
+            &args(None, None, None),
+            env(home.path(), &[("GABP_SERVER_PORT", "40004")]),
+        )
+        .unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(40004));
+        assert!(r.generated_token);
+        let r = resolve(&args(None, Some(TOKEN_A), None), env(home.path(), &[])).unwrap();
+        assert_eq!(r.endpoint, Endpoint::tcp_v4(0));
+        assert!(!r.generated_token);
+    }
+
+    #[test]
+    fn explicit_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("mine.json");
+        let socket = dir.path().join("game.sock");
+        BridgeConfig::new(
+            Token::new(TOKEN_A).unwrap(),
+            Endpoint::unix(&socket).unwrap(),
+        )
+        .write_atomic(&config)
+        .unwrap();
+        let r = resolve(&args(None, None, Some(&config)), env(dir.path(), &[])).unwrap();
+        assert_eq!(r.endpoint, Endpoint::unix(&socket).unwrap());
+        assert!(r.token.verify(TOKEN_A));
+
+        let missing = dir.path().join("missing.json");
+        let e = resolve(&args(None, None, Some(&missing)), env(dir.path(), &[])).unwrap_err();
+        assert!(e.contains("missing.json"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_one_line_errors_without_the_token() {
+        let home = tempfile::tempdir().unwrap();
+        let e = resolve(
+            &args(Some("tcp://0.0.0.0:1"), Some(TOKEN_A), None),
+            env(home.path(), &[]),
+        )
+        .unwrap_err();
+        assert!(e.contains("loopback"), "{e}");
+        let e = resolve(
+            &args(None, Some("short-token"), None),
+            env(home.path(), &[]),
+        )
+        .unwrap_err();
+        assert!(e.contains("32"), "{e}");
+        assert!(!e.contains("short-token"), "{e}");
+        let e = resolve(&args(None, Some(""), None), env(home.path(), &[])).unwrap_err();
+        assert!(e.starts_with("--token"), "{e}");
+        let e = resolve(
+            &args(None, None, None),
+            env(home.path(), &[("GABP_SERVER_PORT", "http")]),
+        )
+        .unwrap_err();
+        assert!(e.contains("GABP_SERVER_PORT"), "{e}");
+        for e in [
+            resolve(&args(Some("bogus"), None, None), env(home.path(), &[])).unwrap_err(),
+            resolve(
+                &args(Some("unix://relative.sock"), None, None),
+                env(home.path(), &[]),
+            )
+            .unwrap_err(),
+        ] {
+            assert!(e.starts_with("--listen"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
+    fn listen_unix_picks_a_fresh_path_in_the_runtime_dir() {
+        let home = tempfile::tempdir().unwrap();
+        let runtime = home.path().to_str().unwrap();
+        let vars = [("XDG_RUNTIME_DIR", runtime)];
+        let a = resolve(
+            &args(Some("unix"), Some(TOKEN_A), None),
+            env(home.path(), &vars),
+        )
+        .unwrap();
+        let b = resolve(
+            &args(Some("unix"), Some(TOKEN_A), None),
+            env(home.path(), &vars),
+        )
+        .unwrap();
+        let Endpoint::Unix(path) = &a.endpoint else {
+            panic!("{:?}", a.endpoint)
+        };
+        assert!(path.starts_with(home.path()));
+        assert_ne!(a.endpoint, b.endpoint);
+    }
+
+    #[test]
+    fn stdio_flag() {
+        let home = tempfile::tempdir().unwrap();
+        let mut a = args(None, Some(TOKEN_A), None);
+        a.stdio = true;
+        assert_eq!(
+            resolve(&a, env(home.path(), &[])).unwrap().endpoint,
+            Endpoint::Stdio
+        );
+        let r = resolve(
+            &args(Some("stdio"), Some(TOKEN_A), None),
+            env(home.path(), &[]),
+        )
+        .unwrap();
+        assert_eq!(r.endpoint, Endpoint::Stdio);
+    }
+}
