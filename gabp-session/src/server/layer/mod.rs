@@ -13,7 +13,7 @@
 //! | [`TimeoutLayer`] | a request over its time limit is answered: `-32403` for tools, `-32603` otherwise |
 //! | [`Router`](super::Router) | the methods themselves |
 //!
-//! Every layer's service answers with a [`Response`](gabp_types::Response) and never fails
+//! Every layer's service answers with a [`Response`] and never fails
 //! (`Error = Infallible`): a protocol error is an error response, not a service error.
 
 pub(crate) mod auth;
