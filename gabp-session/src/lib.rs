@@ -3,3 +3,5 @@
 
 pub mod bridge;
 pub mod server;
+
+pub use server::{ModServer, ModServerBuilder};
