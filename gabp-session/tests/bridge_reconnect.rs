@@ -315,3 +315,28 @@ async fn without_a_connector_the_policy_does_nothing() {
         }
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_restarted_mod_without_events_drops_subscriptions_without_asking() {
+    let (script, connector) = Script::new();
+    let builder = Bridge::builder(token()).reconnect(policy());
+    let (bridge, mut mock) = start(builder, &script, connector).await;
+    let (sub, _) = tokio::join!(
+        bridge.subscribe(["player/move"]),
+        mock.grant_subscribe(&["player/move"])
+    );
+    let sub = sub.unwrap();
+    drop(mock);
+    let mut mock = script.next_mod();
+    mock.handshake(&["tools/call", "session/ping"]).await;
+    wait_for(&bridge, ConnectionState::is_connected).await;
+    assert!(sub.channels().is_empty());
+    // Dropping it sends nothing either: the next frame the mod sees is the ping.
+    drop(sub);
+    let (pong, ()) = tokio::join!(bridge.ping(), async {
+        let first = mock.recv().await;
+        assert_eq!(first.method.as_str(), "session/ping");
+        mock.reply(first.id, json!({})).await;
+    });
+    pong.unwrap();
+}

@@ -464,6 +464,10 @@ impl Shared {
         let Some(link) = read(&self.current) else {
             return Ok(());
         };
+        if !link.allows(EventsUnsubscribe::NAME) {
+            // Nothing to undo at a mod that cannot unsubscribe; its events for these channels are dropped here.
+            return Ok(());
+        }
         let request = channels_request::<EventsUnsubscribe>(&emptied)?;
         let (method, params, _) = request.into_parts();
         call_link(&link, method, params, link.settings.request_timeout)
@@ -686,6 +690,11 @@ async fn handshake(
             .filter(|c| !asked.contains(c))
             .collect();
         if wanted.is_empty() {
+            break;
+        }
+        if !link.allows(EventsSubscribe::NAME) {
+            tracing::warn!(channels = ?wanted, "the mod does not offer events/subscribe; subscriptions dropped");
+            lock(&shared.router).retain_granted_all(&HashSet::new());
             break;
         }
         let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
