@@ -677,8 +677,14 @@ async fn handshake(
         max_body,
     });
     // Restore (or establish) subscriptions, then publish the connection, all under the subscription lock so no
-    // local subscription can slip between the two.
-    let _order = shared.subscriptions.lock().await;
+    // local subscription can slip between the two. A subscribe holds the lock during its round trip; should a
+    // layer hold that request back, this attempt fails after the handshake timeout instead of waiting forever.
+    let _order = tokio::time::timeout(settings.handshake_timeout, shared.subscriptions.lock())
+        .await
+        .map_err(|_| BridgeError::Timeout {
+            method: EventsSubscribe::NAME.to_owned(),
+            after: settings.handshake_timeout,
+        })?;
     if reconnect {
         lock(&shared.router).mark_reconnected();
     }

@@ -118,8 +118,8 @@ pub enum BridgeError {
         /// The time limit.
         after: Duration,
     },
-    /// The connection ended before the call was answered, or there is no connection (while reconnecting,
-    /// or after it was lost). Every pending call fails with this at once when the connection ends.
+    /// The connection ended before the call was answered, or there is no connection (before the first
+    /// handshake completes, while reconnecting, or after it was lost). Every pending call fails with this at once when the connection ends.
     #[error("disconnected from the mod")]
     Disconnected,
     /// The bridge was closed ([`Bridge::close`](crate::bridge::Bridge::close),

@@ -424,6 +424,9 @@ impl Bridge {
     /// # }
     /// ```
     ///
+    /// Subscription changes are serialized (so the mod sees them in order): a layer must answer or refuse
+    /// `events/subscribe` promptly rather than hold it, for example until a reconnect.
+    ///
     /// # Errors
     ///
     /// [`BridgeError::InvalidRequest`] for no channels or an empty name; otherwise as any call.
