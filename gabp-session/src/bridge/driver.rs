@@ -78,6 +78,9 @@ pub(crate) struct Link {
     calls: Mutex<Calls>,
     in_flight: Semaphore,
     kill: CancellationToken,
+    /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
+    /// mod closes its side too (or [`CLOSE_GRACE`] passes).
+    close_writes: CancellationToken,
     reason: Mutex<Option<DisconnectReason>>,
     base: Instant,
     last_rx: AtomicU64,
@@ -367,6 +370,9 @@ impl Shared {
     }
 
     fn link(&self) -> Result<Arc<Link>, BridgeError> {
+        if self.shutdown.is_cancelled() {
+            return Err(BridgeError::Closed);
+        }
         read(&self.current).ok_or_else(|| self.no_link_error())
     }
 
@@ -583,6 +589,7 @@ async fn establish(
         calls: Mutex::new(Calls::default()),
         in_flight: Semaphore::new(settings.max_in_flight),
         kill: CancellationToken::new(),
+        close_writes: CancellationToken::new(),
         reason: Mutex::new(None),
         base,
         last_rx: AtomicU64::new(0),
@@ -770,7 +777,13 @@ async fn supervise(
     loop {
         tokio::select! {
             () = running.link.kill.cancelled() => {}
-            () = shared.shutdown.cancelled() => running.link.shut(DisconnectReason::Shutdown),
+            () = shared.shutdown.cancelled() => {
+                // Close our side and give the mod a moment to close its own (a mod on stdio sees the end of its
+                // input and exits), reading whatever it still sends.
+                running.link.close_writes.cancel();
+                let _ = tokio::time::timeout(CLOSE_GRACE, running.link.kill.cancelled()).await;
+                running.link.shut(DisconnectReason::Shutdown);
+            }
         }
         let reason = teardown(&shared, running).await;
         tracing::debug!(%reason, "connection ended");
@@ -974,6 +987,9 @@ fn null_result_beside_error(body: &Bytes) -> Option<Response> {
     }
 }
 
+/// How long a graceful close waits for the mod to close its side after we closed ours.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
 /// The only writer of a connection: writes whole frames in queue order, flushing when the queue runs dry.
 async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, link: Arc<Link>) {
     loop {
@@ -991,6 +1007,17 @@ async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, lin
         tokio::select! {
             biased;
             () = link.kill.cancelled() => break,
+            () = link.close_writes.cancelled() => {
+                queue.close();
+                let flush = async {
+                    while let Some(frame) = queue.recv().await {
+                        sink.feed(frame).await?;
+                    }
+                    sink.flush().await
+                };
+                let _ = tokio::time::timeout(CLOSE_GRACE, flush).await;
+                break;
+            }
             result = work => match result {
                 Ok(true) => {}
                 Ok(false) => break,
@@ -1002,7 +1029,7 @@ async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, lin
         }
     }
     // Closing tells a spawned mod (stdin) or a socket peer that we are done; never wait long for it.
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+    let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
 }
 
 /// Pings after `interval` of silence; declares the mod dead after `timeout` of silence.
