@@ -4,4 +4,5 @@
 pub mod bridge;
 pub mod server;
 
+pub use bridge::{Bridge, BridgeBuilder, BridgeError};
 pub use server::{ModServer, ModServerBuilder};
