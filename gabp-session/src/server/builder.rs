@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
 
+use super::catalog::ToolCatalog;
 use super::events::{EventHub, EventPublisher};
 use super::layer::{ModService, ResponseFuture};
 use super::main_thread::MainThread;
@@ -308,6 +309,7 @@ pub struct ModServerBuilder {
     layers: Vec<LayerFn>,
     hub: Arc<EventHub>,
     main_thread: MainThread,
+    catalog: ToolCatalog,
 }
 
 impl fmt::Debug for ModServerBuilder {
@@ -357,6 +359,7 @@ impl ModServerBuilder {
             state_set: None,
             methods: Vec::new(),
             layers: Vec::new(),
+            catalog: ToolCatalog::default(),
         }
     }
 
@@ -548,6 +551,13 @@ impl ModServerBuilder {
         self.main_thread.clone()
     }
 
+    /// The tool descriptors of the server being built, for a layer that decides by a tool's tags. Empty until
+    /// the server is built; then it holds every tool registered by then (see [`ToolCatalog`]).
+    #[must_use]
+    pub fn tool_catalog(&self) -> ToolCatalog {
+        self.catalog.clone()
+    }
+
     /// Checks everything registered and builds the server.
     ///
     /// # Errors
@@ -581,6 +591,8 @@ impl ModServerBuilder {
             }
             tools.push(Arc::new(registered));
         }
+        self.catalog
+            .fill(tools.iter().map(|t| t.descriptor.clone()));
 
         // Resources.
         let mut resources = Vec::with_capacity(self.resources.len());

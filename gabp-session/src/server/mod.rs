@@ -54,6 +54,7 @@
 //! ```
 
 mod builder;
+mod catalog;
 mod driver;
 mod events;
 pub mod layer;
@@ -66,6 +67,7 @@ mod session;
 mod tool;
 
 pub use builder::{BuildError, ModServerBuilder, ServerLimits, CHANNEL_PATTERNS_EXTENSION};
+pub use catalog::ToolCatalog;
 pub use events::{EventPublisher, PublishError, Published};
 pub use main_thread::{MainThread, PumpReport};
 pub use resource::Resource;
