@@ -33,7 +33,7 @@ use gabp_session::server::{
     EventPublisher, MainThread, ModServer, ModServerBuilder, Resource, Tool, ToolError,
 };
 use gabp_types::methods::{
-    SchemaVersion, StateGetParams, StateSetError, StateSetParams, StateSetResult,
+    SchemaVersion, ServerInfo, StateGetParams, StateSetError, StateSetParams, StateSetResult,
 };
 use gabp_types::{ErrorCode, ErrorObject, PROTOCOL_VERSION};
 use schemars::JsonSchema;
@@ -44,6 +44,8 @@ pub use world::{BlockType, Position, Slot, World, WorldError, PLAYER_ID, WORLD_S
 
 /// The welcome's `app.name`.
 pub const APP_NAME: &str = "GABP Voxel Demo";
+/// The welcome's `serverInfo.name`.
+pub const SERVER_NAME: &str = "gabp-rs demo mod";
 /// The welcome's `agentId` unless `GABS_GAME_ID` names another.
 pub const AGENT_ID: &str = "voxel-demo";
 /// The channel of player moves.
@@ -311,14 +313,19 @@ impl DemoGame {
         self.tool_calls.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A server builder with the game's identity (`app` [`APP_NAME`] at this crate's version, `agentId`
-    /// [`AGENT_ID`]) and its whole surface. Add a token (or settings) and build it. Note that
+    /// A server builder with the game's identity (`app` [`APP_NAME`] and `serverInfo` [`SERVER_NAME`] at this
+    /// crate's version, `agentId` [`AGENT_ID`]) and its whole surface. Add a token (or settings) and build it. Note that
     /// [`ModServerBuilder::settings`] keeps the agent id set here: to report `GABS_GAME_ID`, call
     /// [`ModServerBuilder::agent_id`] with it.
     pub fn builder(&self) -> ModServerBuilder {
         self.register(
             ModServer::builder()
                 .app(APP_NAME, env!("CARGO_PKG_VERSION"))
+                .server_info(ServerInfo {
+                    name: Some(SERVER_NAME.to_owned()),
+                    version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+                    author: None,
+                })
                 .agent_id(AGENT_ID),
         )
     }
