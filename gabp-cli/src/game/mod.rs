@@ -314,7 +314,10 @@ impl DemoGame {
     }
 
     /// A server builder with the game's identity (`app` [`APP_NAME`] and `serverInfo` [`SERVER_NAME`] at this
-    /// crate's version, `agentId` [`AGENT_ID`]) and its whole surface. Add a token (or settings) and build it. Note that
+    /// crate's version, `agentId` [`AGENT_ID`]) and its whole surface. Add a token (or settings) and build it,
+    /// then start the game thread with [`DemoGame::run_loop`] (without it, `world/place_block` and
+    /// `player/teleport` wait and time out with `-32403`).
+    ///
     /// [`ModServerBuilder::settings`] keeps the agent id set here: to report `GABS_GAME_ID`, call
     /// [`ModServerBuilder::agent_id`] with it.
     pub fn builder(&self) -> ModServerBuilder {
