@@ -1,0 +1,27 @@
+//! [`TestkitError`]: why a mock, a pair or a proxy could not be set up.
+
+use gabp_session::bridge::BridgeError;
+use gabp_session::server::BuildError;
+use gabp_transport::{TokenError, TransportError};
+
+/// Why a mock mod, a connected pair or a proxy could not be set up.
+///
+/// The conformance suite never returns this: whatever goes wrong with the mod under test becomes a failed
+/// check in the [`Report`](crate::conformance::Report).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestkitError {
+    /// The mock's [`ModServer`](gabp_session::server::ModServer) refused its configuration (a bad tool name, a
+    /// schema that does not compile, a duplicate channel, ...).
+    #[error("cannot build the mock mod: {0}")]
+    Build(#[from] BuildError),
+    /// The bridge of a pair could not connect or complete the handshake.
+    #[error("the bridge could not connect to the mock mod: {0}")]
+    Bridge(#[from] BridgeError),
+    /// Binding, accepting or connecting failed.
+    #[error("transport error: {0}")]
+    Transport(#[from] TransportError),
+    /// A token could not be generated.
+    #[error("cannot make a token: {0}")]
+    Token(#[from] TokenError),
+}

@@ -1,0 +1,62 @@
+//! Test support for the Game Agent Bridge Protocol (`gabp/1`): what other crates' tests use to get a mod, a
+//! bridge and a wire between them, and the live conformance suite.
+//!
+//! | piece | what it is |
+//! |---|---|
+//! | [`pair`], [`MockMod::pair`] | a [`MockMod`] and a handshaken [`Bridge`](gabp_session::bridge::Bridge), connected in memory |
+//! | [`MockMod`], [`MockTool`] | a scriptable mod on a real [`ModServer`](gabp_session::server::ModServer): tools with canned values, errors or closures; channels; resources; state |
+//! | [`Recorder`] | every frame between them, in both directions, with [`requests`](Recorder::requests), [`events`](Recorder::events), [`assert_sent_strictly_valid`](Recorder::assert_sent_strictly_valid) and more |
+//! | [`FaultProxy`], [`Fault`], [`Faults`] | a frame-level proxy between any bridge and any mod (in memory or on loopback TCP) that delays, drops, corrupts, re-numbers and injects |
+//! | [`FaultyMod`] | mods that break one rule each, for testing conformance runners and bridges |
+//! | [`conformance`] | the live conformance suite: [`conformance::run`] checks a running mod over the wire and returns a [`conformance::Report`] |
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use futures::StreamExt;
+//! use gabp_session::bridge::SubscriptionItem;
+//! use gabp_testkit::{Direction, Fault};
+//! use serde_json::json;
+//!
+//! let pair = gabp_testkit::pair().await?;
+//!
+//! // Calls go through the recorder...
+//! pair.bridge.call_tool("player/teleport", json!({"x": 1, "y": 2, "z": 3})).await?;
+//! assert_eq!(pair.recorder.tool_calls("player/teleport").len(), 1);
+//!
+//! // ...and faults apply on the wire: the next event skips a seq value, and the bridge notices.
+//! let mut moves = pair.bridge.subscribe(["player/move"]).await?;
+//! pair.mock.publish("player/move", json!({"x": 1}))?;
+//! pair.faults.inject(Fault::skip_event_seq());
+//! pair.mock.publish("player/move", json!({"x": 2}))?;
+//! let Some(Ok(SubscriptionItem::Event(first))) = moves.next().await else { panic!() };
+//! let Some(Ok(SubscriptionItem::Lagged { missed, .. })) = moves.next().await else { panic!() };
+//! assert_eq!((first.seq, missed), (1, 1));
+//!
+//! pair.recorder.assert_sent_strictly_valid();
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod conformance;
+mod error;
+mod fault;
+mod faulty;
+mod mock;
+mod pair;
+mod proxy;
+mod record;
+
+pub use error::TestkitError;
+pub use fault::{Fault, Faults};
+pub use faulty::{FaultyMod, FaultyModServer};
+pub use mock::{MockMod, MockModBuilder, MockTool, ToolCall};
+pub use pair::{pair, LinkedConnection, Pair, PairBuilder};
+pub use proxy::{FaultProxy, ProxyHandle, DEFAULT_PROXY_MAX_FRAME, MALFORMED_HEADER};
+pub use record::{Direction, RecordedFrame, Recorder, StrictViolation};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
