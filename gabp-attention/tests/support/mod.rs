@@ -1,0 +1,365 @@
+//! Test support: a raw client for a mod (strictly checking everything the mod writes), a scripted mock mod
+//! for the bridge gate (strictly checking everything the bridge writes), and the fixture corpora.
+#![allow(dead_code)]
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use gabp_session::server::ModServer;
+use gabp_transport::{Connection, Frame, Token};
+use gabp_types::decode::{decode, decode_response_to, DecodeMode};
+use gabp_types::{Attention, Event, Message, MessageId, Request, Response};
+use serde_json::{json, Value};
+
+/// The token every test uses.
+pub const TOKEN: &str = "5e9c0f6a1b2d3c4e5f60718293a4b5c6d7e8f9011223344556677889900aabbc";
+
+/// How long a test waits for the other side before failing.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+pub fn token() -> Token {
+    Token::new(TOKEN).unwrap()
+}
+
+// ---- fixtures ---------------------------------------------------------------------------------------------
+
+/// The upstream GABP 1.1.0 reference, when `../shared` exists (DESIGN.md 6); never copied into the repository.
+pub fn upstream() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/gabp-1.1.0");
+    dir.is_dir().then_some(dir)
+}
+
+/// This repository's corpus root (`CONFORMANCE/1.0`, `EXAMPLES/1.0`).
+pub fn ours() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn fixture(path: impl AsRef<Path>) -> Value {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+/// The files of `dir` whose names contain `part`, sorted.
+pub fn files(dir: impl AsRef<Path>, part: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.as_ref())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(part) && n.ends_with(".json"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Checks that an event frame passes the strict decoder and carries an attention object.
+pub fn strict_attention_event(body: &[u8]) -> (Event, Attention) {
+    match decode(body, DecodeMode::Strict) {
+        Ok(Message::Event(event)) => {
+            let attention = serde_json::from_value(event.payload.clone()).unwrap();
+            (event, attention)
+        }
+        other => panic!(
+            "not a strictly valid event: {other:?}\n{}",
+            String::from_utf8_lossy(body)
+        ),
+    }
+}
+
+// ---- a raw client of a mod --------------------------------------------------------------------------------
+
+/// A bridge written by hand: sends requests, and decodes every frame the mod writes strictly (responses also
+/// against their method's result schema).
+pub struct RawClient {
+    conn: Connection,
+    /// Events read while waiting for responses, in arrival order.
+    pub events: Vec<(Event, Attention)>,
+}
+
+impl RawClient {
+    /// Serves `server` on a fresh duplex pair and says hello.
+    pub async fn connect(server: &ModServer) -> RawClient {
+        let (mod_side, client_side) = tokio::io::duplex(1 << 20);
+        tokio::spawn(server.serve_connection(Connection::new(mod_side)));
+        let mut client = RawClient {
+            conn: Connection::new(client_side),
+            events: Vec::new(),
+        };
+        let welcome = client
+            .call(
+                "session/hello",
+                json!({
+                    "token": TOKEN, "bridgeVersion": "1.0.0", "platform": "linux",
+                    "launchId": "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11"
+                }),
+            )
+            .await;
+        assert!(welcome.result().is_some(), "hello refused: {welcome:?}");
+        client
+    }
+
+    pub async fn send_raw(&mut self, value: &Value) {
+        self.conn
+            .send(Bytes::from(value.to_string()))
+            .await
+            .unwrap();
+    }
+
+    async fn next_body(&mut self) -> Bytes {
+        match tokio::time::timeout(PATIENCE, self.conn.next()).await {
+            Ok(Some(Ok(Frame::Body(body)))) => body,
+            other => panic!("no frame from the mod: {other:?}"),
+        }
+    }
+
+    /// Sends `message` (a whole request object, for fixtures) and returns the response to it.
+    pub async fn send_request(&mut self, message: &Value) -> Response {
+        self.send_raw(message).await;
+        let id = message["id"].as_str().unwrap().to_owned();
+        let method = message["method"].as_str().unwrap_or_default().to_owned();
+        loop {
+            let body = self.next_body().await;
+            match decode_response_to(&body, &method, DecodeMode::Strict) {
+                Ok(Message::Response(r)) if r.id.to_string() == id => return r,
+                Ok(Message::Event(_)) => {
+                    let event = strict_attention_event(&body);
+                    self.events.push(event);
+                }
+                other => panic!(
+                    "unexpected frame: {other:?}\n{}",
+                    String::from_utf8_lossy(&body)
+                ),
+            }
+        }
+    }
+
+    /// A request for `method` with `params` (`null` for none).
+    pub async fn call(&mut self, method: &str, params: Value) -> Response {
+        let mut message =
+            json!({"v": "gabp/1", "id": MessageId::new_v4(), "type": "request", "method": method});
+        if !params.is_null() {
+            message["params"] = params;
+        }
+        self.send_request(&message).await
+    }
+
+    /// The result of a call that must succeed.
+    pub async fn ok(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params).await;
+        match response.result() {
+            Some(result) => result.clone(),
+            None => panic!("{method} failed: {response:?}"),
+        }
+    }
+
+    /// The next event (already read, or the next frame, which must be an event).
+    pub async fn next_event(&mut self) -> (Event, Attention) {
+        if !self.events.is_empty() {
+            return self.events.remove(0);
+        }
+        let body = self.next_body().await;
+        strict_attention_event(&body)
+    }
+
+    /// Waits `within` for one more event; `None` if none came.
+    pub async fn try_event(&mut self, within: Duration) -> Option<(Event, Attention)> {
+        if !self.events.is_empty() {
+            return Some(self.events.remove(0));
+        }
+        match tokio::time::timeout(within, self.conn.next()).await {
+            Ok(Some(Ok(Frame::Body(body)))) => Some(strict_attention_event(&body)),
+            _ => None,
+        }
+    }
+}
+
+// ---- a scripted mock mod for the bridge gate ----------------------------------------------------------------
+
+/// Every method a mod with attention advertises.
+pub const METHODS: &[&str] = &[
+    "session/hello",
+    "session/ping",
+    "session/goodbye",
+    "tools/list",
+    "tools/call",
+    "events/subscribe",
+    "events/unsubscribe",
+    "attention/current",
+    "attention/ack",
+];
+
+/// The attention channels.
+pub const CHANNELS: &[&str] = &["attention/opened", "attention/updated", "attention/cleared"];
+
+/// The mock's tools: one that changes the game and one tagged `status`.
+pub fn tools() -> Value {
+    let object = json!({"type": "object"});
+    json!({"tools": [
+        {"name": "world/place_block", "title": "Place", "description": "Places a block",
+         "inputSchema": object, "outputSchema": object, "tags": ["world", "write"]},
+        {"name": "game/status", "title": "Status", "description": "Status",
+         "inputSchema": object, "outputSchema": object, "tags": ["status"]}
+    ]})
+}
+
+/// The mod end of a connection, driven by the test. Every frame the bridge writes must pass the strict
+/// decoder.
+pub struct MockMod {
+    conn: Connection,
+    seq: std::collections::HashMap<String, u64>,
+}
+
+/// A connected pair: the bridge's end and the mock.
+pub fn pair() -> (Connection, MockMod) {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    (Connection::new(ours), MockMod::new(Connection::new(theirs)))
+}
+
+impl MockMod {
+    pub fn new(conn: Connection) -> Self {
+        MockMod {
+            conn,
+            seq: Default::default(),
+        }
+    }
+
+    /// The next request the bridge wrote (strictly valid).
+    pub async fn recv(&mut self) -> Request {
+        let body = match tokio::time::timeout(PATIENCE, self.conn.next()).await {
+            Ok(Some(Ok(Frame::Body(body)))) => body,
+            other => panic!("the bridge wrote nothing: {other:?}"),
+        };
+        match decode(&body, DecodeMode::Strict) {
+            Ok(Message::Request(r)) => r,
+            other => panic!(
+                "expected a strictly valid request, got {other:?}\n{}",
+                String::from_utf8_lossy(&body)
+            ),
+        }
+    }
+
+    /// The next request, which must be for `method`.
+    pub async fn expect(&mut self, method: &str) -> Request {
+        let r = self.recv().await;
+        assert_eq!(r.method.as_str(), method, "unexpected request {r:?}");
+        r
+    }
+
+    pub async fn send(&mut self, value: Value) {
+        self.conn
+            .send(Bytes::from(value.to_string()))
+            .await
+            .unwrap();
+    }
+
+    pub async fn reply(&mut self, id: MessageId, result: Value) {
+        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "result": result}))
+            .await;
+    }
+
+    pub async fn reply_error(&mut self, id: MessageId, error: Value) {
+        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
+            .await;
+    }
+
+    /// Publishes `payload` on `channel` with the channel's next `seq` (from 0).
+    pub async fn event(&mut self, channel: &str, payload: Value) {
+        let seq = self.seq.entry(channel.to_owned()).or_insert(0);
+        let this = *seq;
+        *seq += 1;
+        self.send(json!({
+            "v": "gabp/1", "id": MessageId::new_v4(), "type": "event",
+            "channel": channel, "seq": this, "payload": payload
+        }))
+        .await;
+    }
+
+    /// Publishes `payload` on `channel` with an explicit `seq`.
+    pub async fn event_at(&mut self, channel: &str, seq: u64, payload: Value) {
+        self.seq.insert(channel.to_owned(), seq + 1);
+        self.send(json!({
+            "v": "gabp/1", "id": MessageId::new_v4(), "type": "event",
+            "channel": channel, "seq": seq, "payload": payload
+        }))
+        .await;
+    }
+
+    /// Answers `session/hello` with a welcome advertising attention.
+    pub async fn handshake(&mut self) {
+        self.handshake_with(METHODS, CHANNELS).await;
+    }
+
+    pub async fn handshake_with(&mut self, methods: &[&str], events: &[&str]) {
+        let hello = self.expect("session/hello").await;
+        assert_eq!(hello.params.as_ref().unwrap()["token"], TOKEN);
+        self.reply(
+            hello.id,
+            json!({
+                "agentId": "mock-game", "app": {"name": "Mock Game", "version": "1.0.0"},
+                "capabilities": {"methods": methods, "events": events},
+                "schemaVersion": "1.1"
+            }),
+        )
+        .await;
+    }
+
+    /// Serves what a gate asks while it syncs: `events/subscribe` (granted; only when `subscribe`),
+    /// `attention/current` (answered `current`) and `tools/list`, in whatever order they come.
+    pub async fn serve_sync(&mut self, subscribe: bool, current: Value) {
+        let mut left: Vec<&str> = vec!["attention/current", "tools/list"];
+        if subscribe {
+            // The subscription comes first: the refresh must see every event after it.
+            let r = self.expect("events/subscribe").await;
+            let channels = r.params.as_ref().unwrap()["channels"].clone();
+            self.reply(r.id, json!({ "subscribed": channels })).await;
+        }
+        while !left.is_empty() {
+            let r = self.recv().await;
+            let method = r.method.as_str().to_owned();
+            assert!(
+                left.contains(&method.as_str()),
+                "unexpected {method} while syncing"
+            );
+            left.retain(|m| *m != method);
+            let result = match method.as_str() {
+                "attention/current" => json!({ "attention": current }),
+                _ => tools(),
+            };
+            self.reply(r.id, result).await;
+        }
+    }
+
+    /// Answers one `session/ping`: a round trip that proves the bridge read everything written before.
+    pub async fn answer_ping(&mut self) {
+        let r = self.expect("session/ping").await;
+        self.reply(r.id, json!({})).await;
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.conn.close().await;
+    }
+}
+
+/// An attention object.
+pub fn item(id: &str, blocking: bool) -> Value {
+    json!({
+        "attentionId": id, "state": "open", "severity": "error", "blocking": blocking,
+        "stateInvalidated": true, "summary": format!("item {id}"),
+        "openedAtSequence": 1, "latestSequence": 1, "totalUrgentEntries": 1
+    })
+}
+
+/// The same item, cleared.
+pub fn cleared(id: &str) -> Value {
+    let mut v = item(id, false);
+    v["state"] = json!("cleared");
+    v
+}
