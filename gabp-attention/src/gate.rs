@@ -317,8 +317,11 @@ struct GateCore {
     supported: Option<bool>,
     /// The connection generation the gate is in sync with.
     synced: Option<u64>,
-    /// A gap or a reconnect was seen: the item must be refreshed.
-    needs_refresh: bool,
+    /// Counts the gaps and reconnects seen: each asks for a refresh of the item.
+    refresh_wanted: u64,
+    /// The value of `refresh_wanted` the last completed refresh answered. The gate is in sync when they are
+    /// equal; a refresh in flight does not count until it completes.
+    refreshed: u64,
     /// No usable subscription: each gated call refreshes the item (GABS's way).
     refresh_each_call: bool,
     current: Option<Attention>,
@@ -379,11 +382,11 @@ impl GateCore {
                 SubscriptionItem::Lagged { channel, missed } => {
                     tracing::debug!(%channel, missed, "attention events lost; refreshing the item");
                     self.epoch += 1;
-                    self.needs_refresh = true;
+                    self.refresh_wanted += 1;
                 }
                 SubscriptionItem::Reconnected => {
                     self.epoch += 1;
-                    self.needs_refresh = true;
+                    self.refresh_wanted += 1;
                     // A new connection may be a new mod instance, whose ids may repeat old ones.
                     self.cleared.clear();
                 }
@@ -538,7 +541,7 @@ impl GateCore {
     }
 
     fn in_sync(&self, generation: u64) -> bool {
-        self.synced == Some(generation) && !self.needs_refresh
+        self.synced == Some(generation) && self.refreshed == self.refresh_wanted
     }
 }
 
@@ -667,7 +670,7 @@ impl Shared {
             core.supported = Some(false);
             core.current = None;
             core.synced = Some(generation);
-            core.needs_refresh = false;
+            core.refreshed = core.refresh_wanted;
             core.refresh_each_call = false;
             return;
         }
@@ -691,11 +694,10 @@ impl Shared {
                 }
             }
         }
-        let asked_at = {
+        let (asked_at, answers) = {
             let mut core = lock(&self.core);
             core.drain();
-            core.needs_refresh = false;
-            core.epoch
+            (core.epoch, core.refresh_wanted)
         };
         let wants_tools = caps.is_some_and(|c| c.has_method("tools/list"));
         let (current, tools) = futures::join!(self.request("attention/current"), async {
@@ -721,6 +723,7 @@ impl Shared {
         }
         core.supported = Some(true);
         core.synced = Some(generation);
+        core.refreshed = answers;
         core.refresh_each_call = core
             .subscription
             .as_ref()
