@@ -1,17 +1,28 @@
 //! `gabp`: the command line of gabp-rs.
 //!
-//! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
-//! - `gabp demo` tours the protocol with the typed model and strict decoder.
+//! - `gabp demo` tours the protocol: the demo game in-process and a bridge talking to it.
+//! - `gabp call`, `gabp tools` and `gabp tail` talk to any mod; `gabp conformance` runs the live conformance
+//!   suite against one; `gabp bench` measures one (or, with `--self`, the demo game against a raw echo).
 //! - `gabp mod` serves the demo game, a 16x16x16 voxel world, as a GABP mod.
+//! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
 #![forbid(unsafe_code)]
 
+use std::future::Future;
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod call;
+mod conformance;
 mod demo;
 mod game;
 mod serve_mod;
+mod tail;
+mod target;
+mod terminal;
+mod tools;
 mod validate;
 
 /// The command line of gabp-rs, the Rust implementation of the Game Agent Bridge Protocol.
@@ -24,13 +35,29 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Validate GABP messages strictly (files, directories or `-` for stdin).
-    Validate(validate::ValidateArgs),
-    /// Tour the protocol: build, encode and strictly check each kind of message.
+    /// Tour the protocol: the demo game in-process on loopback TCP, and a bridge talking to it.
+    #[command(after_help = demo::EXAMPLES)]
     Demo,
+    /// Make one request to a mod and print the result as JSON.
+    #[command(after_help = call::EXAMPLES)]
+    Call(call::CallArgs),
+    /// List a mod's tools as a table.
+    #[command(after_help = tools::EXAMPLES)]
+    Tools(tools::ToolsArgs),
+    /// Follow event channels of a mod, one JSON line per event.
+    #[command(after_help = tail::EXAMPLES)]
+    Tail(tail::TailArgs),
+    /// Run the live conformance suite against a mod.
+    #[command(after_help = conformance::EXAMPLES)]
+    Conformance(conformance::ConformanceArgs),
+    /// Measure call latency and throughput of a mod (or, with --self, of the demo game against a raw echo).
+    #[command(after_help = bench::EXAMPLES)]
+    Bench(bench::BenchArgs),
     /// Serve the demo game (a 16x16x16 voxel world, one player) as a GABP mod on TCP, a Unix socket or stdio.
     #[command(after_long_help = serve_mod::EXAMPLES, after_help = serve_mod::EXAMPLES)]
     Mod(serve_mod::ModArgs),
+    /// Validate GABP messages strictly (files, directories or `-` for stdin).
+    Validate(validate::ValidateArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,7 +81,54 @@ fn main() -> ExitCode {
             );
             ExitCode::from(outcome.code())
         }
-        Command::Demo => ExitCode::from(demo::run(&mut stdout.lock())),
         Command::Mod(args) => ExitCode::from(serve_mod::run(&args)),
+        Command::Demo => client(async { demo::run(&mut std::io::stdout().lock()).await }),
+        Command::Call(args) => {
+            client(async move { call::run(&args, &mut std::io::stdout()).await })
+        }
+        Command::Tools(args) => {
+            client(async move { tools::run(&args, &mut std::io::stdout()).await })
+        }
+        Command::Tail(args) => {
+            client(
+                async move { tail::run(&args, &mut std::io::stdout(), &mut std::io::stderr()).await },
+            )
+        }
+        Command::Bench(args) => {
+            client(async move { bench::run(&args, &mut std::io::stdout()).await })
+        }
+        Command::Conformance(args) => {
+            match block_on(async move { conformance::run(&args, &mut std::io::stdout()).await }) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => fail(&e),
+            }
+        }
     }
+}
+
+/// Runs a client command: exit 0 on success, else its error as one line on stderr and exit 1.
+fn client(command: impl Future<Output = Result<(), String>>) -> ExitCode {
+    match block_on(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(error: &str) -> ExitCode {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "error: {error}");
+    ExitCode::from(1)
+}
+
+/// Runs `command` on a fresh multi-threaded runtime.
+fn block_on<T>(command: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let outcome = runtime.block_on(command);
+    // A spawned mod's stderr reader or a stdin read may still be parked: do not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    outcome
 }

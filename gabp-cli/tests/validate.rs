@@ -181,33 +181,6 @@ fn not_json_is_invalid_not_an_error() {
 }
 
 #[test]
-fn demo_tours_the_wire_and_exits_zero() {
-    let out = gabp(&["demo"], None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = stdout(&out);
-    for expected in [
-        "1. Handshake",
-        "\"method\": \"session/hello\"",
-        "\"schemaVersion\": \"1.1\"",
-        "\"channel\": \"world/block_change\"",
-        "-> answer -32700 with id 00000000-0000-0000-0000-000000000000",
-        "-> answer -32602 with id 67616270-0000-4000-8000-000000000006: /params/name",
-        "-> answer -32200",
-        "-> answer -32600 with id 00000000-0000-0000-0000-000000000000: message of 2097152 bytes",
-        "8 frames crossed the wire and passed strict validation.",
-    ] {
-        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
-    }
-    // The transcript is deterministic.
-    assert_eq!(stdout(&gabp(&["demo"], None)), text);
-}
-
-#[test]
 fn a_broken_index_in_a_validated_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("index.json"), b"[1, 2]").unwrap();

@@ -1,0 +1,90 @@
+//! `gabp conformance`: the live conformance suite of gabp-testkit against a running mod.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use clap::Args;
+use gabp_testkit::conformance::{self, CheckReport, Options, Outcome};
+
+use crate::target::{Reach, Target, TargetArgs};
+use crate::terminal::{Palette, Progress};
+
+/// Long help of `gabp conformance`.
+pub const EXAMPLES: &str = "\
+Checks the mod over the wire: handshake and welcome, token refusal, -32100 before hello, method and tool
+errors, argument validation, framing robustness (split and coalesced frames, unparseable bodies, oversized
+frames, bad headers), concurrency, response ids, event seq, limits, ping and goodbye. One line per check:
+`ok   NAME`, `FAIL NAME: reason`, or `skip NAME: reason` when the mod offers nothing to check it with (a skip
+is not a failure). Then `N passed, M failed` (and `, K skipped`). Exit status 0 only when no check failed.
+With --spawn, the command is started once per connection the suite opens.
+
+Examples:
+  gabp conformance --connect tcp://127.0.0.1:4711 --token $TOKEN
+  gabp conformance --connect unix:///run/user/1000/gabp-game.sock --token $TOKEN
+  gabp conformance --spawn 'gabp mod --stdio'";
+
+/// Arguments of `gabp conformance`.
+#[derive(Debug, Clone, Args)]
+pub struct ConformanceArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// Runs the suite; returns whether every check passed or was skipped.
+///
+/// # Errors
+///
+/// One line when the target cannot be resolved (an unreachable mod is a failed check, not an error).
+pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool, String> {
+    let Target { reach, token } = args.target.resolve(|name| std::env::var_os(name))?;
+    let target = match &reach {
+        Reach::Endpoint(endpoint) => conformance::Target::endpoint(endpoint.clone(), token),
+        Reach::Spawn(command) => {
+            let command = command.clone();
+            let secret = token.clone();
+            conformance::Target::spawn_with(token, format!("spawn: {command}"), move || {
+                let mut cmd = Target::spawn_command(&command, &secret);
+                cmd.stderr(Stdio::null());
+                cmd
+            })
+        }
+    };
+    let palette = Palette::stdout();
+    let total = conformance::checks().len() as u64;
+    let mut progress = Progress::new(total, "checks");
+    let mut done = 0;
+    let mut write_error = None;
+    let report = conformance::run_with(&target, &Options::default(), |check| {
+        done += 1;
+        progress.clear();
+        if let Err(e) = writeln!(stdout, "{}", line(check, palette)).and_then(|()| stdout.flush()) {
+            write_error.get_or_insert(e);
+        }
+        progress.set(done, check.name);
+    })
+    .await;
+    progress.clear();
+    if let Some(e) = write_error {
+        return Err(format!("cannot write to stdout: {e}"));
+    }
+    let summary = report.summary();
+    let summary = if report.is_success() {
+        palette.answer(&summary)
+    } else {
+        palette.error(&summary)
+    };
+    writeln!(stdout, "{summary}").map_err(|e| format!("cannot write to stdout: {e}"))?;
+    Ok(report.is_success())
+}
+
+/// `ok   NAME`, `FAIL NAME: reason` or `skip NAME: reason`, the status coloured.
+fn line(check: &CheckReport, palette: Palette) -> String {
+    let text = check.to_string();
+    let (status, rest) = text.split_at(4);
+    let status = match check.outcome {
+        Outcome::Passed => palette.answer(status),
+        Outcome::Failed(_) => palette.error(status),
+        _ => palette.event(status),
+    };
+    format!("{status}{rest}")
+}
