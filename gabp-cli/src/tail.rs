@@ -48,17 +48,24 @@ pub async fn run(
         .await
         .map_err(|e| format!("events/subscribe: {}", describe_call_error(&e)))?;
     let granted = events.channels();
-    for channel in &args.channels {
-        if !granted.contains(channel) {
-            let _ = writeln!(
-                stderr,
-                "warning: {channel}: the mod does not publish this channel; not following it"
-            );
-        }
-    }
+    let refused: Vec<&str> = args
+        .channels
+        .iter()
+        .filter(|c| !granted.contains(c))
+        .map(String::as_str)
+        .collect();
     if granted.is_empty() {
         session.finish().await;
-        return Err("none of the channels is published by the mod".into());
+        return Err(format!(
+            "the mod publishes none of these channels: {}",
+            refused.join(", ")
+        ));
+    }
+    for channel in refused {
+        let _ = writeln!(
+            stderr,
+            "warning: {channel}: the mod does not publish this channel; not following it"
+        );
     }
     let mut last_seq: HashMap<String, u64> = HashMap::new();
     let interrupted = tokio::signal::ctrl_c();
