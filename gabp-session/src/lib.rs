@@ -6,3 +6,8 @@ pub mod server;
 
 pub use bridge::{Bridge, BridgeBuilder, BridgeError};
 pub use server::{ModServer, ModServerBuilder};
+
+/// The repository README's examples (for mod authors and for bridge authors), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadmeDoctests;
