@@ -10,13 +10,17 @@
 //! | `demo/echo` | `{value}` | `{value}` | |
 //! | `demo/sleep` | `{ms}` (0..=60000) | `{sleptMs}` | |
 //! | `demo/raise_error` | `{message, blocking?}` (default `true`) | `{attentionId}` | opens an attention item |
+//! | `demo/status` | `{}` | `{toolCalls}` | tagged `status`: answers while attention blocks |
 //!
 //! Channels `player/move` and `world/block_change`; resources `gabp://game/world` (JSON text) and
 //! `gabp://mod/info` (binary, sent base64); `state/get` with the components `world` and `player`, `state/set`
 //! of `player.position`.
 //!
-//! `demo/raise_error` needs an [`AttentionSink`], which the attention manager provides (issue 6). Without one,
-//! and so in every build until that manager exists, it answers `-32402` with the message it was given.
+//! Attention (issue 6): [`DemoGame::new`] serves it with its own [`AttentionManager`] (`attention/current`,
+//! `attention/ack` and the `attention/*` channels); `demo/raise_error` records an `error` entry in it, which
+//! opens a blocking item that gating bridges honour until it is acknowledged. A game made with
+//! [`DemoGame::with_attention`] records into the given [`AttentionSink`] instead (the caller serves
+//! attention); a game with no sink at all ([`DemoGame::default`]) answers `demo/raise_error` with `-32402`.
 //!
 //! Tools that change the world run on the game's own thread: [`DemoGame::run_loop`] starts it. It pumps the
 //! server's [`MainThread`] queue (DESIGN.md section 5) and advances the game clock 20 times a second.
@@ -29,13 +33,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use gabp_attention::{AttentionManager, Entry};
 use gabp_session::server::{
     EventPublisher, MainThread, ModServer, ModServerBuilder, Resource, Tool, ToolError,
 };
 use gabp_types::methods::{
     SchemaVersion, ServerInfo, StateGetParams, StateSetError, StateSetParams, StateSetResult,
 };
-use gabp_types::{ErrorCode, ErrorObject, PROTOCOL_VERSION};
+use gabp_types::{ErrorCode, ErrorObject, Severity, PROTOCOL_VERSION};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -64,8 +69,8 @@ const PUMP_BUDGET: Duration = Duration::from_millis(5);
 /// One game tick (20 ticks a second).
 const TICK: Duration = Duration::from_millis(50);
 
-/// Where `demo/raise_error` records its error. The attention manager implements it (issue 6), opening or
-/// updating the current attention item; until then the demo game has none, and the tool answers `-32402`.
+/// Where `demo/raise_error` records its error: the [`AttentionManager`] implements it, opening or updating the
+/// current attention item.
 pub trait AttentionSink: Send + Sync + 'static {
     /// Records `message` as a game error, opens (or updates) the attention item, blocking bridges when
     /// `blocking`, and returns the item's `attentionId`.
@@ -76,11 +81,27 @@ pub trait AttentionSink: Send + Sync + 'static {
     fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError>;
 }
 
+/// `demo/raise_error` records an `error` entry: it opens an item (or folds into the open one), blocking unless
+/// the call says otherwise.
+impl AttentionSink for AttentionManager {
+    fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
+        self.record_entry(
+            Entry::new(Severity::Error, message)
+                .blocking(blocking)
+                .causal_method("demo/raise_error"),
+        )
+        .attention_id
+        .ok_or_else(|| ToolError::new("the attention policy opened no item"))
+    }
+}
+
 /// The demo game: the world, and what the server needs to serve it. Cheap to clone (shared state).
 #[derive(Clone, Default)]
 pub struct DemoGame {
     world: Arc<Mutex<World>>,
     attention: Option<Arc<dyn AttentionSink>>,
+    /// The attention manager the game serves itself (installed by [`DemoGame::register`]).
+    manager: Option<AttentionManager>,
     tool_calls: Arc<AtomicU64>,
 }
 
@@ -243,6 +264,19 @@ struct RaiseError {
     blocking: bool,
 }
 
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArguments {}
+
+/// What `demo/status` reports.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Status {
+    /// How many tool calls the game has executed, `demo/status` excluded.
+    tool_calls: u64,
+}
+
 /// The attention item opened.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -288,16 +322,28 @@ fn state_error(field: impl Into<String>, message: impl Into<String>, code: &str)
 // ---- the game -------------------------------------------------------------------------------------------
 
 impl DemoGame {
-    /// A fresh world.
+    /// A fresh world that serves attention with its own manager (see the module documentation).
     pub fn new() -> Self {
-        Self::default()
+        let manager = AttentionManager::new();
+        DemoGame {
+            attention: Some(Arc::new(manager.clone())),
+            manager: Some(manager),
+            ..Self::default()
+        }
     }
 
-    /// Lets `demo/raise_error` open attention items through `sink` (the attention manager, issue 6).
-    #[allow(dead_code)] // Wired by the attention manager (issue 6); exercised by the tests below.
+    /// Lets `demo/raise_error` open attention items through `sink` instead; the caller serves attention (it
+    /// installs its own manager on the builder).
     pub fn with_attention(mut self, sink: Arc<dyn AttentionSink>) -> Self {
         self.attention = Some(sink);
+        self.manager = None;
         self
+    }
+
+    /// The attention manager the game serves itself, if it does.
+    #[allow(dead_code)] // For embedders and tests; `gabp mod` needs no handle on it.
+    pub fn attention(&self) -> Option<&AttentionManager> {
+        self.manager.as_ref()
     }
 
     /// How many tool calls the game has executed (calls refused before reaching a tool are not counted).
@@ -335,7 +381,10 @@ impl DemoGame {
 
     /// Registers the game's channels, tools, resources and state handlers on `builder`.
     pub fn register(&self, builder: ModServerBuilder) -> ModServerBuilder {
-        let builder = builder.channel(PLAYER_MOVE).channel(BLOCK_CHANGE);
+        let mut builder = builder.channel(PLAYER_MOVE).channel(BLOCK_CHANGE);
+        if let Some(manager) = &self.manager {
+            builder = manager.install(builder);
+        }
         let events = builder.event_publisher();
         builder
             .tool(self.get_block_tool())
@@ -345,6 +394,7 @@ impl DemoGame {
             .tool(self.echo_tool())
             .tool(self.sleep_tool())
             .tool(self.raise_error_tool())
+            .tool(self.status_tool())
             .resource(self.world_resource())
             .resource(mod_info_resource())
             .state_get({
@@ -493,10 +543,25 @@ impl DemoGame {
         })
         .title("Raise error")
         .description(
-            "Records message as a game error and opens an attention item, blocking unless blocking is \
-             false. Until the mod serves attention, it answers -32402 with the message.",
+            "Records message as a game error and opens an attention item (or adds to the open one), \
+             blocking unless blocking is false; answers the item's attentionId.",
         )
         .tags(["demo", "attention"])
+    }
+
+    fn status_tool(&self) -> Tool {
+        let game = self.clone();
+        Tool::new("demo/status", move |_: NoArguments| {
+            // Not counted: it reports the count.
+            let calls = game.tool_calls();
+            async move { Ok::<_, ToolError>(Status { tool_calls: calls }) }
+        })
+        .title("Status")
+        .description(
+            "How many tool calls the game has executed (this one excluded; calls refused before reaching \
+             a tool are not counted). Tagged status, so it answers while an attention item blocks.",
+        )
+        .tags(["demo", "status", "read-only"])
     }
 
     fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
@@ -919,7 +984,7 @@ mod tests {
 
     #[test]
     fn raise_error_without_and_with_attention() {
-        let game = DemoGame::new();
+        let game = DemoGame::default();
         let e = game
             .raise("chunk failed", true)
             .unwrap_err()
@@ -935,6 +1000,35 @@ mod tests {
             recorder.0.lock().unwrap().as_slice(),
             [("disk full".to_owned(), false)]
         );
+    }
+
+    #[test]
+    fn new_game_serves_attention_and_raise_opens_a_blocking_item() {
+        let game = DemoGame::new();
+        let server = server(&game);
+        let caps = &server.welcome().capabilities;
+        assert!(caps.has_method("attention/current") && caps.has_method("attention/ack"));
+        for channel in gabp_attention::CHANNELS {
+            assert!(caps.has_event(channel), "{channel}");
+        }
+        let id = game.raise("disk full", true).unwrap();
+        let item = game.attention().unwrap().blocking().unwrap();
+        assert_eq!(item.attention_id.as_str(), id);
+        assert_eq!(item.causal_method.unwrap().as_str(), "demo/raise_error");
+        assert_eq!(game.raise("disk still full", true).unwrap(), id, "folded");
+
+        // A game given another sink leaves serving attention to its caller.
+        let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+        let game = DemoGame::new().with_attention(recorder);
+        assert!(game.attention().is_none());
+        assert!(!server_caps_have_attention(&game));
+    }
+
+    fn server_caps_have_attention(game: &DemoGame) -> bool {
+        server(game)
+            .welcome()
+            .capabilities
+            .has_method("attention/current")
     }
 
     #[test]
