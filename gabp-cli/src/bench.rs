@@ -375,6 +375,7 @@ fn human(
 /// Shows the progress of a run on `progress` until `done` reaches `total` or `finished` resolves.
 async fn with_progress<T>(
     progress: &mut Progress,
+    phase: &str,
     offset: u64,
     done: &AtomicU64,
     finished: impl std::future::Future<Output = T>,
@@ -384,7 +385,7 @@ async fn with_progress<T>(
     loop {
         tokio::select! {
             out = &mut finished => return out,
-            _ = tick.tick() => progress.set(offset + done.load(Ordering::Relaxed), ""),
+            _ = tick.tick() => progress.set(offset + done.load(Ordering::Relaxed), phase),
         }
     }
 }
@@ -437,7 +438,14 @@ async fn measure_calls(
             })
         })
         .collect();
-    let outcomes = with_progress(progress, offset, &done, futures::future::join_all(workers)).await;
+    let outcomes = with_progress(
+        progress,
+        "gabp",
+        offset,
+        &done,
+        futures::future::join_all(workers),
+    )
+    .await;
     let elapsed = started.elapsed();
     for outcome in outcomes {
         match outcome {
@@ -497,6 +505,31 @@ async fn measure_echo(
     }
 
     let done = Arc::new(AtomicU64::new(0));
+    if concurrency == 1 {
+        // One at a time: the tightest loop there is, one task writing and reading.
+        let run = async {
+            let mut latencies = Vec::with_capacity(calls as usize);
+            let started = Instant::now();
+            for _ in 0..calls {
+                let start = Instant::now();
+                writer
+                    .send(body.clone())
+                    .await
+                    .map_err(|e| echo_error(&e))?;
+                match reader.next().await {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(echo_error(&e)),
+                    None => return Err(echo_error(&"the connection closed")),
+                }
+                latencies.push(start.elapsed());
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok((latencies, started.elapsed()))
+        };
+        let (latencies, elapsed) = with_progress(progress, "floor", offset, &done, run).await?;
+        echo.abort();
+        return Ok(Stats::from_latencies(latencies, elapsed));
+    }
     let window = Arc::new(Semaphore::new(concurrency));
     let (sent_at_tx, mut sent_at_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let started = Instant::now();
@@ -538,7 +571,7 @@ async fn measure_echo(
             Ok(latencies)
         }
     };
-    let latencies = with_progress(progress, offset, &done, receiver).await;
+    let latencies = with_progress(progress, "floor", offset, &done, receiver).await;
     let elapsed = started.elapsed();
     let writer = sender
         .await

@@ -7,21 +7,18 @@
 //! per mod run): no timestamps, no timings.
 
 use std::io::Write;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_attention::{AttentionGate, AttentionManager, BlockedByAttention, Entry};
+use gabp_attention::{AttentionGate, BlockedByAttention};
 use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
-use gabp_session::server::{ServeHandle, ToolError};
+use gabp_session::server::ServeHandle;
 use gabp_transport::{Endpoint, Listener, Token};
 use gabp_types::methods::{StateGetParams, StateSetParams};
-use gabp_types::{Event, Severity};
+use gabp_types::Event;
 use serde_json::{json, Value};
 
-use crate::game::{
-    AttentionSink, DemoGame, GameLoop, BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI,
-};
+use crate::game::{DemoGame, GameLoop, BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
 use crate::terminal::Palette;
 
 /// Long help of `gabp demo`.
@@ -66,36 +63,20 @@ pub async fn run_with(out: &mut dyn Write, palette: Palette) -> Result<(), Strin
     }
 }
 
-/// The demo game with attention, served on loopback TCP in this process.
+/// The demo game (attention included), served on loopback TCP in this process.
 struct InProcessGame {
     handle: ServeHandle,
     token: Token,
     _game_loop: GameLoop,
 }
 
-/// `demo/raise_error` records its error in the attention manager: an `error` entry opens an item.
-struct RaiseIntoManager(AttentionManager);
-
-impl AttentionSink for RaiseIntoManager {
-    fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
-        let recorded = self.0.record_entry(
-            Entry::new(Severity::Error, message)
-                .blocking(blocking)
-                .causal_method("demo/raise_error"),
-        );
-        recorded
-            .attention_id
-            .ok_or_else(|| ToolError::new("the attention manager opened no item"))
-    }
-}
-
 impl InProcessGame {
     async fn start() -> Result<InProcessGame, String> {
         let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
-        let attention = AttentionManager::new();
-        let game = DemoGame::new().with_attention(Arc::new(RaiseIntoManager(attention.clone())));
-        let server = attention
-            .install(game.builder())
+        // The game serves attention with its own manager: demo/raise_error opens a blocking item.
+        let game = DemoGame::new();
+        let server = game
+            .builder()
             .token(token.clone())
             .build()
             .map_err(|e| format!("cannot build the demo mod: {e}"))?;
@@ -543,6 +524,9 @@ async fn attention(
             ))
         }
     }
+
+    call(t, bridge, "demo/status", json!({})).await?;
+    t.note("tools tagged read-only, status or diagnostic still run: the agent can look around")?;
 
     let current = gate.current().ok_or("the gate sees no attention item")?;
     t.sent(
