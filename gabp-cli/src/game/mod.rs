@@ -334,6 +334,7 @@ impl DemoGame {
 
     /// Lets `demo/raise_error` open attention items through `sink` instead; the caller serves attention (it
     /// installs its own manager on the builder).
+    #[allow(dead_code)] // For embedders and tests: the binary's demo game serves its own manager.
     pub fn with_attention(mut self, sink: Arc<dyn AttentionSink>) -> Self {
         self.attention = Some(sink);
         self.manager = None;
