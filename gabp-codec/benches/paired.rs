@@ -61,6 +61,7 @@ fn main() {
     let rounds = if std::env::args().any(|a| a == "--bench") {
         300
     } else {
+        println!("test mode: 3 rounds, figures not meaningful (run with `cargo bench`)");
         3
     };
     println!("throughput of gabp relative to length_delimited (>1: gabp faster)");
