@@ -122,8 +122,9 @@ impl Fault {
         Fault::always_(Kind::Delay(direction, delay))
     }
 
-    /// Drops the connection (both sides, at once) right after `messages` more frames have been forwarded, in
-    /// either direction. `drop_after(0)` drops it at the next frame, without forwarding it.
+    /// Drops the connection right after `messages` more frames have been forwarded, in either direction: both
+    /// sides see the end of the stream once the frames already on their way are written, and nothing more is
+    /// forwarded. `drop_after(0)` drops it at the next frame, without forwarding that frame.
     #[must_use]
     pub fn drop_after(messages: u64) -> Fault {
         Fault::once(Kind::DropAfter(messages))

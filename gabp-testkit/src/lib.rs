@@ -15,7 +15,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use futures::StreamExt;
 //! use gabp_session::bridge::SubscriptionItem;
-//! use gabp_testkit::{Direction, Fault};
+//! use gabp_testkit::Fault;
 //! use serde_json::json;
 //!
 //! let pair = gabp_testkit::pair().await?;
@@ -27,11 +27,12 @@
 //! // ...and faults apply on the wire: the next event skips a seq value, and the bridge notices.
 //! let mut moves = pair.bridge.subscribe(["player/move"]).await?;
 //! pair.mock.publish("player/move", json!({"x": 1}))?;
+//! let Some(Ok(SubscriptionItem::Event(first))) = moves.next().await else { panic!() };
 //! pair.faults.inject(Fault::skip_event_seq());
 //! pair.mock.publish("player/move", json!({"x": 2}))?;
-//! let Some(Ok(SubscriptionItem::Event(first))) = moves.next().await else { panic!() };
 //! let Some(Ok(SubscriptionItem::Lagged { missed, .. })) = moves.next().await else { panic!() };
-//! assert_eq!((first.seq, missed), (1, 1));
+//! let Some(Ok(SubscriptionItem::Event(second))) = moves.next().await else { panic!() };
+//! assert_eq!((missed, second.seq), (1, first.seq + 2));
 //!
 //! pair.recorder.assert_sent_strictly_valid();
 //! # Ok(())

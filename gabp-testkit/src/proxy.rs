@@ -333,6 +333,12 @@ impl Link {
         let _ = self.sender(direction).send(Out::Close).await;
     }
 
+    /// Drops the connection: both sides are closed once the frames already queued are written.
+    async fn drop_connection(&self) {
+        self.close(Direction::BridgeToMod).await;
+        self.close(Direction::ModToBridge).await;
+    }
+
     /// Records and forwards one injected frame.
     async fn inject(&self, kind: Kind) {
         let (direction, body) = match kind {
@@ -404,26 +410,23 @@ async fn run_link(shared: Arc<Shared>, connection: u64, bridge_io: ByteStream, m
         link.forward(Direction::BridgeToMod, frame(&body)).await;
     }
 
-    let io = async {
+    // Once neither side can be written to, there is nothing left to forward: the readers stop too.
+    let max = shared.max_frame;
+    let writers = async {
         tokio::join!(
-            read_side(
-                link.clone(),
-                bridge_r,
-                Direction::BridgeToMod,
-                shared.max_frame
-            ),
-            read_side(
-                link.clone(),
-                mod_r,
-                Direction::ModToBridge,
-                shared.max_frame
-            ),
             write_side(link.clone(), mod_w, to_mod_rx, Direction::BridgeToMod),
             write_side(link.clone(), bridge_w, to_bridge_rx, Direction::ModToBridge),
+        );
+        link.cancel.cancel();
+    };
+    let readers = async {
+        tokio::join!(
+            read_side(link.clone(), bridge_r, Direction::BridgeToMod, max),
+            read_side(link.clone(), mod_r, Direction::ModToBridge, max),
         )
     };
     tokio::select! {
-        _ = io => {}
+        _ = async { tokio::join!(writers, readers) } => {}
         () = control(link.clone()) => {}
     }
     link.cancel.cancel();
@@ -495,6 +498,8 @@ async fn read_side(
             continue;
         }
         let next = tokio::select! {
+            // Biased: a fault armed before a frame arrived applies to that frame.
+            biased;
             () = link.cancel.cancelled() => return,
             // Re-check the faults when they change (a stop_reading must take effect at once).
             _ = changes.changed() => continue,
@@ -587,7 +592,7 @@ async fn on_body(link: &Arc<Link>, direction: Direction, body: Bytes) -> bool {
         false,
     );
     if link.faults.drop_now() {
-        link.cancel.cancel();
+        link.drop_connection().await;
         return false;
     }
     let body = match direction {
@@ -613,9 +618,7 @@ async fn on_body(link: &Arc<Link>, direction: Direction, body: Bytes) -> bool {
         return false;
     }
     if link.faults.count_message() {
-        // Let the writers flush what was queued before the connection drops.
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        link.cancel.cancel();
+        link.drop_connection().await;
         return false;
     }
     true
