@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 
 use crate::methods::{self, Method};
 use crate::{
-    Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MethodName, Outcome,
-    Request, Response, Timestamp, PROTOCOL_VERSION,
+    Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
+    MethodName, Outcome, Request, Response, Timestamp, PROTOCOL_VERSION,
 };
 
 /// How strictly to read.
@@ -52,6 +52,7 @@ struct DecodeErrorInner {
     pointer: String,
     reason: String,
     id: Option<MessageId>,
+    kind: Option<MessageKind>,
 }
 
 impl fmt::Display for DecodeError {
@@ -75,6 +76,7 @@ impl DecodeError {
             pointer: pointer.into(),
             reason: reason.into(),
             id: None,
+            kind: None,
         }))
     }
 
@@ -96,6 +98,12 @@ impl DecodeError {
     /// What is wrong, in words.
     pub fn reason(&self) -> &str {
         &self.0.reason
+    }
+
+    /// The message's `type`, when it names one of the three kinds. A receiver never answers an invalid
+    /// response or event (so two peers can never bounce error replies at each other).
+    pub fn kind(&self) -> Option<MessageKind> {
+        self.0.kind
     }
 
     /// The message's id, when it could be read as a UUID (an answer then carries it; otherwise the nil id).
@@ -147,7 +155,10 @@ pub fn decode_response_to(
         outcome: Outcome::Result(result),
     }) = &message
     {
-        check_result(method, result).map_err(|e| e.with_id(Some(*id)))?;
+        check_result(method, result).map_err(|mut e| {
+            e.0.kind = Some(MessageKind::Response);
+            e.with_id(Some(*id))
+        })?;
     }
     Ok(message)
 }
@@ -216,7 +227,16 @@ pub fn decode_value(value: Value, mode: DecodeMode) -> Result<Message, DecodeErr
         .get("id")
         .and_then(Value::as_str)
         .and_then(|s| MessageId::parse(s).ok());
-    envelope(&mut map, mode, id).map_err(|e| e.with_id(id))
+    let kind = match map.get("type").and_then(Value::as_str) {
+        Some("request") => Some(MessageKind::Request),
+        Some("response") => Some(MessageKind::Response),
+        Some("event") => Some(MessageKind::Event),
+        _ => None,
+    };
+    envelope(&mut map, mode, id).map_err(|mut e| {
+        e.0.kind = kind;
+        e.with_id(id)
+    })
 }
 
 fn missing(field: &str) -> DecodeError {

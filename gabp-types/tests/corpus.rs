@@ -309,6 +309,13 @@ fn invalid_cases_carry_the_code_to_answer_with() {
             .and_then(Value::as_str)
             .and_then(|s| s.parse::<gabp_types::MessageId>().ok());
         assert_eq!(err.id(), readable, "{suffix}");
+        let kind = match value.get("type").and_then(Value::as_str) {
+            Some("request") => Some(gabp_types::MessageKind::Request),
+            Some("response") => Some(gabp_types::MessageKind::Response),
+            Some("event") => Some(gabp_types::MessageKind::Event),
+            _ => None,
+        };
+        assert_eq!(err.kind(), kind, "{suffix}");
     }
 }
 

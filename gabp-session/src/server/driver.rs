@@ -341,8 +341,26 @@ impl Driver {
 
     fn dispatch(&mut self, req: ServerRequest) {
         let id = req.id();
-        let future = self.service.call(req);
+        let mut future = self.service.call(req);
         let max = self.config.max_message_size;
+        // Most handlers answer without ever waiting (a query of the game's state, an echo): poll once here, and
+        // only a request that has to wait gets a task of its own. A waiting request is handed to its task, whose
+        // first poll registers the task's waker, so nothing is lost by polling it here with a no-op one.
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
+            Ok(Poll::Ready(Ok(response))) => {
+                self.backlog.push_back(encode(response, max));
+                return;
+            }
+            Ok(Poll::Ready(Err(never))) => match never {},
+            Ok(Poll::Pending) => {}
+            Err(_) => {
+                let answer =
+                    Response::error(id, internal_error("internal error: the request panicked"));
+                self.backlog.push_back(encode(answer, max));
+                return;
+            }
+        }
         self.tasks.spawn(async move {
             let response = match AssertUnwindSafe(future).catch_unwind().await {
                 Ok(Ok(response)) => response,
