@@ -10,13 +10,12 @@ use bytes::Bytes;
 use clap::Args;
 use futures::{SinkExt, StreamExt};
 use gabp_session::bridge::{Bridge, BridgeError};
-use gabp_session::server::ServeHandle;
-use gabp_transport::{Endpoint, Listener, Token};
+use gabp_transport::{Endpoint, Listener};
 use gabp_types::{Message, MethodName, Request};
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::game::{DemoGame, GameLoop};
+use crate::in_process::InProcessGame;
 use crate::target::{describe_call_error, TargetArgs};
 use crate::terminal::Progress;
 
@@ -152,36 +151,6 @@ impl Invocation {
         let body = serde_json::to_vec(&Message::Request(Request::new(method, params)))
             .map_err(|e| e.to_string())?;
         Ok(Bytes::from(body))
-    }
-}
-
-/// The demo game served in-process on loopback TCP.
-struct InProcessGame {
-    handle: ServeHandle,
-    _game_loop: GameLoop,
-    token: Token,
-}
-
-impl InProcessGame {
-    async fn start() -> Result<InProcessGame, String> {
-        let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
-        let game = DemoGame::new();
-        let server = game
-            .builder()
-            .token(token.clone())
-            .build()
-            .map_err(|e| format!("cannot build the demo mod: {e}"))?;
-        let game_loop = game
-            .run_loop(server.main_thread())
-            .map_err(|e| format!("cannot start the game thread: {e}"))?;
-        let listener = Listener::bind(&Endpoint::tcp_v4(0))
-            .await
-            .map_err(|e| format!("cannot listen on loopback: {e}"))?;
-        Ok(InProcessGame {
-            handle: server.serve(listener),
-            _game_loop: game_loop,
-            token,
-        })
     }
 }
 

@@ -12,13 +12,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use gabp_attention::{AttentionGate, BlockedByAttention};
 use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
-use gabp_session::server::ServeHandle;
-use gabp_transport::{Endpoint, Listener, Token};
 use gabp_types::methods::{StateGetParams, StateSetParams};
 use gabp_types::Event;
 use serde_json::{json, Value};
 
-use crate::game::{DemoGame, GameLoop, BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
+use crate::game::{BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
+use crate::in_process::InProcessGame;
 use crate::terminal::Palette;
 
 /// Long help of `gabp demo`.
@@ -60,37 +59,6 @@ pub async fn run_with(out: &mut dyn Write, palette: Palette) -> Result<(), Strin
     match outcome {
         Ok(result) => result,
         Err(_) => Err(format!("the tour did not finish within {TOUR_LIMIT:?}")),
-    }
-}
-
-/// The demo game (attention included), served on loopback TCP in this process.
-struct InProcessGame {
-    handle: ServeHandle,
-    token: Token,
-    _game_loop: GameLoop,
-}
-
-impl InProcessGame {
-    async fn start() -> Result<InProcessGame, String> {
-        let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
-        // The game serves attention with its own manager: demo/raise_error opens a blocking item.
-        let game = DemoGame::new();
-        let server = game
-            .builder()
-            .token(token.clone())
-            .build()
-            .map_err(|e| format!("cannot build the demo mod: {e}"))?;
-        let game_loop = game
-            .run_loop(server.main_thread())
-            .map_err(|e| format!("cannot start the game thread: {e}"))?;
-        let listener = Listener::bind(&Endpoint::tcp_v4(0))
-            .await
-            .map_err(|e| format!("cannot listen on loopback: {e}"))?;
-        Ok(InProcessGame {
-            handle: server.serve(listener),
-            token,
-            _game_loop: game_loop,
-        })
     }
 }
 

@@ -18,6 +18,7 @@ mod call;
 mod conformance;
 mod demo;
 mod game;
+mod in_process;
 mod serve_mod;
 mod tail;
 mod target;
