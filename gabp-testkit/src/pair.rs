@@ -98,9 +98,27 @@ impl PairBuilder {
         self
     }
 
-    /// Opens the in-memory connection through the proxy and returns its bridge end unframed-for-you: a
-    /// [`Connection`] for a bridge of your own, a raw client or [`Bridge::over`] with your own builder.
-    /// Must be called within a Tokio runtime.
+    /// Opens the in-memory connection through the proxy without a bridge: the bridge's end is a framed
+    /// [`Connection`], for a bridge of your own, raw frames, or [`Bridge::over`] with a builder of your own
+    /// (the faults armed with [`PairBuilder::fault`] apply; [`PairBuilder::bridge`] does not). Must be called
+    /// within a Tokio runtime.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use futures::{SinkExt, StreamExt};
+    ///
+    /// let linked = gabp_testkit::MockMod::demo()?.pair().connection();
+    /// let mut conn = linked.connection;
+    /// // Raw bytes: a request before session/hello is refused with -32100.
+    /// conn.send(r#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request","method":"tools/list"}"#.into())
+    ///     .await?;
+    /// let answer = conn.next().await.ok_or("closed")??.into_body().ok_or("oversized")?;
+    /// let answer: serde_json::Value = serde_json::from_slice(&answer)?;
+    /// assert_eq!(answer["error"]["code"], -32100);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use]
     pub fn connection(self) -> LinkedConnection {
         let proxy = FaultProxy::new();

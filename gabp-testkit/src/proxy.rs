@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::fault::{Faults, Kind};
 use crate::record::{Direction, Recorder};
@@ -154,12 +155,14 @@ impl FaultProxy {
     {
         let shared = self.shared.clone();
         let connection = shared.connections.fetch_add(1, Ordering::AcqRel);
+        let span = tracing::debug_span!("gabp.testkit.proxy", connection);
         run_link(
             shared,
             connection,
             ByteStream::new(bridge_side),
             ByteStream::new(mod_side),
         )
+        .instrument(span)
     }
 
     /// Spawns a link in front of `mod_side` and returns the stream a bridge uses: one end of an in-memory
