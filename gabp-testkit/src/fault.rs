@@ -405,3 +405,63 @@ impl Faults {
             .is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_apply_as_often_as_told() {
+        let faults = Faults::new();
+        faults.inject(Fault::wrong_response_id().times(2));
+        let wrong = |k: &Kind| matches!(k, Kind::WrongResponseId).then_some(());
+        assert!(faults.take(wrong).is_some());
+        assert!(faults.take(wrong).is_some());
+        assert!(faults.take(wrong).is_none());
+
+        faults.inject(Fault::skip_event_seq().always());
+        let skip = |k: &Kind| matches!(k, Kind::SkipEventSeq).then_some(());
+        for _ in 0..5 {
+            assert!(faults.take(skip).is_some());
+        }
+        faults.clear();
+        assert!(faults.take(skip).is_none());
+    }
+
+    #[test]
+    fn drop_after_counts_forwarded_frames() {
+        let faults = Faults::new();
+        faults.inject(Fault::drop_after(3));
+        assert!(!faults.drop_now());
+        assert!(!faults.count_message());
+        assert!(!faults.count_message());
+        assert!(faults.count_message());
+        assert!(faults.active().is_empty());
+
+        faults.inject(Fault::drop_after(0));
+        assert!(faults.drop_now());
+    }
+
+    #[test]
+    fn injections_wait_for_a_connection_and_reading_can_resume() {
+        let faults = Faults::new();
+        faults.inject(Fault::unsolicited_response().times(2));
+        faults.inject(Fault::oversized_frame(Direction::BridgeToMod, 2048));
+        assert_eq!(faults.take_injections().len(), 3);
+        assert!(faults.take_injections().is_empty());
+
+        faults.inject(Fault::stop_reading(Direction::ModToBridge));
+        assert!(faults.reading_stopped(Direction::ModToBridge));
+        assert!(!faults.reading_stopped(Direction::BridgeToMod));
+        faults.resume_reading();
+        assert!(!faults.reading_stopped(Direction::ModToBridge));
+    }
+
+    #[test]
+    fn debug_never_shows_a_token() {
+        let token = Token::new("0123456789abcdef0123456789abcdef").expect("token");
+        let shown = format!("{:?}", Fault::accept_any_token(token));
+        assert!(!shown.contains("0123456789abcdef"), "{shown}");
+        assert!(shown.contains("accept any token"));
+    }
+}

@@ -830,3 +830,33 @@ fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
     }
     Some(if changed { encode(&map) } else { body })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_ping_has_exactly_the_size_asked_for_and_stays_a_ping() {
+        let id = MessageId::new_v4();
+        for size in [1024, 4096, 1024 * 1024 + 1] {
+            let body = padded_ping(id, size);
+            assert_eq!(body.len(), size);
+            let Ok(Message::Request(ping)) = gabp_types::decode::decode_strict(&body) else {
+                panic!("not a strict request");
+            };
+            assert_eq!((ping.id, ping.method.as_str()), (id, "session/ping"));
+        }
+        // Smaller than the bare request: the bare request.
+        assert!(padded_ping(id, 10).len() > 10);
+    }
+
+    #[test]
+    fn frames_carry_the_canonical_header() {
+        assert_eq!(
+            &frame(b"{}")[..],
+            b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
+        );
+        assert_eq!(corrupt(b"{\"a\":1}").len(), 7);
+        assert!(serde_json::from_slice::<Value>(&corrupt(b"{\"a\":1}")).is_err());
+    }
+}

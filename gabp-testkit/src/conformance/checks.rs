@@ -1155,3 +1155,34 @@ async fn envelope_strictly_valid(ctx: &mut Ctx) -> CheckResult {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_arguments_follow_the_schema() {
+        let required =
+            json!({"type": "object", "required": ["x"], "properties": {"x": {"type": "number"}}});
+        assert_eq!(invalid_arguments(&required).map(|a| a.0), Some(json!({})));
+        let typed = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        assert_eq!(
+            invalid_arguments(&typed).map(|a| a.0),
+            Some(json!({"name": 12345}))
+        );
+        let closed = json!({"type": "object", "additionalProperties": false});
+        assert_eq!(
+            invalid_arguments(&closed).map(|a| a.0),
+            Some(json!({"conformance_unknown_argument": 1}))
+        );
+        assert_eq!(invalid_arguments(&json!({"type": "object"})), None);
+    }
+
+    #[test]
+    fn the_suite_tables_agree() {
+        assert_eq!(INFO.len(), CHECKS.len());
+        for (info, check) in INFO.iter().zip(CHECKS) {
+            assert_eq!(info, &check.info);
+        }
+    }
+}
