@@ -222,7 +222,7 @@ impl FaultProxy {
         Ok(ProxyHandle {
             endpoint,
             stop,
-            task,
+            task: Some(task),
         })
     }
 }
@@ -232,7 +232,7 @@ impl FaultProxy {
 pub struct ProxyHandle {
     endpoint: Endpoint,
     stop: CancellationToken,
-    task: JoinHandle<()>,
+    task: Option<JoinHandle<()>>,
 }
 
 impl ProxyHandle {
@@ -245,8 +245,9 @@ impl ProxyHandle {
     /// Stops accepting, closes every connection and waits until they are closed.
     pub async fn shutdown(mut self) {
         self.stop.cancel();
-        let task = std::mem::replace(&mut self.task, tokio::spawn(async {}));
-        let _ = task.await;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
     }
 }
 
