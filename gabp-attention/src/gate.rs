@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
@@ -337,6 +338,14 @@ struct GateCore {
     tags: HashMap<String, Vec<String>>,
 }
 
+/// The gate's decision on a call.
+enum Admission {
+    Admitted(Ticket),
+    Blocked(BlockedByAttention),
+    /// The gate must bring itself in sync (after a handshake or a gap) before it can decide.
+    NeedsSync,
+}
+
 /// What a call noted when it was let through.
 #[derive(Debug, Clone, Copy)]
 struct Ticket {
@@ -359,8 +368,11 @@ impl GateCore {
         let Some(subscription) = self.subscription.as_mut() else {
             return;
         };
-        let waker = self.waker.clone().unwrap_or_else(futures::task::noop_waker);
-        let mut cx = Context::from_waker(&waker);
+        let waker = self
+            .waker
+            .as_ref()
+            .unwrap_or_else(|| futures::task::noop_waker_ref());
+        let mut cx = Context::from_waker(waker);
         let mut ended = false;
         let mut items = Vec::new();
         loop {
@@ -555,28 +567,28 @@ impl Shared {
         self.service.state().generation()
     }
 
-    /// Decides a call: refused with the blocking item, or let through with a ticket.
-    async fn admit(&self, request: &BridgeRequest) -> Result<Ticket, BlockedByAttention> {
+    /// Decides a call without waiting, when the gate is in sync; says so when it must sync first.
+    fn try_admit(&self, request: &BridgeRequest, synced: bool) -> Admission {
         let gated = self.gated(request);
-        if gated {
-            let settled = {
-                let mut core = lock(&self.core);
-                core.drain();
-                !core.refresh_each_call && self.generation().is_none_or(|g| core.in_sync(g))
-            };
-            if !settled {
-                self.ensure_synced().await;
-            }
-        }
         let mut core = lock(&self.core);
         core.drain();
         if gated {
+            // With a subscription, a reconnect shows in it (drained above) before calls can go through, so
+            // the connection's generation need not be read on this path.
+            let stale = core.refresh_each_call
+                || core.synced.is_none()
+                || core.refreshed != core.refresh_wanted
+                || (core.subscription.is_none()
+                    && self.generation().is_some_and(|g| !core.in_sync(g)));
+            if stale && !synced {
+                return Admission::NeedsSync;
+            }
             if let Some(attention) = core.blocking() {
                 let tool = request.tool_name();
                 let allowed = tool
                     .is_some_and(|t| self.allow.allows(t, core.tags.get(t).into_iter().flatten()));
                 if !allowed {
-                    return Err(BlockedByAttention {
+                    return Admission::Blocked(BlockedByAttention {
                         attention: attention.clone(),
                         method: request.method().as_str().to_owned(),
                         tool: tool.map(str::to_owned),
@@ -590,11 +602,27 @@ impl Shared {
             "tools/list" => CallKind::ToolsList,
             _ => CallKind::Other,
         };
-        Ok(Ticket {
+        Admission::Admitted(Ticket {
             epoch: core.epoch,
             raised: core.raised,
             kind,
         })
+    }
+
+    /// Decides a call, bringing the gate in sync first if it must: refused with the blocking item, or let
+    /// through with a ticket.
+    async fn admit(&self, request: &BridgeRequest) -> Result<Ticket, BlockedByAttention> {
+        let mut synced = false;
+        loop {
+            match self.try_admit(request, synced) {
+                Admission::Admitted(ticket) => return Ok(ticket),
+                Admission::Blocked(blocked) => return Err(blocked),
+                Admission::NeedsSync => {
+                    self.ensure_synced().await;
+                    synced = true;
+                }
+            }
+        }
     }
 
     /// Learns from a completed call, and attaches the item that opened or changed while it ran.
@@ -876,11 +904,15 @@ impl AttentionGate {
     ///
     /// [`BridgeError::Rejected`] with [`BlockedByAttention`]; otherwise as the call.
     pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
-        let ticket = self
-            .shared
-            .admit(&request)
-            .await
-            .map_err(BridgeError::rejected)?;
+        let ticket = match self.shared.try_admit(&request, false) {
+            Admission::Admitted(ticket) => ticket,
+            Admission::Blocked(blocked) => return Err(BridgeError::rejected(blocked)),
+            Admission::NeedsSync => self
+                .shared
+                .admit(&request)
+                .await
+                .map_err(BridgeError::rejected)?,
+        };
         let mut result = self.shared.service.send(request).await;
         self.shared.complete(ticket, &mut result);
         result
@@ -954,25 +986,102 @@ where
 {
     type Response = BridgeResponse;
     type Error = BridgeError;
-    type Future = BoxFuture<'static, Result<BridgeResponse, BridgeError>>;
+    type Future = AttentionGateFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: BridgeRequest) -> Self::Future {
-        // The service that was polled ready goes with this call; a fresh clone stays for the next.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let shared = self.gate.shared.clone();
-        Box::pin(async move {
-            let ticket = shared
-                .admit(&request)
-                .await
-                .map_err(BridgeError::rejected)?;
-            let mut result = inner.call(request).await;
-            shared.complete(ticket, &mut result);
-            result
-        })
+        let shared = &self.gate.shared;
+        let state = match shared.try_admit(&request, false) {
+            // The common case: decided at once, no allocation beyond the inner call's.
+            Admission::Admitted(ticket) => State::Running {
+                inner: self.inner.call(request),
+                ticket,
+                shared: shared.clone(),
+            },
+            Admission::Blocked(blocked) => State::Done {
+                result: Some(Err(BridgeError::rejected(blocked))),
+            },
+            // After a handshake or a gap: wait for the refresh, then decide. The service that was polled
+            // ready goes with this call; a fresh clone stays for the next.
+            Admission::NeedsSync => {
+                let clone = self.inner.clone();
+                let mut inner = std::mem::replace(&mut self.inner, clone);
+                let shared = shared.clone();
+                State::Syncing {
+                    future: Box::pin(async move {
+                        let ticket = shared
+                            .admit(&request)
+                            .await
+                            .map_err(BridgeError::rejected)?;
+                        let mut result = inner.call(request).await;
+                        shared.complete(ticket, &mut result);
+                        result
+                    }),
+                }
+            }
+        };
+        AttentionGateFuture { state }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`AttentionGateService`]: the inner call, a refusal, or a wait for the gate to sync.
+    pub struct AttentionGateFuture<F> {
+        #[pin]
+        state: State<F>,
+    }
+}
+
+pin_project_lite::pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        Running {
+            #[pin]
+            inner: F,
+            ticket: Ticket,
+            shared: Arc<Shared>,
+        },
+        Done {
+            result: Option<Result<BridgeResponse, BridgeError>>,
+        },
+        Syncing {
+            future: BoxFuture<'static, Result<BridgeResponse, BridgeError>>,
+        },
+    }
+}
+
+impl<F> fmt::Debug for AttentionGateFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AttentionGateFuture")
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F> Future for AttentionGateFuture<F>
+where
+    F: Future<Output = Result<BridgeResponse, BridgeError>>,
+{
+    type Output = Result<BridgeResponse, BridgeError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Running {
+                inner,
+                ticket,
+                shared,
+            } => {
+                let mut result = std::task::ready!(inner.poll(cx));
+                shared.complete(*ticket, &mut result);
+                Poll::Ready(result)
+            }
+            // Polled again after it answered: a misuse of the future; answer as a closed bridge would.
+            StateProj::Done { result } => {
+                Poll::Ready(result.take().unwrap_or(Err(BridgeError::Closed)))
+            }
+            StateProj::Syncing { future } => future.as_mut().poll(cx),
+        }
     }
 }

@@ -58,8 +58,9 @@ mod tracing_layer;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use gate::{
-    AttentionGate, AttentionGateBuilder, AttentionGateLayer, AttentionGateService,
-    BlockedByAttention, GateError, Gated, RelatedAttention, DEFAULT_SYNC_TIMEOUT,
+    AttentionGate, AttentionGateBuilder, AttentionGateFuture, AttentionGateLayer,
+    AttentionGateService, BlockedByAttention, GateError, Gated, RelatedAttention,
+    DEFAULT_SYNC_TIMEOUT,
 };
 pub use item::{
     Entry, LifecycleEvent, LifecycleKind, Recorded, CHANNELS, CLEARED, MAX_MESSAGE_CHARS, OPENED,
