@@ -21,6 +21,22 @@ thread_local! {
     static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Marks this thread as recording until dropped (even by a panic).
+struct Recording;
+
+impl Recording {
+    fn start() -> Recording {
+        RECORDING.with(|r| r.set(true));
+        Recording
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        RECORDING.with(|r| r.set(false));
+    }
+}
+
 /// A [`tracing_subscriber::Layer`] that records `WARN` events as `warning` entries and `ERROR` events as
 /// `error` entries into an [`AttentionManager`], so a Rust game gets attention from its existing logging with
 /// one line. Other levels are ignored.
@@ -139,13 +155,12 @@ impl<S: Subscriber> Layer<S> for AttentionTracingLayer {
         if self.ignores(metadata.target()) || RECORDING.with(Cell::get) {
             return;
         }
-        RECORDING.with(|r| r.set(true));
+        let _recording = Recording::start();
         let mut line = Line::default();
         event.record(&mut line);
         let signature = format!("{}::{}", metadata.target(), metadata.name());
         self.manager
             .record_entry(Entry::new(level, line.into_text()).signature(signature));
-        RECORDING.with(|r| r.set(false));
     }
 }
 
