@@ -47,8 +47,11 @@ impl MessageId {
     }
 
     /// A fresh random (version 4) id, in lower case.
+    ///
+    /// Every message a peer sends needs one, so they come from a per-thread generator seeded once from the
+    /// operating system rather than from a system call each (see [`random_bytes`]).
     pub fn new_v4() -> MessageId {
-        Self::from_uuid(uuid::Uuid::new_v4())
+        Self::from_uuid(uuid::Builder::from_random_bytes(random_bytes()).into_uuid())
     }
 
     /// The id of a UUID, in lower case.
@@ -96,10 +99,40 @@ impl Eq for MessageId {}
 
 impl Hash for MessageId {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        for b in self.text {
-            state.write_u8(b.to_ascii_lowercase());
-        }
+        // Case-insensitive, like `eq`; one write of the whole text rather than one per byte.
+        let mut lower = self.text;
+        lower.make_ascii_lowercase();
+        state.write(&lower);
     }
+}
+
+/// 16 random bytes for a version 4 id, without a system call.
+///
+/// Each thread keeps a [`RandomState`](std::collections::hash_map::RandomState) (SipHash keyed with 128 bits
+/// from the operating system, once per thread) and a counter; the bytes are the keyed hashes of the counter,
+/// so they are unpredictable without the key and never repeat within a thread, and threads have independent
+/// keys. (`uuid::Uuid::new_v4` asks the operating system for every id: a `getrandom` system call per message.)
+/// Like any user-space generator, a process that forks without exec shares the state with its child.
+fn random_bytes() -> [u8; 16] {
+    use std::cell::Cell;
+    use std::collections::hash_map::RandomState;
+    use std::hash::BuildHasher;
+
+    thread_local! {
+        static KEY: RandomState = RandomState::new();
+        static COUNTER: Cell<u64> = const { Cell::new(0) };
+    }
+    let n = COUNTER.with(|c| {
+        let n = c.get();
+        c.set(n.wrapping_add(1));
+        n
+    });
+    KEY.with(|key| {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&key.hash_one((n, 0u8)).to_le_bytes());
+        bytes[8..].copy_from_slice(&key.hash_one((n, 1u8)).to_le_bytes());
+        bytes
+    })
 }
 
 impl PartialOrd for MessageId {
@@ -209,6 +242,43 @@ mod tests {
         ] {
             assert!(MessageId::parse(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn v4_ids_are_version_4_and_distinct_across_threads() {
+        use std::collections::HashSet;
+        let ids = || (0..20_000).map(|_| MessageId::new_v4()).collect::<Vec<_>>();
+        let others = std::thread::spawn(ids).join().unwrap();
+        let mut seen = HashSet::new();
+        for id in ids().into_iter().chain(others) {
+            let uuid = id.as_uuid();
+            assert_eq!(uuid.get_version_num(), 4, "{id}");
+            assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{id}");
+            assert!(crate::format::is_hyphenated_uuid(id.as_str()));
+            assert!(seen.insert(id), "{id} repeated");
+        }
+        // Not a counter in disguise: consecutive ids differ in about half their random bits.
+        let (a, b) = (MessageId::new_v4().as_uuid(), MessageId::new_v4().as_uuid());
+        let differing = (a.as_u128() ^ b.as_u128()).count_ones();
+        assert!((20..=102).contains(&differing), "{differing} bits differ");
+    }
+
+    #[test]
+    fn hash_ignores_case_like_eq() {
+        use std::collections::HashMap;
+        let mut map = HashMap::new();
+        map.insert(
+            MessageId::parse("550E8400-E29B-41D4-A716-44665544000A").unwrap(),
+            1,
+        );
+        assert_eq!(
+            map.get(&MessageId::parse("550e8400-e29b-41d4-a716-44665544000a").unwrap()),
+            Some(&1)
+        );
+        assert_eq!(
+            map.get(&MessageId::parse("550e8400-e29b-41d4-a716-44665544000b").unwrap()),
+            None
+        );
     }
 
     #[test]
