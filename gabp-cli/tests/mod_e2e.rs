@@ -12,7 +12,7 @@ use gabp_types::{ErrorCode, Message};
 use mod_support::{hello_params, unix_now, Client, Launch, TOKEN};
 use serde_json::{json, Value};
 
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "world/get_block",
     "world/place_block",
     "inventory/get",
@@ -20,9 +20,10 @@ const TOOLS: [&str; 7] = [
     "demo/echo",
     "demo/sleep",
     "demo/raise_error",
+    "demo/status",
 ];
 
-const METHODS: [&str; 11] = [
+const METHODS: [&str; 13] = [
     "session/hello",
     "session/ping",
     "session/goodbye",
@@ -34,6 +35,8 @@ const METHODS: [&str; 11] = [
     "resources/read",
     "state/get",
     "state/set",
+    "attention/current",
+    "attention/ack",
 ];
 
 fn compile(schema: &Value) -> jsonschema::Validator {
@@ -90,7 +93,16 @@ fn exercise_surface(c: &mut Client) {
     assert_eq!(welcome["schemaVersion"], "1.1");
     let caps = &welcome["capabilities"];
     assert_eq!(caps["methods"], json!(METHODS));
-    assert_eq!(caps["events"], json!(["player/move", "world/block_change"]));
+    assert_eq!(
+        caps["events"],
+        json!([
+            "attention/cleared",
+            "attention/opened",
+            "attention/updated",
+            "player/move",
+            "world/block_change"
+        ])
+    );
     assert_eq!(
         caps["resources"],
         json!(["gabp://game/world", "gabp://mod/info"])
@@ -130,7 +142,7 @@ fn exercise_surface(c: &mut Client) {
         "tools/list",
         Some(json!({"filter": {"tags": ["read-only"]}})),
     );
-    assert_eq!(read_only["tools"].as_array().map(Vec::len), Some(4));
+    assert_eq!(read_only["tools"].as_array().map(Vec::len), Some(5));
 
     // Subscribe (a pattern, a name, an unknown channel left out).
     let subscribed = c.ok(
@@ -273,14 +285,18 @@ fn exercise_surface(c: &mut Client) {
     );
     assert_eq!(tool_fails(c, "demo/sleep", json!({"ms": 60_001})).0, -32602);
     assert_eq!(tool_fails(c, "demo/sleep", json!({"ms": -1})).0, -32602);
-    let (code, e) = tool_fails(
+    let raised = schemas.call(
         c,
         "demo/raise_error",
         json!({"message": "chunk 0,0 failed to save"}),
     );
-    assert_eq!(code, -32402, "until the attention manager lands (issue 6)");
-    assert!(e.message.starts_with("chunk 0,0 failed to save"));
-    assert_eq!(e.data.expect("data")["blocking"], true);
+    let attention_id = raised["attentionId"].as_str().expect("an attention id");
+    let current = c.ok("attention/current", None);
+    assert_eq!(current["attention"]["attentionId"], attention_id);
+    assert_eq!(current["attention"]["blocking"], true);
+    let acked = c.ok("attention/ack", Some(json!({"attentionId": attention_id})));
+    assert_eq!(acked["acknowledged"], true);
+    assert_eq!(acked["currentAttention"], Value::Null);
     assert_eq!(
         tool_fails(c, "demo/raise_error", json!({"message": ""})).0,
         -32602
