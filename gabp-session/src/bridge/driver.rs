@@ -879,11 +879,14 @@ async fn reconnect(
 /// on anyone.
 async fn read_loop(mut frames: FrameReader, link: Arc<Link>, shared: Arc<Shared>) {
     let mut deadline: Option<Instant> = None;
+    // Made once, not once per frame: each `cancelled()` future registers with the token when first polled.
+    let killed = link.kill.cancelled();
+    tokio::pin!(killed);
     let reason = loop {
         let expiry = deadline;
         tokio::select! {
             biased;
-            () = link.kill.cancelled() => break None,
+            () = &mut killed => break None,
             () = sleep_until_some(expiry), if expiry.is_some() => {
                 let mut router = lock(&shared.router);
                 router.release_expired(Instant::now());
@@ -992,6 +995,10 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// The only writer of a connection: writes whole frames in queue order, flushing when the queue runs dry.
 async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, link: Arc<Link>) {
+    // Made once, not once per burst: each `cancelled()` future registers with its token when first polled.
+    let killed = link.kill.cancelled();
+    let closing = link.close_writes.cancelled();
+    tokio::pin!(killed, closing);
     loop {
         let work = async {
             let Some(first) = queue.recv().await else {
@@ -1006,8 +1013,8 @@ async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, lin
         };
         tokio::select! {
             biased;
-            () = link.kill.cancelled() => break,
-            () = link.close_writes.cancelled() => {
+            () = &mut killed => break,
+            () = &mut closing => {
                 queue.close();
                 let flush = async {
                     while let Some(frame) = queue.recv().await {
