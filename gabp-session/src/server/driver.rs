@@ -28,8 +28,7 @@ use futures::{FutureExt, Sink, Stream};
 use gabp_codec::MessageError;
 use gabp_transport::{Connection, Frame, FrameError, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, DecodeError, DecodeMode};
-use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
-use serde_json::Value;
+use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, MessageKind, Response};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
@@ -301,15 +300,12 @@ impl Driver {
     /// Answers a frame that is not a usable message, once, unless it is a response or an event (never
     /// answered, so two peers can never bounce error replies at each other).
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
-        let kind = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
-        if matches!(kind.as_deref(), Some("response" | "event")) {
+        if let Some(kind @ (MessageKind::Response | MessageKind::Event)) = error.kind() {
             tracing::debug!(
                 code = error.code().0,
                 pointer = error.pointer(),
                 "ignoring an invalid {}",
-                kind.unwrap_or_default()
+                kind.as_str()
             );
             return;
         }
@@ -393,6 +389,7 @@ fn encode(response: Response, max: usize) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn oversized_answers_become_errors() {
