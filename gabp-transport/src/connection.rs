@@ -8,10 +8,10 @@ use std::task::{ready, Context, Poll};
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{Sink, Stream};
 use gabp_codec::{Frame, FrameCodec, FrameError};
-use tokio::io::{AsyncRead, AsyncWrite, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Encoder, Framed, FramedParts};
 
-use crate::stream::ByteStream;
+use crate::stream::{ByteStream, ReadPart, WritePart};
 
 /// A framed GABP connection: `Content-Length` frames ([`gabp_codec::FrameCodec`]) over a
 /// [`ByteStream`].
@@ -106,7 +106,7 @@ impl Connection {
     #[must_use]
     pub fn into_split(self) -> (FrameReader, FrameWriter) {
         let parts = self.framed.into_parts();
-        let (read_half, write_half) = tokio::io::split(parts.io);
+        let (read_half, write_half) = parts.io.split();
         // `Framed::from_parts` (unlike `FramedRead::new`) decodes bytes already buffered before it
         // reads again.
         let mut read_parts = FramedParts::new::<Bytes>(read_half, parts.codec.clone());
@@ -188,7 +188,7 @@ impl Sink<Bytes> for Connection {
 /// The reading half of a [`Connection`], from [`Connection::into_split`]: a [`Stream`] of
 /// `Result<Frame, FrameError>`, exactly as the connection was.
 pub struct FrameReader {
-    inner: Framed<ReadHalf<ByteStream>, FrameCodec>,
+    inner: Framed<ReadPart, FrameCodec>,
     peer: String,
 }
 
@@ -225,7 +225,7 @@ impl Stream for FrameReader {
 /// The writing half of a [`Connection`], from [`Connection::into_split`]: a [`Sink`] of frame
 /// bodies ([`Bytes`]).
 pub struct FrameWriter {
-    io: WriteHalf<ByteStream>,
+    io: WritePart,
     codec: FrameCodec,
     sink: FrameSink,
     peer: String,
