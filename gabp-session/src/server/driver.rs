@@ -8,7 +8,8 @@
 //! 3. *Writing*: the backlog (answers) first, then queued events, into the sink while it accepts frames;
 //!    flushed when the burst is done. Frames are whole bodies, so they never interleave.
 //! 4. *Reading*, only while the backlog is below its bound: one frame at a time. A request waits for the
-//!    service to be ready (`poll_ready`, i.e. the concurrency limit) before `call`; its future runs on its
+//!    service to be ready (`poll_ready`, i.e. the concurrency limit) before `call`; its future is polled once
+//!    in place (most handlers answer at once, and then no task is needed) and, if it has to wait, runs on its
 //!    own task, so a slow handler never delays a fast one. Bad frames are answered once each (never a
 //!    response or an event); a fatal framing error is answered `-32700` and ends reading.
 //! 5. When reading has stopped and every request in flight is answered and written, the sink is closed.
