@@ -23,6 +23,8 @@ mod serve_mod;
 mod tail;
 mod target;
 mod terminal;
+#[cfg(test)]
+mod test_env;
 mod tools;
 mod validate;
 

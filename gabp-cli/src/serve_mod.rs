@@ -352,6 +352,7 @@ impl Signals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_env::env;
     use std::path::Path;
 
     use gabp_transport::BridgeConfig;
@@ -365,21 +366,6 @@ mod tests {
             stdio: false,
             token: token.map(str::to_owned),
             config: config.map(Path::to_path_buf),
-        }
-    }
-
-    /// An environment with `vars` and a config home in `home` (so no real bridge.json is read).
-    fn env<'a>(
-        home: &'a Path,
-        vars: &'a [(&'a str, &'a str)],
-    ) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            if name == "XDG_CONFIG_HOME" || name == "HOME" {
-                return Some(home.as_os_str().to_owned());
-            }
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(*v))
         }
     }
 

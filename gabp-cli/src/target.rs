@@ -341,7 +341,7 @@ pub fn describe_call_error(e: &BridgeError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::test_env::env;
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -351,20 +351,6 @@ mod tests {
             spawn: spawn.map(str::to_owned),
             token: token.map(str::to_owned),
             config: None,
-        }
-    }
-
-    fn env<'a>(
-        home: &'a Path,
-        vars: &'a [(&'a str, &'a str)],
-    ) -> impl Fn(&str) -> Option<OsString> + 'a {
-        move |name| {
-            if name == "XDG_CONFIG_HOME" || name == "HOME" {
-                return Some(home.as_os_str().to_owned());
-            }
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(*v))
         }
     }
 
