@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod bridge;
+mod cancel;
 pub mod server;
 
 pub use bridge::{Bridge, BridgeBuilder, BridgeError};

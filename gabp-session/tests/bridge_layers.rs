@@ -379,3 +379,94 @@ async fn a_builder_dropped_unconnected_ends_what_its_layers_registered() {
         BridgeError::Closed
     ));
 }
+
+/// A layer that is not always ready (a concurrency limit of one): the call that finds it busy waits for it,
+/// the calls after it do too, and once all are answered the path is free again (no capacity left reserved).
+#[tokio::test]
+async fn a_layer_that_is_not_ready_holds_calls_back_until_it_is() {
+    let (conn, mut mock) = pair();
+    let builder = Bridge::builder(token()).layer(tower::limit::ConcurrencyLimitLayer::new(1));
+    let (bridge, _) = tokio::join!(builder.over(conn), mock.handshake(&["tools/call"]));
+    let bridge = bridge.unwrap();
+    let call = |value: i64| {
+        let bridge = bridge.clone();
+        tokio::spawn(async move {
+            bridge
+                .call_tool("demo/echo", json!({ "value": value }))
+                .await
+        })
+    };
+
+    let first = call(1);
+    let r1 = mock.expect("tools/call").await;
+    let (second, third) = (call(2), call(3));
+    assert!(
+        mock.try_recv(Duration::from_millis(100)).await.is_none(),
+        "a call got past a layer that was not ready"
+    );
+    mock.reply(r1.id, json!({"value": 1})).await;
+    assert_eq!(soon(first).await.unwrap().unwrap(), json!({"value": 1}));
+
+    for _ in 0..2 {
+        let r = mock.expect("tools/call").await;
+        let value = r.params.as_ref().unwrap()["arguments"]["value"].clone();
+        assert!(
+            mock.try_recv(Duration::from_millis(50)).await.is_none(),
+            "two calls in flight through a limit of one"
+        );
+        mock.reply(r.id, json!({ "value": value })).await;
+    }
+    assert_eq!(soon(second).await.unwrap().unwrap(), json!({"value": 2}));
+    assert_eq!(soon(third).await.unwrap().unwrap(), json!({"value": 3}));
+
+    let (fourth, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 4})), async {
+        let r = mock.expect("tools/call").await;
+        mock.reply(r.id, json!({"value": 4})).await;
+    });
+    assert_eq!(fourth.unwrap(), json!({"value": 4}));
+}
+
+/// A layer failing while polled ready fails the call with its error, and the path keeps working after it.
+#[tokio::test]
+async fn a_layer_failing_readiness_fails_that_call_only() {
+    #[derive(Clone)]
+    struct FailOnce<S> {
+        inner: S,
+        failed: Arc<Mutex<bool>>,
+    }
+    impl<S: Service<BridgeRequest, Error = BridgeError>> Service<BridgeRequest> for FailOnce<S> {
+        type Response = S::Response;
+        type Error = BridgeError;
+        type Future = S::Future;
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+            let mut failed = self.failed.lock().unwrap();
+            if !*failed {
+                *failed = true;
+                return Poll::Ready(Err(BridgeError::rejected(Blocked {
+                    tool: "not ready".into(),
+                })));
+            }
+            self.inner.poll_ready(cx)
+        }
+        fn call(&mut self, request: BridgeRequest) -> S::Future {
+            self.inner.call(request)
+        }
+    }
+    let failed = Arc::new(Mutex::new(false));
+    let (conn, mut mock) = pair();
+    let builder = Bridge::builder(token()).layer(tower::layer::layer_fn(move |inner| FailOnce {
+        inner,
+        failed: failed.clone(),
+    }));
+    let (bridge, _) = tokio::join!(builder.over(conn), mock.handshake(&["tools/call"]));
+    let bridge = bridge.unwrap();
+    assert!(matches!(
+        err(bridge.call_tool("demo/echo", json!({"value": 1})).await),
+        BridgeError::Rejected { .. }
+    ));
+    let (second, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 2})), async {
+        let r = mock.expect("tools/call").await;
+        mock.reply(r.id, json!({"value": 2})).await;
+    });
+    assert_eq!(second.unwrap(), json!({"value": 2}));
+}

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -246,11 +247,49 @@ where
     }
 }
 
+/// The boxed stack of a layered call path.
+pub(crate) type LayeredService = BoxCloneSyncService<BridgeRequest, BridgeResponse, BridgeError>;
+
 /// The call path of a bridge: the bare service, or the layered stack boxed once.
-#[derive(Clone)]
 pub(crate) enum CallPath {
     Direct,
-    Layered(BoxCloneSyncService<BridgeRequest, BridgeResponse, BridgeError>),
+    /// One instance shared by every call: a call polls it ready and calls it under the lock (no clone, no
+    /// allocation); a call that finds it not ready takes that instance away and leaves a fresh clone (see
+    /// [`CallPath::start`]).
+    Layered(std::sync::Mutex<LayeredService>),
+}
+
+/// How a layered call goes on after [`CallPath::start`].
+pub(crate) enum Started {
+    /// The shared instance was ready and took the request.
+    Called(<LayeredService as Service<BridgeRequest>>::Future),
+    /// The shared instance was not ready: this call owns it now (with whatever it reserved while polled) and
+    /// waits for it; the request is handed back.
+    Stalled(LayeredService, BridgeRequest),
+    /// The stack failed while being polled ready.
+    Failed(BridgeError),
+}
+
+impl CallPath {
+    /// Starts a call on the layered path; hands the request back on the direct path.
+    pub(crate) fn start(&self, request: BridgeRequest) -> Result<Started, BridgeRequest> {
+        let CallPath::Layered(shared) = self else {
+            return Err(request);
+        };
+        let mut service = shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        Ok(match service.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => Started::Called(service.call(request)),
+            Poll::Ready(Err(error)) => Started::Failed(error),
+            Poll::Pending => {
+                // Its readiness is under way with a waker nobody polls: the caller drives it from now on.
+                let fresh = service.clone();
+                Started::Stalled(std::mem::replace(&mut *service, fresh), request)
+            }
+        })
+    }
 }
 
 /// Builds a [`Bridge`]: options, layers, then a way to reach the mod.
@@ -549,7 +588,9 @@ where
         return CallPath::Direct;
     }
     match slot {
-        Some(service) => CallPath::Layered(BoxCloneSyncService::new(service)),
+        Some(service) => {
+            CallPath::Layered(std::sync::Mutex::new(BoxCloneSyncService::new(service)))
+        }
         None => CallPath::Direct,
     }
 }

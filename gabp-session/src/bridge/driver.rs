@@ -20,11 +20,13 @@ use gabp_types::{
     UniqueVec,
 };
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+use crate::cancel::Cancelled;
 
 use super::builder::{Connector, Keepalive, ReconnectPolicy, Settings};
 use super::events::Router;
@@ -213,11 +215,13 @@ async fn call_link_slot(
     timeout: Duration,
     slot: Slot,
 ) -> Result<Value, BridgeError> {
-    let name = method.clone();
-    match tokio::time::timeout(timeout, exchange(link, method, params, slot)).await {
+    // One request value for the whole call (no copies of the method or params kept beside it): every layered
+    // call boxes this future, and a small one is cheaper to allocate and move.
+    let request = gabp_types::Request::new(method, params);
+    match tokio::time::timeout(timeout, exchange(link, &request, slot)).await {
         Ok(result) => result,
         Err(_) => Err(BridgeError::Timeout {
-            method: name.into_string(),
+            method: request.method.into_string(),
             after: timeout,
         }),
     }
@@ -225,21 +229,22 @@ async fn call_link_slot(
 
 async fn exchange(
     link: &Link,
-    method: MethodName,
-    params: Option<Map<String, Value>>,
+    request: &gabp_types::Request,
     slot: Slot,
 ) -> Result<Value, BridgeError> {
+    // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
+    // stays small.
     let _permit = match slot {
-        Slot::Take => Some(
-            link.in_flight
-                .acquire()
+        Slot::Take => Some(match link.in_flight.try_acquire() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::NoPermits) => Box::pin(link.in_flight.acquire())
                 .await
                 .map_err(|_| BridgeError::Disconnected)?,
-        ),
+            Err(TryAcquireError::Closed) => return Err(BridgeError::Disconnected),
+        }),
         Slot::Bypass => None,
     };
-    let request = gabp_types::Request::new(method, params);
-    let body = serde_json::to_vec(&request)
+    let body = serde_json::to_vec(request)
         .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
     let limit = link.max_body();
     if body.len() > limit {
@@ -254,28 +259,31 @@ async fn exchange(
         id: request.id,
         armed: true,
     };
-    link.outgoing
-        .send(Bytes::from(body))
-        .await
-        .map_err(|_| BridgeError::Disconnected)?;
+    match link.outgoing.try_send(Bytes::from(body)) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(body)) => Box::pin(link.outgoing.send(body))
+            .await
+            .map_err(|_| BridgeError::Disconnected)?,
+        Err(mpsc::error::TrySendError::Closed(_)) => return Err(BridgeError::Disconnected),
+    }
     let delivery = rx.await;
     guard.armed = false;
-    let tool = || {
-        request
-            .params
-            .as_ref()
-            .and_then(|p| p.get("name"))
-            .and_then(Value::as_str)
-    };
     match delivery {
         Ok(Delivery::Outcome(Outcome::Result(value))) => Ok(value),
-        Ok(Delivery::Outcome(Outcome::Error(error))) => Err(BridgeError::from_remote(
-            error,
-            request.method.as_str(),
-            tool(),
-        )),
+        Ok(Delivery::Outcome(Outcome::Error(error))) => {
+            let tool = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str);
+            Err(BridgeError::from_remote(
+                error,
+                request.method.as_str(),
+                tool,
+            ))
+        }
         Ok(Delivery::Invalid(reason)) => Err(ProtocolError::InvalidResponse {
-            method: request.method.into_string(),
+            method: request.method.as_str().to_owned(),
             reason,
         }
         .into()),
@@ -376,11 +384,28 @@ impl Shared {
         read(&self.current).ok_or_else(|| self.no_link_error())
     }
 
-    /// The bare call path: the request goes out on the current connection.
-    pub(crate) async fn dispatch(
+    /// The bare call path: the request goes out on the current connection. The checks run at once; the
+    /// future owns what it needs (it is boxed by every layered call, so it is kept small).
+    pub(crate) fn dispatch(
         &self,
         request: BridgeRequest,
-    ) -> Result<BridgeResponse, BridgeError> {
+    ) -> impl Future<Output = Result<BridgeResponse, BridgeError>> + Send + 'static {
+        let prepared = self.prepare(request);
+        async move {
+            let (link, method, params, timeout) = prepared?;
+            let span = tracing::debug_span!("gabp.call", method = %method);
+            call_link_slot(&link, method, params, timeout, Slot::Take)
+                .instrument(span)
+                .await
+                .map(BridgeResponse::new)
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn prepare(
+        &self,
+        request: BridgeRequest,
+    ) -> Result<(Arc<Link>, MethodName, Option<Map<String, Value>>, Duration), BridgeError> {
         let link = self.link()?;
         let (method, params, timeout) = request.into_parts();
         if link.settings.check_advertised && !link.allows(method.as_str()) {
@@ -392,11 +417,7 @@ impl Shared {
         gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
             .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let timeout = timeout.unwrap_or(link.settings.request_timeout);
-        let span = tracing::debug_span!("gabp.call", method = %method);
-        call_link(&link, method, params, timeout)
-            .instrument(span)
-            .await
-            .map(BridgeResponse::new)
+        Ok((link, method, params, timeout))
     }
 
     /// Registers a subscription and asks the mod through `send`.
@@ -879,9 +900,8 @@ async fn reconnect(
 /// on anyone.
 async fn read_loop(mut frames: FrameReader, link: Arc<Link>, shared: Arc<Shared>) {
     let mut deadline: Option<Instant> = None;
-    // Made once, not once per frame: each `cancelled()` future registers with the token when first polled.
-    let killed = link.kill.cancelled();
-    tokio::pin!(killed);
+    // Made once, not once per frame, and cheap to poll on every wake.
+    let mut killed = Cancelled::new(link.kill.clone());
     let reason = loop {
         let expiry = deadline;
         tokio::select! {
@@ -995,10 +1015,9 @@ const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// The only writer of a connection: writes whole frames in queue order, flushing when the queue runs dry.
 async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, link: Arc<Link>) {
-    // Made once, not once per burst: each `cancelled()` future registers with its token when first polled.
-    let killed = link.kill.cancelled();
-    let closing = link.close_writes.cancelled();
-    tokio::pin!(killed, closing);
+    // Made once, not once per burst, and cheap to poll on every wake.
+    let mut killed = Cancelled::new(link.kill.clone());
+    let mut closing = Cancelled::new(link.close_writes.clone());
     loop {
         let work = async {
             let Some(first) = queue.recv().await else {

@@ -107,7 +107,7 @@ pub use events::{Subscription, SubscriptionItem};
 pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
 pub use state::{ConnectionState, DisconnectReason};
 
-use builder::CallPath;
+use builder::{CallPath, Started};
 
 /// A client connection to a mod: handshake done, calls and subscriptions ready.
 ///
@@ -301,9 +301,11 @@ impl Bridge {
         if request.timeout().is_none() {
             request.set_timeout(self.timeout);
         }
-        match &self.inner.path {
-            CallPath::Direct => self.inner.raw.send(request).await,
-            CallPath::Layered(service) => service.clone().oneshot(request).await,
+        match self.inner.path.start(request) {
+            Err(request) => self.inner.raw.send(request).await,
+            Ok(Started::Called(future)) => future.await,
+            Ok(Started::Stalled(service, request)) => service.oneshot(request).await,
+            Ok(Started::Failed(error)) => Err(error),
         }
     }
 

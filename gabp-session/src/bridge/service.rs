@@ -408,8 +408,7 @@ impl Service<BridgeRequest> for BridgeService {
     }
 
     fn call(&mut self, request: BridgeRequest) -> Self::Future {
-        let shared = self.shared.clone();
-        Box::pin(async move { shared.dispatch(request).await })
+        Box::pin(self.shared.dispatch(request))
     }
 }
 

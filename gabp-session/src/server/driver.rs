@@ -33,7 +33,9 @@ use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, MessageKind, Respon
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::sync::CancellationToken;
+
+use crate::cancel::Cancelled;
 use tower::Service;
 
 use super::events::EventHub;
@@ -61,7 +63,7 @@ pub(crate) struct Driver {
     session: Session,
     events: mpsc::Receiver<Bytes>,
     hub: std::sync::Arc<EventHub>,
-    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
+    shutdown: Cancelled,
     hello_deadline: Option<Pin<Box<Sleep>>>,
     drain_deadline: Option<Pin<Box<Sleep>>>,
     /// Requests in flight; each yields its serialized answer.
@@ -95,7 +97,7 @@ impl Driver {
             session,
             events,
             hub,
-            shutdown: Box::pin(shutdown.cancelled_owned()),
+            shutdown: Cancelled::new(shutdown),
             hello_deadline: Some(Box::pin(tokio::time::sleep(config.hello_timeout))),
             drain_deadline: None,
             tasks: JoinSet::new(),
@@ -171,7 +173,7 @@ impl Driver {
             self.stop_reading(reason);
             return;
         }
-        if self.shutdown.as_mut().poll(cx).is_ready() {
+        if Pin::new(&mut self.shutdown).poll(cx).is_ready() {
             self.stop_reading(CloseReason::Shutdown);
             return;
         }
