@@ -6,6 +6,11 @@
 //!   `demo/echo {value} -> {value}` (arguments checked against its schema, the whole protocol stack);
 //!   `floor` is a `Connection` sending a body of the same size as that request to a task that reads each frame
 //!   and writes it back (`Content-Length` framing, no JSON).
+//! - `latency/json_only/round_trip`: only the JSON of one such round trip (encode and parse the request, then
+//!   the response, untyped), no I/O: what any JSON implementation pays on top of the floor.
+//!   `latency/json_only/round_trip_borrowed_raw` is the least JSON work possible: typed envelopes borrowing
+//!   from the input, arguments and result passed through as raw text (a lower bound, not a usable design:
+//!   nothing checks the arguments).
 //! - `throughput/{duplex,tcp}`: the same with 1, 16 and 64 calls in flight; criterion reports calls per
 //!   second (`Throughput::Elements`). The bridge side keeps `n` calls going with `buffer_unordered(n)`; the
 //!   floor client keeps `n` frames outstanding on its one connection (writing them in one burst, one flush).
@@ -281,6 +286,100 @@ fn latency(c: &mut Criterion) {
     }
 }
 
+/// The JSON work any implementation does for one `demo/echo` round trip, with no I/O, no tasks and no
+/// checks: serialize the request, parse it as an untyped `Value`, serialize the response, parse it. A lower
+/// bound for `latency/*/echo` beside the floors, which carry no JSON at all.
+fn json_only(c: &mut Criterion) {
+    let request = serde_json::to_value(gabp_types::Message::from(
+        gabp_types::Request::with_params(
+            gabp_types::MethodName::new("tools/call").expect("method"),
+            &json!({ "name": "demo/echo", "arguments": arguments() }),
+        )
+        .expect("request"),
+    ))
+    .expect("request value");
+    let mut group = c.benchmark_group("latency/json_only");
+    group.bench_function("round_trip", |b| {
+        b.iter(|| {
+            let wire = serde_json::to_vec(&request).expect("encode");
+            let parsed: Value = serde_json::from_slice(&wire).expect("decode");
+            let response = json!({
+                "v": "gabp/1",
+                "id": parsed["id"],
+                "type": "response",
+                "result": parsed["params"]["arguments"],
+            });
+            let wire = serde_json::to_vec(&response).expect("encode");
+            let parsed: Value = serde_json::from_slice(&wire).expect("decode");
+            std::hint::black_box(parsed)
+        });
+    });
+    // The least JSON work there is: typed envelopes borrowing from the input, and the arguments and the
+    // result passed through as raw text, never parsed.
+    let id = request["id"].as_str().expect("id").to_owned();
+    group.bench_function("round_trip_borrowed_raw", |b| {
+        let arguments = serde_json::value::to_raw_value(&arguments()).expect("raw arguments");
+        b.iter(|| {
+            let wire = serde_json::to_vec(&raw::Request {
+                v: "gabp/1",
+                id: &id,
+                kind: "request",
+                method: "tools/call",
+                params: raw::Params {
+                    name: "demo/echo",
+                    arguments: &arguments,
+                },
+            })
+            .expect("encode");
+            let parsed: raw::Request<'_> = serde_json::from_slice(&wire).expect("decode");
+            let wire = serde_json::to_vec(&raw::Response {
+                v: parsed.v,
+                id: parsed.id,
+                kind: "response",
+                result: parsed.params.arguments,
+            })
+            .expect("encode");
+            let parsed: raw::Response<'_> = serde_json::from_slice(&wire).expect("decode");
+            std::hint::black_box(parsed.result.get().len())
+        });
+    });
+    group.finish();
+}
+
+/// Envelopes for `round_trip_borrowed_raw`.
+mod raw {
+    use serde::{Deserialize, Serialize};
+    use serde_json::value::RawValue;
+
+    #[derive(Serialize, Deserialize)]
+    pub struct Request<'a> {
+        pub v: &'a str,
+        pub id: &'a str,
+        #[serde(rename = "type")]
+        pub kind: &'a str,
+        pub method: &'a str,
+        #[serde(borrow)]
+        pub params: Params<'a>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub struct Params<'a> {
+        pub name: &'a str,
+        #[serde(borrow)]
+        pub arguments: &'a RawValue,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub struct Response<'a> {
+        pub v: &'a str,
+        pub id: &'a str,
+        #[serde(rename = "type")]
+        pub kind: &'a str,
+        #[serde(borrow)]
+        pub result: &'a RawValue,
+    }
+}
+
 fn throughput(c: &mut Criterion) {
     let rt = runtime();
     for transport in [Transport::Duplex, Transport::Tcp] {
@@ -309,6 +408,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = latency, throughput
+    targets = latency, json_only, throughput
 }
 criterion_main!(benches);
