@@ -457,6 +457,12 @@ impl<L> BridgeBuilder<L> {
     }
 
     /// Adds a tower layer around the call path. The first layer added is the outermost.
+    ///
+    /// The layered stack is built once and shared by every call of the bridge (and its clones): a call polls
+    /// it ready and calls it without cloning it. A call that finds the stack not ready (a concurrency or
+    /// rate limit, say) takes that instance with whatever it reserved and waits on it, leaving a fresh clone
+    /// for the calls after it, so state a layer keeps per instance must be shared through clones (an `Arc`),
+    /// as tower layers usually do.
     pub fn layer<N>(self, layer: N) -> BridgeBuilder<Stack<N, L>> {
         BridgeBuilder {
             shared: self.shared,
