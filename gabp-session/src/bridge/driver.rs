@@ -291,6 +291,14 @@ async fn exchange(
     }
 }
 
+/// A call checked and ready to go out on `link`.
+struct Prepared {
+    link: Arc<Link>,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Duration,
+}
+
 /// State shared by a bridge's handles, services, subscriptions and tasks.
 pub(crate) struct Shared {
     token: Token,
@@ -392,7 +400,12 @@ impl Shared {
     ) -> impl Future<Output = Result<BridgeResponse, BridgeError>> + Send + 'static {
         let prepared = self.prepare(request);
         async move {
-            let (link, method, params, timeout) = prepared?;
+            let Prepared {
+                link,
+                method,
+                params,
+                timeout,
+            } = prepared?;
             let span = tracing::debug_span!("gabp.call", method = %method);
             call_link_slot(&link, method, params, timeout, Slot::Take)
                 .instrument(span)
@@ -401,11 +414,7 @@ impl Shared {
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn prepare(
-        &self,
-        request: BridgeRequest,
-    ) -> Result<(Arc<Link>, MethodName, Option<Map<String, Value>>, Duration), BridgeError> {
+    fn prepare(&self, request: BridgeRequest) -> Result<Prepared, BridgeError> {
         let link = self.link()?;
         let (method, params, timeout) = request.into_parts();
         if link.settings.check_advertised && !link.allows(method.as_str()) {
@@ -417,7 +426,12 @@ impl Shared {
         gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
             .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let timeout = timeout.unwrap_or(link.settings.request_timeout);
-        Ok((link, method, params, timeout))
+        Ok(Prepared {
+            link,
+            method,
+            params,
+            timeout,
+        })
     }
 
     /// Registers a subscription and asks the mod through `send`.

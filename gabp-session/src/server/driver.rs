@@ -34,9 +34,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
+use tower::Service;
 
 use crate::cancel::Cancelled;
-use tower::Service;
 
 use super::events::EventHub;
 use super::layer::auth::{already_established, authentication_failed};
