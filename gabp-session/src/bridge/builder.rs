@@ -276,9 +276,7 @@ impl CallPath {
         let CallPath::Layered(shared) = self else {
             return Err(request);
         };
-        let mut service = shared
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut service = driver::lock(shared);
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         Ok(match service.poll_ready(&mut cx) {
             Poll::Ready(Ok(())) => Started::Called(service.call(request)),
