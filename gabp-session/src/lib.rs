@@ -3,6 +3,7 @@
 
 pub mod bridge;
 mod cancel;
+mod engine;
 pub mod server;
 
 pub use bridge::{Bridge, BridgeBuilder, BridgeError};

@@ -1,32 +1,33 @@
 //! The connection driver of a bridge: one reader task, one writer task, the table of pending calls, the
 //! handshake, keepalive and the supervisor that reconnects.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
-use gabp_transport::{Connection, Frame, FrameReader, FrameWriter, Token};
-use gabp_types::decode::{decode, DecodeError, DecodeMode};
+use gabp_transport::{Connection, Token};
+use gabp_types::decode::{DecodeError, DecodeMode};
 use gabp_types::methods::{
     ChannelsParams, ClientInfo, EventsSubscribe, EventsUnsubscribe, HelloParams, HelloToken,
     Method, Platform, SessionHello, SessionPing, SubscribeResult, WelcomeResult,
 };
 use gabp_types::{
-    ErrorCode, ErrorObject, Message, MessageId, MethodName, NonEmptyString, Outcome, Response,
-    UniqueVec,
+    ErrorCode, ErrorObject, MessageId, MethodName, NonEmptyString, Outcome, Response, UniqueVec,
 };
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cancel::Cancelled;
+use crate::engine::{self, Answer, Delivery, Ended, Engine, Outgoing, Queues, Role, Signal};
 
 use super::builder::{Connector, Keepalive, ReconnectPolicy, Settings};
 use super::events::Router;
@@ -53,19 +54,6 @@ fn write<T>(lock: &RwLock<T>, value: T) -> T {
     )
 }
 
-/// What a reader hands to a waiting call.
-enum Delivery {
-    Outcome(Outcome),
-    /// A frame with the call's id that is not a valid response.
-    Invalid(String),
-}
-
-#[derive(Default)]
-struct Calls {
-    dead: bool,
-    pending: HashMap<MessageId, oneshot::Sender<Delivery>>,
-}
-
 /// What the welcome of a connection says, once it has arrived.
 struct LinkInfo {
     /// `None`: the welcome lists no methods, so everything is allowed.
@@ -76,8 +64,10 @@ struct LinkInfo {
 /// One connection to the mod.
 pub(crate) struct Link {
     generation: u64,
-    outgoing: mpsc::Sender<Bytes>,
-    calls: Mutex<Calls>,
+    /// Requests for the connection's engine, which owns the table of calls waiting for their answer.
+    outgoing: mpsc::Sender<Outgoing>,
+    /// How many calls wait for their answer; a caller that gave up no longer counts.
+    pending: AtomicUsize,
     in_flight: Semaphore,
     kill: CancellationToken,
     /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
@@ -135,56 +125,42 @@ impl Link {
         }
     }
 
-    fn register(&self, id: MessageId) -> Result<oneshot::Receiver<Delivery>, BridgeError> {
-        let (tx, rx) = oneshot::channel();
-        let mut calls = lock(&self.calls);
-        if calls.dead {
-            return Err(BridgeError::Disconnected);
-        }
-        calls.pending.insert(id, tx);
-        Ok(rx)
-    }
-
-    fn forget(&self, id: &MessageId) {
-        lock(&self.calls).pending.remove(id);
-    }
-
-    fn take(&self, id: &MessageId) -> Option<oneshot::Sender<Delivery>> {
-        lock(&self.calls).pending.remove(id)
-    }
-
-    /// Fails every pending call with `Disconnected` (their senders are dropped) and refuses new ones.
+    /// Refuses new calls; the engine has ended, so the calls still waiting have failed.
     fn fail_all(&self) {
-        let pending = {
-            let mut calls = lock(&self.calls);
-            calls.dead = true;
-            std::mem::take(&mut calls.pending)
-        };
         self.in_flight.close();
-        drop(pending);
     }
 
-    fn complete(&self, response: Response) {
-        match self.take(&response.id) {
-            Some(tx) => {
-                let _ = tx.send(Delivery::Outcome(response.outcome));
-            }
-            None => tracing::debug!(id = %response.id, "discarding a late or unknown response"),
-        }
+    /// Tells the engine that the caller of `id` gave up. Should the queue be full, the engine sweeps the
+    /// abandoned call later.
+    fn forget(&self, id: MessageId) {
+        let _ = self.outgoing.try_send(Outgoing::Forget(id));
     }
 }
 
 /// Removes a call from the pending table when its future is dropped (timeout or cancellation).
+/// Counts the call as pending while it lives.
 struct PendingGuard<'a> {
     link: &'a Link,
     id: MessageId,
     armed: bool,
 }
 
+impl<'a> PendingGuard<'a> {
+    fn new(link: &'a Link, id: MessageId) -> Self {
+        link.pending.fetch_add(1, Ordering::AcqRel);
+        PendingGuard {
+            link,
+            id,
+            armed: true,
+        }
+    }
+}
+
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
+        self.link.pending.fetch_sub(1, Ordering::AcqRel);
         if self.armed {
-            self.link.forget(&self.id);
+            self.link.forget(self.id);
         }
     }
 }
@@ -253,19 +229,22 @@ async fn exchange(
             limit,
         });
     }
-    let rx = link.register(request.id)?;
-    let mut guard = PendingGuard {
-        link,
+    let (reply, rx) = oneshot::channel();
+    let call = Outgoing::Call {
         id: request.id,
-        armed: true,
+        body: Bytes::from(body),
+        reply,
     };
-    match link.outgoing.try_send(Bytes::from(body)) {
+    match link.outgoing.try_send(call) {
         Ok(()) => {}
-        Err(mpsc::error::TrySendError::Full(body)) => Box::pin(link.outgoing.send(body))
+        Err(mpsc::error::TrySendError::Full(call)) => Box::pin(link.outgoing.send(call))
             .await
             .map_err(|_| BridgeError::Disconnected)?,
         Err(mpsc::error::TrySendError::Closed(_)) => return Err(BridgeError::Disconnected),
     }
+    // From here on the engine has the call in its table (or will have, in queue order): dropping this future
+    // tells it to forget the call.
+    let mut guard = PendingGuard::new(link, request.id);
     let delivery = rx.await;
     guard.armed = false;
     match delivery {
@@ -367,7 +346,7 @@ impl Shared {
 
     /// How many calls on the current connection wait for their response.
     pub(crate) fn pending_calls(&self) -> usize {
-        read(&self.current).map_or(0, |link| lock(&link.calls).pending.len())
+        read(&self.current).map_or(0, |link| link.pending.load(Ordering::Acquire))
     }
 
     pub(crate) fn begin_close(&self) {
@@ -615,13 +594,12 @@ async fn establish(
     let generation = shared.generation.load(Ordering::SeqCst) + 1;
     let peer = connection.peer().to_owned();
     let codec_max_body = connection.codec().max_body_size();
-    let (frames, sink) = connection.into_split();
     let (outgoing, queue) = mpsc::channel(settings.outgoing_queue);
     let base = Instant::now();
     let link = Arc::new(Link {
         generation,
         outgoing,
-        calls: Mutex::new(Calls::default()),
+        pending: AtomicUsize::new(0),
         in_flight: Semaphore::new(settings.max_in_flight),
         kill: CancellationToken::new(),
         close_writes: CancellationToken::new(),
@@ -633,9 +611,19 @@ async fn establish(
         settings: settings.clone(),
     });
     let span = tracing::debug_span!("gabp.bridge", peer = %peer, generation);
-    let reader =
-        tokio::spawn(read_loop(frames, link.clone(), shared.clone()).instrument(span.clone()));
-    tokio::spawn(write_loop(sink, queue, link.clone()).instrument(span.clone()));
+    let role = BridgeRole::new(link.clone(), shared.clone());
+    let queues = Queues {
+        outgoing: Some(queue),
+        events: None,
+    };
+    let limits = engine::Limits {
+        max_message_size: codec_max_body,
+        backlog: settings.outgoing_queue,
+        calls: settings.max_in_flight,
+        drain_timeout: CLOSE_GRACE,
+    };
+    let engine = Engine::new(connection, role, queues, limits);
+    let reader = tokio::spawn(run_engine(engine, link.clone()).instrument(span.clone()));
     let running = Running {
         link: link.clone(),
         reader,
@@ -910,166 +898,117 @@ async fn reconnect(
     }
 }
 
-/// The only reader of a connection: delivers responses, routes events, answers stray requests; never waits
-/// on anyone.
-async fn read_loop(mut frames: FrameReader, link: Arc<Link>, shared: Arc<Shared>) {
-    let mut deadline: Option<Instant> = None;
-    // Made once, not once per frame, and cheap to poll on every wake.
-    let mut killed = Cancelled::new(link.kill.clone());
-    let reason = loop {
-        let expiry = deadline;
-        tokio::select! {
-            biased;
-            () = &mut killed => break None,
-            () = sleep_until_some(expiry), if expiry.is_some() => {
-                let mut router = lock(&shared.router);
-                router.release_expired(Instant::now());
-                deadline = router.next_deadline();
-            }
-            frame = frames.next() => match frame {
-                None => break Some(DisconnectReason::PeerClosed),
-                Some(Err(e)) => break Some(DisconnectReason::Transport(e.to_string())),
-                Some(Ok(Frame::Oversized { declared, limit })) => {
-                    link.touch();
-                    tracing::warn!(declared, limit, "the mod sent a message over the size limit; skipped");
-                }
-                Some(Ok(Frame::Body(body))) => {
-                    link.touch();
-                    if let Some(next) = handle_body(&body, &link, &shared) {
-                        deadline = next;
-                    }
-                }
-            },
-        }
+/// Runs a connection's engine; when it ends, the connection is shut and refuses new calls.
+async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {
+    let reason = match engine.run().await {
+        Ended::Eof => DisconnectReason::PeerClosed,
+        Ended::Io(e) | Ended::Framing(e) => DisconnectReason::Transport(e),
+        Ended::Signal(reason) => reason,
     };
-    if let Some(reason) = reason {
-        link.shut(reason);
-    }
-    // Every response read so far has been delivered: whatever is still pending never will be.
+    link.shut(reason);
     link.fail_all();
-}
-
-async fn sleep_until_some(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Handles one body; returns the router's new reorder deadline when it routed an event.
-fn handle_body(body: &Bytes, link: &Link, shared: &Shared) -> Option<Option<Instant>> {
-    match decode(body, DecodeMode::Lenient) {
-        Ok(Message::Response(response)) => {
-            link.complete(response);
-            None
-        }
-        Ok(Message::Event(event)) => {
-            let mut router = lock(&shared.router);
-            router.dispatch(event, Instant::now());
-            Some(router.next_deadline())
-        }
-        Ok(Message::Request(request)) => {
-            tracing::debug!(method = %request.method, "the mod sent a request; a bridge serves none");
-            let error = ErrorObject::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("the bridge serves no methods ({})", request.method),
-            )
-            .with_data(serde_json::json!({ "method": request.method.as_str() }));
-            let answer = Response::error(request.id, error);
-            if let Ok(bytes) = serde_json::to_vec(&answer) {
-                if link.outgoing.try_send(Bytes::from(bytes)).is_err() {
-                    tracing::debug!("outgoing queue full; not answering the mod's request");
-                }
-            }
-            None
-        }
-        Err(error) => {
-            handle_invalid(body, error, link);
-            None
-        }
-    }
-}
-
-/// A frame that is not a valid message. If it carries a pending call's id, it was meant as that call's
-/// response: read it more liberally still (`"result": null` beside an `error`), else fail the call with a
-/// protocol error rather than letting it time out. Anything else is logged and dropped; a bridge never
-/// answers a mod's malformed frames (no error storms).
-fn handle_invalid(body: &Bytes, error: DecodeError, link: &Link) {
-    let Some(id) = error.id() else {
-        tracing::debug!(%error, "dropping an invalid frame");
-        return;
-    };
-    let Some(tx) = link.take(&id) else {
-        tracing::debug!(%error, %id, "dropping an invalid frame");
-        return;
-    };
-    let delivery = match null_result_beside_error(body) {
-        Some(response) => Delivery::Outcome(response.outcome),
-        None => Delivery::Invalid(error.to_string()),
-    };
-    let _ = tx.send(delivery);
-}
-
-fn null_result_beside_error(body: &Bytes) -> Option<Response> {
-    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
-    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
-        return None;
-    }
-    map.remove("result");
-    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
-        Ok(Message::Response(response)) => Some(response),
-        _ => None,
-    }
 }
 
 /// How long a graceful close waits for the mod to close its side after we closed ours.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
-/// The only writer of a connection: writes whole frames in queue order, flushing when the queue runs dry.
-async fn write_loop(mut sink: FrameWriter, mut queue: mpsc::Receiver<Bytes>, link: Arc<Link>) {
-    // Made once, not once per burst, and cheap to poll on every wake.
-    let mut killed = Cancelled::new(link.kill.clone());
-    let mut closing = Cancelled::new(link.close_writes.clone());
-    loop {
-        let work = async {
-            let Some(first) = queue.recv().await else {
-                return Ok(false);
-            };
-            sink.feed(first).await?;
-            while let Ok(more) = queue.try_recv() {
-                sink.feed(more).await?;
-            }
-            sink.flush().await?;
-            Ok::<bool, gabp_transport::FrameError>(true)
-        };
-        tokio::select! {
-            biased;
-            () = &mut killed => break,
-            () = &mut closing => {
-                queue.close();
-                let flush = async {
-                    while let Some(frame) = queue.recv().await {
-                        sink.feed(frame).await?;
-                    }
-                    sink.flush().await
-                };
-                let _ = tokio::time::timeout(CLOSE_GRACE, flush).await;
-                break;
-            }
-            result = work => match result {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    link.shut(DisconnectReason::Transport(e.to_string()));
-                    return;
-                }
-            },
+/// The bridge's side of a connection: its [`Role`] in the connection engine (SPEC/1.0 gabp.md §2). A bridge
+/// routes events to its subscriptions, answers the mod's requests `-32601` (it serves no methods), never
+/// answers bad frames, and ends when its link is shut.
+struct BridgeRole {
+    link: Arc<Link>,
+    shared: Arc<Shared>,
+    killed: Cancelled,
+    closing: Cancelled,
+    closing_sent: bool,
+    /// When the oldest event held back for reordering is due.
+    reorder: Option<Pin<Box<Sleep>>>,
+}
+
+impl BridgeRole {
+    fn new(link: Arc<Link>, shared: Arc<Shared>) -> Self {
+        BridgeRole {
+            killed: Cancelled::new(link.kill.clone()),
+            closing: Cancelled::new(link.close_writes.clone()),
+            closing_sent: false,
+            link,
+            shared,
+            reorder: None,
         }
     }
-    // Closing tells a spawned mod (stdin) or a socket peer that we are done; never wait long for it.
-    let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
+
+    fn set_reorder(&mut self, deadline: Option<Instant>) {
+        match (deadline, &mut self.reorder) {
+            (None, _) => self.reorder = None,
+            (Some(at), Some(sleep)) => sleep.as_mut().reset(at),
+            (Some(at), None) => self.reorder = Some(Box::pin(tokio::time::sleep_until(at))),
+        }
+    }
+}
+
+impl Role for BridgeRole {
+    type Reason = DisconnectReason;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+
+    fn call(&mut self, request: gabp_types::Request) -> Answer {
+        tracing::debug!(method = %request.method, "the mod sent a request; a bridge serves none");
+        let error = ErrorObject::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("the bridge serves no methods ({})", request.method),
+        )
+        .with_data(serde_json::json!({ "method": request.method.as_str() }));
+        Box::pin(std::future::ready(Ok(Response::error(request.id, error))))
+    }
+
+    fn on_event(&mut self, event: gabp_types::Event) {
+        let deadline = {
+            let mut router = lock(&self.shared.router);
+            router.dispatch(event, Instant::now());
+            router.next_deadline()
+        };
+        self.set_reorder(deadline);
+    }
+
+    fn on_invalid(&mut self, _body: Bytes, error: DecodeError) -> Option<Response> {
+        tracing::debug!(%error, "dropping an invalid frame");
+        None
+    }
+
+    fn answers_bad_frames(&self) -> bool {
+        false
+    }
+
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
+        if Pin::new(&mut self.killed).poll(cx).is_ready() {
+            return Poll::Ready(Signal::End(self.link.reason()));
+        }
+        if !self.closing_sent && Pin::new(&mut self.closing).poll(cx).is_ready() {
+            self.closing_sent = true;
+            return Poll::Ready(Signal::CloseWrites);
+        }
+        if let Some(reorder) = &mut self.reorder {
+            if reorder.as_mut().poll(cx).is_ready() {
+                let deadline = {
+                    let mut router = lock(&self.shared.router);
+                    router.release_expired(Instant::now());
+                    router.next_deadline()
+                };
+                self.set_reorder(deadline);
+                // A new deadline registers on the next poll.
+                if self.reorder.is_some() {
+                    cx.waker().wake_by_ref();
+                }
+            }
+        }
+        Poll::Pending
+    }
+
+    fn on_frame(&mut self) {
+        self.link.touch();
+    }
 }
 
 /// Pings after `interval` of silence; declares the mod dead after `timeout` of silence.
@@ -1105,23 +1044,5 @@ async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
     }
     if let Some(ping) = ping {
         ping.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn null_result_beside_error_is_read_as_the_error() {
-        let body = Bytes::from_static(
-            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
-        );
-        let response = null_result_beside_error(&body).unwrap();
-        assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
-        let ok = Bytes::from_static(
-            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
-        );
-        assert!(null_result_beside_error(&ok).is_none());
     }
 }

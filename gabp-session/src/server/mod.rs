@@ -55,7 +55,7 @@
 
 mod builder;
 mod catalog;
-mod driver;
+mod connection;
 mod events;
 pub mod layer;
 mod main_thread;

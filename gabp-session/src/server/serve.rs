@@ -16,8 +16,10 @@ use tower::util::BoxService;
 use tower::Layer;
 use tracing::Instrument;
 
+use crate::engine::{self, Engine, Queues};
+
 use super::builder::{apply_layers, ModServerBuilder, ServerLimits};
-use super::driver::{Driver, DriverConfig};
+use super::connection::{close_reason, ModRole};
 use super::events::{EventPublisher, SubscriberQueue};
 use super::layer::{
     AuthLayer, CapabilityLayer, CatchPanicLayer, ConcurrencyLimitLayer, ModService, TimeoutLayer,
@@ -294,21 +296,30 @@ impl ModServer {
                 id = session.id(),
                 peer = %session.peer()
             );
-            let driver = Driver::new(
-                connection,
+            let role = ModRole::new(
                 server.service(),
                 session,
-                events,
                 server.inner.publisher.hub().clone(),
                 shutdown,
-                DriverConfig {
-                    max_message_size: limits.max_message_size,
-                    outgoing_queue: limits.outgoing_queue,
-                    hello_timeout: limits.hello_timeout,
-                    drain_timeout: server.inner.drain_timeout,
-                },
+                limits.hello_timeout,
             );
-            let reason = driver.run().instrument(span).await;
+            let queues = Queues {
+                outgoing: None,
+                events: Some(events),
+            };
+            let limits = engine::Limits {
+                max_message_size: limits.max_message_size,
+                backlog: limits.outgoing_queue,
+                calls: 0,
+                drain_timeout: server.inner.drain_timeout,
+            };
+            tracing::debug!(parent: &span, "connection opened");
+            let ended = Engine::new(connection, role, queues, limits)
+                .run()
+                .instrument(span.clone())
+                .await;
+            let reason = close_reason(ended);
+            tracing::debug!(parent: &span, %reason, "connection closed");
             drop(slot);
             reason
         }

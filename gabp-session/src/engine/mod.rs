@@ -1,0 +1,570 @@
+//! The connection engine: one loop per connection that owns the reader, the writer, the table of requests
+//! this side sent, the requests it is handling and the queues of what it writes. The mod and the bridge run the
+//! same loop; what differs between the roles (SPEC/1.0 gabp.md §2) is a [`Role`].
+//!
+//! Each turn of the loop (SPEC/1.0 transport.md §6, gabp.md §6):
+//!
+//! 1. *Signals* from the role: stop reading (goodbye, wrong token, shutdown, hello deadline), close our side,
+//!    or end at once.
+//! 2. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
+//! 3. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
+//!    flushed once per burst. Frames are whole bodies, so they never interleave.
+//! 4. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
+//!    calls, events and requests to the role. A request waits for the role to be ready (its concurrency limit);
+//!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
+//!    fast one.
+//! 5. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
+//!    side owes are written, then the sink is closed. Reading or writing failing means the peer is gone: the
+//!    handlers still running are cancelled at once and the loop ends.
+//!
+//! Every queue is bounded: requests handled by the role's limit, answers by the backlog bound (plus the
+//! requests in flight), requests sent by the caller's channel, events by the role's event queue.
+
+mod calls;
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{FutureExt, Sink, Stream};
+use gabp_codec::MessageError;
+use gabp_transport::{Connection, Frame, FrameError, FrameReader, FrameWriter};
+use gabp_types::decode::{decode, DecodeError, DecodeMode};
+use gabp_types::{
+    ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind, Request, Response,
+};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Sleep;
+
+pub(crate) use calls::{Delivery, Outgoing};
+
+use calls::Calls;
+
+/// How many frames one poll of the engine reads before yielding to the runtime.
+const FRAMES_PER_POLL: usize = 64;
+
+/// The future of a request being handled (a tower service's future; it never fails).
+pub(crate) type Answer = futures::future::BoxFuture<'static, Result<Response, Infallible>>;
+
+/// What the role asks of the engine.
+pub(crate) enum Signal<R> {
+    /// Stop reading; write the answers owed, then close (a goodbye, a wrong token, shutdown).
+    StopReading(R),
+    /// Write what is queued, close our side, and read on until the peer closes too.
+    CloseWrites,
+    /// End now: cancel the handlers, close without writing more.
+    End(R),
+}
+
+/// Why the engine stopped.
+#[derive(Debug)]
+pub(crate) enum Ended<R> {
+    /// The peer closed its side of the stream.
+    Eof,
+    /// Reading or writing failed: the peer is gone.
+    Io(String),
+    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed).
+    Framing(String),
+    /// The role's signal.
+    Signal(R),
+}
+
+/// What a role contributes to the engine: its handlers, what it does with events and bad frames, its signals.
+pub(crate) trait Role: Send {
+    /// Why a role stops a connection.
+    type Reason: Send;
+
+    /// Room for one more request (the role's concurrency limit).
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
+
+    /// Starts handling a request.
+    fn call(&mut self, request: Request) -> Answer;
+
+    /// An event from the peer.
+    fn on_event(&mut self, event: Event);
+
+    /// A frame that is not a valid request (SPEC/1.0 transport.md §7); `Some` answers it.
+    fn on_invalid(&mut self, body: Bytes, error: DecodeError) -> Option<Response>;
+
+    /// Whether bad frames are answered at all (a mod answers them; a bridge never does, so that two peers
+    /// cannot keep answering each other's errors).
+    fn answers_bad_frames(&self) -> bool;
+
+    /// Stop, close or end requests, and the role's own timers.
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<Self::Reason>>;
+
+    /// Called for every frame read (a keepalive's sign of life).
+    fn on_frame(&mut self) {}
+
+    /// Called once when reading stops, for whatever reason.
+    fn on_read_end(&mut self) {}
+}
+
+/// The engine's bounds and timings.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// The largest answer this side writes; a larger one is replaced by a `-32603` error.
+    pub(crate) max_message_size: usize,
+    /// Answers waiting for the sink beyond which reading pauses.
+    pub(crate) backlog: usize,
+    /// Calls this side expects to have in flight (the table is swept of abandoned calls past twice that).
+    pub(crate) calls: usize,
+    /// How long the answers owed may take once reading has stopped.
+    pub(crate) drain_timeout: Duration,
+}
+
+/// Handles for what the local side sends through the engine.
+pub(crate) struct Queues {
+    /// Requests this side sends (a bridge's calls).
+    pub(crate) outgoing: Option<mpsc::Receiver<Outgoing>>,
+    /// Events this side sends (a mod's subscriptions).
+    pub(crate) events: Option<mpsc::Receiver<Bytes>>,
+}
+
+/// One connection's loop. Build it with [`Engine::new`], run it with [`Engine::run`].
+pub(crate) struct Engine<P: Role> {
+    reader: FrameReader,
+    writer: FrameWriter,
+    peer: P,
+    calls: Calls,
+    outgoing: Option<mpsc::Receiver<Outgoing>>,
+    events: Option<mpsc::Receiver<Bytes>>,
+    /// Requests being handled on tasks of their own; each yields its serialized answer.
+    handling: JoinSet<Bytes>,
+    /// Answers waiting for the sink, in order.
+    backlog: VecDeque<Bytes>,
+    /// A request read but waiting for the role to be ready.
+    waiting: Option<Request>,
+    reading: bool,
+    /// Our side is closing: nothing new is written.
+    closing_writes: bool,
+    writer_closed: bool,
+    unflushed: bool,
+    drain_deadline: Option<Pin<Box<Sleep>>>,
+    ended: Option<Ended<P::Reason>>,
+    limits: Limits,
+}
+
+impl<P: Role> Engine<P> {
+    pub(crate) fn new(connection: Connection, peer: P, queues: Queues, limits: Limits) -> Self {
+        let (reader, writer) = connection.into_split();
+        Engine {
+            reader,
+            writer,
+            peer,
+            calls: Calls::new(limits.calls),
+            outgoing: queues.outgoing,
+            events: queues.events,
+            handling: JoinSet::new(),
+            backlog: VecDeque::new(),
+            waiting: None,
+            reading: true,
+            closing_writes: false,
+            writer_closed: false,
+            unflushed: false,
+            drain_deadline: None,
+            ended: None,
+            limits,
+        }
+    }
+
+    /// Drives the connection until it closes; says why.
+    pub(crate) async fn run(mut self) -> Ended<P::Reason> {
+        let ended = futures::future::poll_fn(|cx| self.poll_drive(cx)).await;
+        if self.reading {
+            self.peer.on_read_end();
+        }
+        // Whatever is still being handled has nobody to answer to (SPEC/1.0 gabp.md §7).
+        self.handling.abort_all();
+        ended
+    }
+
+    fn poll_drive(&mut self, cx: &mut Context<'_>) -> Poll<Ended<P::Reason>> {
+        let mut budget = FRAMES_PER_POLL;
+        loop {
+            if let Some(ended) = self.poll_signals(cx) {
+                return Poll::Ready(ended);
+            }
+            while let Poll::Ready(Some(done)) = self.handling.poll_join_next(cx) {
+                match done {
+                    Ok(answer) => self.backlog.push_back(answer),
+                    Err(e) if e.is_cancelled() => {}
+                    Err(e) => tracing::error!(error = %e, "a request task failed"),
+                }
+            }
+            if let Err(e) = self.poll_write(cx) {
+                tracing::debug!(error = %e, "writing to the peer failed");
+                return Poll::Ready(Ended::Io(e.to_string()));
+            }
+            match self.poll_read(cx) {
+                Read::Progress => {
+                    budget -= 1;
+                    if budget == 0 {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    continue;
+                }
+                Read::Failed(ended) => return Poll::Ready(ended),
+                Read::Idle => {}
+            }
+            if let Some(ended) = self.poll_finish(cx) {
+                return Poll::Ready(ended);
+            }
+            return Poll::Pending;
+        }
+    }
+
+    fn poll_signals(&mut self, cx: &mut Context<'_>) -> Option<Ended<P::Reason>> {
+        match self.peer.poll_signal(cx) {
+            Poll::Pending => None,
+            Poll::Ready(Signal::End(reason)) => Some(Ended::Signal(reason)),
+            Poll::Ready(Signal::StopReading(reason)) => {
+                self.stop_reading(Ended::Signal(reason));
+                None
+            }
+            Poll::Ready(Signal::CloseWrites) => {
+                if !self.closing_writes {
+                    self.closing_writes = true;
+                    self.events = None;
+                    if let Some(outgoing) = &mut self.outgoing {
+                        outgoing.close();
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Ends once reading has stopped and everything owed is written, or the drain deadline passed.
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Option<Ended<P::Reason>> {
+        let owed = self.waiting.is_some() || !self.handling.is_empty() || !self.backlog.is_empty();
+        let queued = self.outgoing.as_ref().is_some_and(|q| !q.is_empty());
+        let quiet = !owed && !self.unflushed && !queued;
+        if quiet && (!self.reading || self.closing_writes) && !self.writer_closed {
+            match Pin::new(&mut self.writer).poll_close(cx) {
+                Poll::Ready(Ok(())) => self.writer_closed = true,
+                Poll::Ready(Err(e)) => {
+                    tracing::debug!(error = %e, "closing the stream failed");
+                    self.writer_closed = true;
+                }
+                Poll::Pending => {}
+            }
+        }
+        if !self.reading && quiet && self.writer_closed {
+            return Some(self.ended.take().unwrap_or(Ended::Eof));
+        }
+        if let Some(deadline) = &mut self.drain_deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                tracing::warn!(
+                    in_flight = self.handling.len(),
+                    unwritten = self.backlog.len(),
+                    "answers not delivered in time after reading stopped; closing anyway"
+                );
+                return Some(self.ended.take().unwrap_or(Ended::Eof));
+            }
+        }
+        None
+    }
+
+    fn stop_reading(&mut self, why: Ended<P::Reason>) {
+        if !self.reading {
+            return;
+        }
+        self.reading = false;
+        self.events = None;
+        // Nothing can answer the calls still waiting now, nor the ones still queued.
+        self.calls.fail_all();
+        self.outgoing = None;
+        self.drain_deadline = Some(Box::pin(tokio::time::sleep(self.limits.drain_timeout)));
+        self.peer.on_read_end();
+        self.ended.get_or_insert(why);
+    }
+
+    /// Moves answers, then requests, then events into the sink while it accepts them; flushes.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), FrameError> {
+        if self.writer_closed {
+            self.backlog.clear();
+            return Ok(());
+        }
+        loop {
+            if self.backlog.is_empty() && self.outgoing.is_none() && self.events.is_none() {
+                break;
+            }
+            match Pin::new(&mut self.writer).poll_ready(cx) {
+                Poll::Pending => break,
+                Poll::Ready(result) => result?,
+            }
+            let Some(body) = self.next_frame(cx) else {
+                break;
+            };
+            Pin::new(&mut self.writer).start_send(body)?;
+            self.unflushed = true;
+        }
+        if self.unflushed {
+            if let Poll::Ready(result) = Pin::new(&mut self.writer).poll_flush(cx) {
+                result?;
+                self.unflushed = false;
+            }
+        }
+        Ok(())
+    }
+
+    /// The next frame to write: an answer, a request this side sends, or an event.
+    fn next_frame(&mut self, cx: &mut Context<'_>) -> Option<Bytes> {
+        if let Some(body) = self.backlog.pop_front() {
+            return Some(body);
+        }
+        if let Some(outgoing) = &mut self.outgoing {
+            loop {
+                match outgoing.poll_recv(cx) {
+                    Poll::Ready(Some(Outgoing::Call { id, body, reply })) => {
+                        self.calls.insert(id, reply);
+                        return Some(body);
+                    }
+                    Poll::Ready(Some(Outgoing::Forget(id))) => self.calls.forget(&id),
+                    Poll::Ready(None) => {
+                        self.outgoing = None;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+        }
+        if let Some(events) = &mut self.events {
+            match events.poll_recv(cx) {
+                Poll::Ready(Some(body)) => return Some(body),
+                Poll::Ready(None) => self.events = None,
+                Poll::Pending => {}
+            }
+        }
+        None
+    }
+
+    /// Reads and handles at most one frame (or dispatches the waiting request).
+    fn poll_read(&mut self, cx: &mut Context<'_>) -> Read<P::Reason> {
+        if let Some(request) = self.waiting.take() {
+            if self.peer.poll_ready(cx).is_pending() {
+                self.waiting = Some(request);
+                return Read::Idle;
+            }
+            self.dispatch(request);
+            return Read::Progress;
+        }
+        if !self.reading || self.backlog.len() >= self.limits.backlog {
+            return Read::Idle;
+        }
+        match Pin::new(&mut self.reader).poll_next(cx) {
+            Poll::Pending => Read::Idle,
+            Poll::Ready(None) => {
+                tracing::debug!("the peer closed the stream");
+                self.stop_reading(Ended::Eof);
+                Read::Progress
+            }
+            Poll::Ready(Some(Err(FrameError::Io(e)))) => {
+                tracing::debug!(error = %e, "reading from the peer failed");
+                Read::Failed(Ended::Io(e.to_string()))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                tracing::warn!(error = %e, "fatal framing error; closing");
+                if self.peer.answers_bad_frames() {
+                    let answer = Response::error(
+                        MessageId::nil(),
+                        ErrorObject::new(ErrorCode::PARSE_ERROR, format!("unreadable frame: {e}")),
+                    );
+                    self.push_answer(answer);
+                }
+                self.stop_reading(Ended::Framing(e.to_string()));
+                Read::Progress
+            }
+            Poll::Ready(Some(Ok(frame))) => {
+                self.peer.on_frame();
+                self.on_frame(frame);
+                Read::Progress
+            }
+        }
+    }
+
+    fn on_frame(&mut self, frame: Frame) {
+        let body = match frame {
+            Frame::Body(body) => body,
+            Frame::Oversized { declared, limit } => {
+                tracing::debug!(declared, limit, "oversized frame skipped");
+                if self.peer.answers_bad_frames() {
+                    self.push_answer(MessageError::Oversized { declared, limit }.to_response());
+                }
+                return;
+            }
+        };
+        match decode(&body, DecodeMode::Lenient) {
+            Ok(Message::Request(request)) => self.waiting = Some(request),
+            Ok(Message::Response(response)) => {
+                let id = response.id;
+                if !self.calls.deliver(&id, Delivery::Outcome(response.outcome)) {
+                    tracing::debug!(%id, "discarding a late or unknown response");
+                }
+            }
+            Ok(Message::Event(event)) => self.peer.on_event(event),
+            Err(error) => self.on_invalid(body, error),
+        }
+    }
+
+    /// A frame that is not a usable message (SPEC/1.0 transport.md §7). One that carries the id of a call
+    /// waiting here was meant as its answer: read more liberally still (`"result": null` beside an `error`),
+    /// else the call fails with a protocol error rather than waiting for its time limit. Responses and events
+    /// are never answered; anything else goes to the role.
+    fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
+        if let Some(id) = error.id().filter(|id| self.calls.contains(id)) {
+            let delivery = match null_result_beside_error(&body) {
+                Some(response) => Delivery::Outcome(response.outcome),
+                None => Delivery::Invalid(error.to_string()),
+            };
+            self.calls.deliver(&id, delivery);
+            return;
+        }
+        if let Some(kind @ (MessageKind::Response | MessageKind::Event)) = error.kind() {
+            tracing::debug!(
+                code = error.code().0,
+                pointer = error.pointer(),
+                "ignoring an invalid {}",
+                kind.as_str()
+            );
+            return;
+        }
+        tracing::debug!(
+            code = error.code().0,
+            pointer = error.pointer(),
+            "invalid message"
+        );
+        if !self.peer.answers_bad_frames() {
+            return;
+        }
+        if let Some(answer) = self.peer.on_invalid(body, error) {
+            self.push_answer(answer);
+        }
+    }
+
+    fn push_answer(&mut self, response: Response) {
+        self.backlog
+            .push_back(encode(response, self.limits.max_message_size));
+    }
+
+    fn dispatch(&mut self, request: Request) {
+        let id = request.id;
+        let mut future = self.peer.call(request);
+        let max = self.limits.max_message_size;
+        // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
+        // task of its own. Its task's first poll registers the task's waker, so nothing is lost by polling it
+        // here with a no-op one.
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
+            Ok(Poll::Ready(Ok(response))) => {
+                self.backlog.push_back(encode(response, max));
+                return;
+            }
+            Ok(Poll::Ready(Err(never))) => match never {},
+            Ok(Poll::Pending) => {}
+            Err(_) => {
+                self.backlog.push_back(encode(panicked(id), max));
+                return;
+            }
+        }
+        self.handling.spawn(async move {
+            let response = match AssertUnwindSafe(future).catch_unwind().await {
+                Ok(Ok(response)) => response,
+                Ok(Err(never)) => match never {},
+                Err(_) => panicked(id),
+            };
+            encode(response, max)
+        });
+    }
+}
+
+enum Read<R> {
+    /// A frame was handled (or a request dispatched).
+    Progress,
+    /// Nothing to read now.
+    Idle,
+    /// The peer is gone.
+    Failed(Ended<R>),
+}
+
+fn panicked(id: MessageId) -> Response {
+    Response::error(
+        id,
+        ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            "internal error: the request panicked",
+        ),
+    )
+}
+
+/// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
+pub(crate) fn encode(response: Response, max: usize) -> Bytes {
+    let id = response.id;
+    let body = Message::Response(response).to_vec();
+    if body.len() <= max {
+        return Bytes::from(body);
+    }
+    tracing::warn!(len = body.len(), max, "an answer exceeds maxMessageSize");
+    let error = ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!(
+            "the answer of {} bytes exceeds the maximum message size of {max} bytes",
+            body.len()
+        ),
+    )
+    .with_data(serde_json::json!({ "maxMessageSize": max }));
+    Bytes::from(Message::Response(Response::error(id, error)).to_vec())
+}
+
+/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
+fn null_result_beside_error(body: &Bytes) -> Option<Response> {
+    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
+        return None;
+    }
+    map.remove("result");
+    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => Some(response),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_result_beside_error_is_read_as_the_error() {
+        let body = Bytes::from_static(
+            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
+        );
+        let response = null_result_beside_error(&body).unwrap();
+        assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
+        let ok = Bytes::from_static(
+            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
+        );
+        assert!(null_result_beside_error(&ok).is_none());
+    }
+
+    #[test]
+    fn oversized_answers_become_errors() {
+        let big = Response::success(MessageId::nil(), Value::String("x".repeat(5000)));
+        let body = encode(big, 2048);
+        let Ok(Message::Response(r)) = decode(&body, DecodeMode::Strict) else {
+            panic!("not a response")
+        };
+        assert_eq!(r.error_object().unwrap().code, ErrorCode::INTERNAL_ERROR);
+        assert!(body.len() <= 2048);
+    }
+}

@@ -1,0 +1,128 @@
+//! The mod's side of a connection: its [`Role`] in the connection engine (SPEC/1.0 gabp.md §2, §7).
+//!
+//! The mod answers requests through its tower stack, ignores events and responses from the bridge (it sends no
+//! requests), answers bad frames once each, and stops reading on a close request (goodbye, wrong token,
+//! [`Session::close`]), on shutdown, or when no hello succeeded in time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use gabp_codec::MessageError;
+use gabp_types::decode::DecodeError;
+use gabp_types::{ErrorCode, Event, MessageId, Request, Response};
+use tokio::time::Sleep;
+use tokio_util::sync::CancellationToken;
+use tower::Service;
+
+use crate::cancel::Cancelled;
+use crate::engine::{Answer, Ended, Role, Signal};
+
+use super::events::EventHub;
+use super::layer::auth::{already_established, authentication_failed};
+use super::layer::ModService;
+use super::session::{CloseReason, Session};
+use super::ServerRequest;
+
+pub(crate) struct ModRole {
+    service: ModService,
+    session: Session,
+    hub: Arc<EventHub>,
+    shutdown: Cancelled,
+    hello_deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl ModRole {
+    pub(crate) fn new(
+        service: ModService,
+        session: Session,
+        hub: Arc<EventHub>,
+        shutdown: CancellationToken,
+        hello_timeout: Duration,
+    ) -> Self {
+        ModRole {
+            service,
+            session,
+            hub,
+            shutdown: Cancelled::new(shutdown),
+            hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
+        }
+    }
+}
+
+/// Why the engine of a mod's connection stopped, as [`CloseReason`].
+pub(crate) fn close_reason(ended: Ended<CloseReason>) -> CloseReason {
+    match ended {
+        Ended::Eof => CloseReason::Eof,
+        Ended::Io(e) => CloseReason::Io(e),
+        Ended::Framing(e) => CloseReason::Framing(e),
+        Ended::Signal(reason) => reason,
+    }
+}
+
+impl Role for ModRole {
+    type Reason = CloseReason;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        match self.service.poll_ready(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(()),
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn call(&mut self, request: Request) -> Answer {
+        self.service
+            .call(ServerRequest::new(request, self.session.clone()))
+    }
+
+    fn on_event(&mut self, event: Event) {
+        tracing::debug!(channel = %event.channel, "ignoring an event from the bridge");
+    }
+
+    fn on_invalid(&mut self, body: Bytes, error: DecodeError) -> Option<Response> {
+        let id = error.id().unwrap_or_else(MessageId::nil);
+        if error.code() == ErrorCode::INVALID_PARAMS && error.pointer().starts_with("/params/token")
+        {
+            // Only session/hello has a token: a malformed token is a wrong token (SPEC/1.0 transport.md §7).
+            // Its value is never quoted.
+            if self.session.is_established() {
+                return Some(Response::error(id, already_established()));
+            }
+            tracing::warn!("session/hello with a malformed token");
+            self.session.close_with(CloseReason::AuthenticationFailed);
+            return Some(Response::error(id, authentication_failed()));
+        }
+        Some(MessageError::Invalid { error, body }.to_response())
+    }
+
+    fn answers_bad_frames(&self) -> bool {
+        true
+    }
+
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
+        if let Some(reason) = self.session.poll_close_requested(cx) {
+            return Poll::Ready(Signal::StopReading(reason));
+        }
+        if Pin::new(&mut self.shutdown).poll(cx).is_ready() {
+            return Poll::Ready(Signal::StopReading(CloseReason::Shutdown));
+        }
+        if self.session.is_established() {
+            self.hello_deadline = None;
+        } else if let Some(deadline) = &mut self.hello_deadline {
+            if deadline.as_mut().poll(cx).is_ready() {
+                tracing::info!("no successful session/hello in time; closing");
+                self.hello_deadline = None;
+                return Poll::Ready(Signal::StopReading(CloseReason::HelloTimeout));
+            }
+        }
+        Poll::Pending
+    }
+
+    fn on_read_end(&mut self) {
+        self.hub.unsubscribe_all(self.session.subscription_state());
+    }
+}
