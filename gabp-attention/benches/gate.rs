@@ -27,12 +27,11 @@ async fn mod_connection(token: &Token) -> Connection {
     let server = attention
         .install(ModServer::builder().token(token.clone()))
         .tool(
-            Tool::raw(
-                "demo/echo",
-                json!({"type": "object"}),
-                json!({"type": "object"}),
-                |args: Map<String, Value>| async move { Ok::<_, ToolError>(Value::Object(args)) },
-            )
+            Tool::new("demo/echo", |args: Map<String, Value>| async move {
+                Ok::<_, ToolError>(Value::Object(args))
+            })
+            .input_schema(json!({"type": "object"}))
+            .output_schema(json!({"type": "object"}))
             .tags(["demo"]),
         )
         .build()

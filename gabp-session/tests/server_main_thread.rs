@@ -11,7 +11,7 @@ use std::time::Duration;
 use gabp_session::server::{MainThread, ModServer, ServerLimits, Tool, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use server_support::{code, connect_hello, data, request, result};
 
 #[derive(Deserialize, JsonSchema)]
@@ -36,12 +36,13 @@ fn server(limits: ServerLimits, runs: Arc<AtomicUsize>) -> ModServer {
             }
             Ok::<Value, ToolError>(Value::Null)
         }))
-        .tool(Tool::raw_on_main_thread(
-            "world/raw",
-            json!({"type": "object"}),
-            json!({}),
-            |args| Ok(json!({ "got": args })),
-        ))
+        .tool(
+            Tool::on_main_thread("world/raw", |args: Map<String, Value>| {
+                Ok::<_, ToolError>(json!({ "got": args }))
+            })
+            .input_schema(json!({"type": "object"}))
+            .output_schema(json!({})),
+        )
         .tool(Tool::new("demo/echo", |v: Value| async move {
             Ok::<_, ToolError>(v)
         }))

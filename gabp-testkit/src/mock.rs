@@ -193,7 +193,7 @@ impl MockTool {
             tags,
         } = self;
         let tool_name = name.clone();
-        let mut tool = Tool::raw(name, input_schema, output_schema, move |args| {
+        let mut tool = Tool::new(name, move |args: Map<String, Value>| {
             calls
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -213,7 +213,9 @@ impl MockTool {
                     Behavior::Async(handler) => handler(args).await,
                 }
             }
-        });
+        })
+        .input_schema(input_schema)
+        .output_schema(output_schema);
         if let Some(title) = title {
             tool = tool.title(title);
         }

@@ -23,6 +23,7 @@ use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
 
 use super::catalog::ToolCatalog;
+use super::context::StateMap;
 use super::events::{EventHub, EventPublisher};
 use super::layer::{ModService, ResponseFuture};
 use super::main_thread::MainThread;
@@ -310,6 +311,7 @@ pub struct ModServerBuilder {
     hub: Arc<EventHub>,
     main_thread: MainThread,
     catalog: ToolCatalog,
+    shared: StateMap,
 }
 
 impl fmt::Debug for ModServerBuilder {
@@ -360,6 +362,7 @@ impl ModServerBuilder {
             methods: Vec::new(),
             layers: Vec::new(),
             catalog: ToolCatalog::default(),
+            shared: StateMap::default(),
         }
     }
 
@@ -482,6 +485,14 @@ impl ModServerBuilder {
         SF: Future<Output = Result<StateSetResult, ErrorObject>> + Send + 'static,
     {
         self.state_get(get).state_set(set)
+    }
+
+    /// Shares `value` with every handler that takes [`State<T>`](super::State) (one value per type; a second
+    /// value of the same type replaces the first). Share mutable data through an `Arc`.
+    #[must_use]
+    pub fn with_state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.shared.insert(value);
+        self
     }
 
     /// Serves a custom method (any registry name the mod does not serve itself, such as
@@ -737,6 +748,7 @@ impl ModServerBuilder {
             hub: self.hub.clone(),
             main_thread: self.main_thread.clone(),
             request_timeout: self.limits.request_timeout,
+            state: Arc::new(self.shared),
         });
         Ok(ModServer::new(super::serve::Parts {
             router,
@@ -894,11 +906,11 @@ mod tests {
     fn registration_errors() {
         let dup = ModServerBuilder::new()
             .token(token())
-            .tool(Tool::raw("a/b", json!({}), json!({}), |_| async {
-                Ok(Value::Null)
+            .tool(Tool::new("a/b", |_: Value| async {
+                Ok::<_, super::super::ToolError>(Value::Null)
             }))
-            .tool(Tool::raw("a/b", json!({}), json!({}), |_| async {
-                Ok(Value::Null)
+            .tool(Tool::new("a/b", |_: Value| async {
+                Ok::<_, super::super::ToolError>(Value::Null)
             }))
             .build();
         assert!(matches!(

@@ -1,10 +1,11 @@
-//! Main-thread dispatch (DESIGN.md section 5): [`MainThread`] and [`PumpReport`].
+//! Main-thread dispatch: [`MainThread`] and [`PumpReport`].
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use gabp_types::ErrorObject;
@@ -14,7 +15,10 @@ use tokio::time::Instant;
 
 use super::session::internal_error;
 
-type Job = Box<dyn FnOnce() -> Result<Value, ErrorObject> + Send>;
+pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<Value, ErrorObject> + Send>;
+
+/// Told when a call is queued for the game thread.
+type Notify = Arc<dyn Fn() + Send + Sync>;
 
 struct Item {
     deadline: Instant,
@@ -25,25 +29,33 @@ struct Item {
 /// The queue of tool calls that must run on the game's main thread.
 ///
 /// Tools registered with [`Tool::on_main_thread`](super::Tool::on_main_thread) never run on the async
-/// runtime: their calls are queued here, and the game loop runs them by calling [`MainThread::pump`] once a
-/// frame with a time budget. Each call carries a deadline (its timeout); one that has not started by then is
-/// dropped and answered `-32403`. The queue is bounded: a call arriving when it is full is answered `-32401`
-/// (retryable) at once. Connections never wait for the game thread.
+/// runtime: their calls are queued here, and the game loop runs them with [`MainThread::pump_with`], handing
+/// them its own state (`&mut World`, which need not be `Send`), or with [`MainThread::pump`] when they take
+/// none. A game loop that sleeps between frames waits with [`MainThread::wait`] instead, which returns as soon
+/// as a call arrives, so a call on an idle game costs microseconds, not a frame; a loop that owns another
+/// event source registers [`MainThread::on_work`] to be woken. Each call carries a deadline (its timeout); one
+/// that has not started by then is dropped and answered `-32403`. The queue is bounded: a call arriving when
+/// it is full is answered `-32401` (retryable) at once. Connections never wait for the game thread.
 ///
 /// ```
 /// use std::time::Duration;
 /// use gabp_session::server::{ModServer, Tool, ToolError};
 ///
+/// struct World { blocks: u32 } // the game's state; it need not be Send
+///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = ModServer::builder()
 ///     .token(gabp_transport::Token::generate()?)
-///     .tool(Tool::on_main_thread("world/spawn", |_: serde_json::Value| {
-///         Ok::<_, ToolError>("spawned") // runs on the game thread
+///     .tool(Tool::on_main_thread("world/place", |world: &mut World, count: u32| {
+///         world.blocks += count; // runs on the game thread, with the game's world
+///         Ok::<_, ToolError>(world.blocks)
 ///     }))
 ///     .build()?;
 /// let main_thread = server.main_thread();
-/// // In the game loop, once per frame:
-/// let report = main_thread.pump(Duration::from_millis(2));
+/// let mut world = World { blocks: 0 };
+/// // The game loop: wait for work until the next frame is due, then run what arrived.
+/// main_thread.wait(Duration::from_millis(1));
+/// let report = main_thread.pump_with(&mut world, Duration::from_millis(2));
 /// assert_eq!(report.ran, 0); // nothing queued yet
 /// # Ok(())
 /// # }
@@ -55,7 +67,9 @@ pub struct MainThread {
 
 struct Inner {
     queue: Mutex<VecDeque<Item>>,
+    arrived: Condvar,
     capacity: AtomicUsize,
+    notify: Mutex<Option<Notify>>,
 }
 
 impl fmt::Debug for MainThread {
@@ -85,12 +99,18 @@ pub struct PumpReport {
 #[derive(Debug)]
 pub(crate) struct QueueFull;
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl MainThread {
     pub(crate) fn new(capacity: usize) -> Self {
         MainThread {
             inner: Arc::new(Inner {
                 queue: Mutex::new(VecDeque::new()),
+                arrived: Condvar::new(),
                 capacity: AtomicUsize::new(capacity),
+                notify: Mutex::new(None),
             }),
         }
     }
@@ -106,49 +126,66 @@ impl MainThread {
         job: Job,
     ) -> Result<oneshot::Receiver<Result<Value, ErrorObject>>, QueueFull> {
         let (reply, rx) = oneshot::channel();
-        let mut queue = self
-            .inner
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if queue.len() >= self.inner.capacity.load(Ordering::Relaxed) {
-            return Err(QueueFull);
+        {
+            let mut queue = lock(&self.inner.queue);
+            if queue.len() >= self.inner.capacity.load(Ordering::Relaxed) {
+                return Err(QueueFull);
+            }
+            queue.push_back(Item {
+                deadline,
+                job,
+                reply,
+            });
         }
-        queue.push_back(Item {
-            deadline,
-            job,
-            reply,
-        });
+        self.inner.arrived.notify_all();
+        let notify = lock(&self.inner.notify).clone();
+        if let Some(notify) = notify {
+            notify();
+        }
         Ok(rx)
     }
 
     /// How many calls are queued.
     #[must_use]
     pub fn pending(&self) -> usize {
-        self.inner
-            .queue
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        lock(&self.inner.queue).len()
     }
 
-    /// Runs queued calls on the calling thread, oldest first, until the queue is empty or `budget` is spent
-    /// (a call that has started always finishes; with a non-zero budget at least one call runs). Calls whose
-    /// deadline has passed are dropped without running. A panicking call is answered `-32603` and the pump
-    /// goes on.
+    /// Blocks the calling thread until a call is queued or `timeout` passes; `true` if calls are queued. For a
+    /// game loop that would otherwise sleep until its next frame.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let queue = lock(&self.inner.queue);
+        let (queue, _) = self
+            .inner
+            .arrived
+            .wait_timeout_while(queue, timeout, |q| q.is_empty())
+            .unwrap_or_else(PoisonError::into_inner);
+        !queue.is_empty()
+    }
+
+    /// Calls `notify` whenever a call is queued (from the connection's thread): for a game loop that waits on
+    /// an event source of its own, to wake it. Replaces any earlier callback; keep it short.
+    pub fn on_work(&self, notify: impl Fn() + Send + Sync + 'static) {
+        *lock(&self.inner.notify) = Some(Arc::new(notify));
+    }
+
+    /// [`MainThread::pump_with`] for tools that take no game state.
     pub fn pump(&self, budget: Duration) -> PumpReport {
+        self.pump_with(&mut (), budget)
+    }
+
+    /// Runs queued calls on the calling thread with the game's `state`, oldest first, until the queue is empty
+    /// or `budget` is spent (a call that has started always finishes; with a non-zero budget at least one call
+    /// runs). Calls whose deadline has passed are dropped without running. A panicking call is answered
+    /// `-32603` and the pump goes on; so is a call whose tool takes another type of state.
+    pub fn pump_with<S: 'static>(&self, state: &mut S, budget: Duration) -> PumpReport {
         let start = Instant::now();
         let mut report = PumpReport::default();
         loop {
             if budget.is_zero() || (report.ran > 0 && start.elapsed() >= budget) {
                 break;
             }
-            let item = self
-                .inner
-                .queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
+            let item = lock(&self.inner.queue).pop_front();
             let Some(item) = item else { break };
             if item.reply.is_closed() {
                 report.cancelled += 1;
@@ -158,7 +195,8 @@ impl MainThread {
                 report.expired += 1;
                 continue;
             }
-            let result = catch_unwind(AssertUnwindSafe(item.job)).unwrap_or_else(|_| {
+            let job = item.job;
+            let result = catch_unwind(AssertUnwindSafe(|| job(state))).unwrap_or_else(|_| {
                 tracing::error!("a main-thread tool panicked");
                 Err(internal_error("the tool panicked"))
             });
@@ -183,15 +221,15 @@ mod tests {
     #[test]
     fn runs_in_order_and_reports() {
         let mt = MainThread::new(10);
-        let mut a = mt.submit(far(), Box::new(|| Ok(json!(1)))).unwrap();
-        let mut b = mt.submit(far(), Box::new(|| panic!("boom"))).unwrap();
+        let mut a = mt.submit(far(), Box::new(|_| Ok(json!(1)))).unwrap();
+        let mut b = mt.submit(far(), Box::new(|_| panic!("boom"))).unwrap();
         let expired = mt
             .submit(
                 Instant::now() - Duration::from_millis(1),
-                Box::new(|| Ok(json!(3))),
+                Box::new(|_| Ok(json!(3))),
             )
             .unwrap();
-        let cancelled = mt.submit(far(), Box::new(|| Ok(json!(4)))).unwrap();
+        let cancelled = mt.submit(far(), Box::new(|_| Ok(json!(4)))).unwrap();
         drop(cancelled);
         assert_eq!(mt.pending(), 4);
         let report = mt.pump(Duration::from_secs(1));
@@ -212,21 +250,87 @@ mod tests {
     #[test]
     fn bounded_and_budgeted() {
         let mt = MainThread::new(2);
-        let _a = mt.submit(far(), Box::new(|| Ok(json!(1)))).unwrap();
+        let _a = mt.submit(far(), Box::new(|_| Ok(json!(1)))).unwrap();
         let _b = mt
             .submit(
                 far(),
-                Box::new(|| {
+                Box::new(|_| {
                     std::thread::sleep(Duration::from_millis(5));
                     Ok(json!(2))
                 }),
             )
             .unwrap();
-        assert!(mt.submit(far(), Box::new(|| Ok(json!(3)))).is_err());
+        assert!(mt.submit(far(), Box::new(|_| Ok(json!(3)))).is_err());
         assert_eq!(mt.pump(Duration::ZERO).ran, 0);
         // A tiny budget still runs one call; the rest waits for the next frame.
         let r = mt.pump(Duration::from_nanos(1));
         assert_eq!((r.ran, r.remaining), (1, 1));
         assert_eq!(mt.pump(Duration::from_secs(1)).ran, 1);
+    }
+}
+
+#[cfg(test)]
+mod wake_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wait_returns_when_a_call_arrives() {
+        let mt = MainThread::new(4);
+        assert!(!mt.wait(Duration::from_millis(1)));
+        let submitter = mt.clone();
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            submitter
+                .submit(
+                    Instant::now() + Duration::from_secs(60),
+                    Box::new(|_| Ok(json!(1))),
+                )
+                .map(drop)
+                .is_ok()
+        });
+        // Far longer than the submitter takes: returning true means it woke on the call.
+        assert!(mt.wait(Duration::from_secs(30)));
+        assert!(thread.join().unwrap());
+        assert_eq!(mt.pending(), 1);
+    }
+
+    #[test]
+    fn on_work_is_told_of_each_call() {
+        let mt = MainThread::new(4);
+        let told = Arc::new(AtomicUsize::new(0));
+        let counter = told.clone();
+        mt.on_work(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let _a = mt.submit(deadline, Box::new(|_| Ok(json!(1)))).unwrap();
+        let _b = mt.submit(deadline, Box::new(|_| Ok(json!(2)))).unwrap();
+        assert_eq!(told.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn pump_with_hands_the_state_to_the_job() {
+        struct World {
+            blocks: Vec<u32>,
+        }
+        let mt = MainThread::new(4);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut rx = mt
+            .submit(
+                deadline,
+                Box::new(|state| {
+                    let world = state
+                        .downcast_mut::<World>()
+                        .ok_or_else(|| internal_error("no world"))?;
+                    world.blocks.push(7);
+                    Ok(json!(world.blocks.len()))
+                }),
+            )
+            .unwrap();
+        let mut world = World { blocks: Vec::new() };
+        assert_eq!(mt.pump_with(&mut world, Duration::from_secs(1)).ran, 1);
+        assert_eq!(world.blocks, [7]);
+        assert_eq!(rx.try_recv().unwrap().unwrap(), json!(1));
     }
 }

@@ -56,7 +56,9 @@
 mod builder;
 mod catalog;
 mod connection;
+mod context;
 mod events;
+mod handler;
 pub mod layer;
 mod main_thread;
 mod pattern;
@@ -68,7 +70,9 @@ mod tool;
 
 pub use builder::{BuildError, ModServerBuilder, ServerLimits, CHANNEL_PATTERNS_EXTENSION};
 pub use catalog::ToolCatalog;
+pub use context::{CallContext, FromContext, State};
 pub use events::{EventPublisher, PublishError, Published};
+pub use handler::{MainThreadHandler, ToolHandler};
 pub use main_thread::{MainThread, PumpReport};
 pub use resource::Resource;
 pub use router::Router;

@@ -1,5 +1,6 @@
 //! [`Router`]: the tower service that answers every method.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
@@ -21,7 +22,8 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tower::Service;
 
-use super::events::EventHub;
+use super::context::{CallContext, StateMap};
+use super::events::{EventHub, EventPublisher};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
@@ -29,7 +31,7 @@ use super::main_thread::MainThread;
 use super::pattern::NamePattern;
 use super::resource::RegisteredResource;
 use super::session::{internal_error, CloseReason};
-use super::tool::{Handler, RegisteredTool};
+use super::tool::{Handler, RegisteredTool, ToolError};
 use super::ServerRequest;
 
 pub(crate) type StateGetHandler = Arc<
@@ -56,6 +58,7 @@ pub(crate) struct Routes {
     pub(crate) hub: Arc<EventHub>,
     pub(crate) main_thread: MainThread,
     pub(crate) request_timeout: Duration,
+    pub(crate) state: Arc<StateMap>,
 }
 
 /// The innermost service of the mod's stack: it answers every method the mod serves.
@@ -199,10 +202,20 @@ impl Router {
             return Err(invalid_params("/params/arguments", "must be an object"));
         };
         let id = req.id();
+        // The call's token fires when its future is dropped (time limit, lost peer) or its session ends.
+        let cancellation = req.session.cancellation().child_token();
+        let context = CallContext::new(
+            req.session,
+            id,
+            cancellation.clone(),
+            EventPublisher::new(self.routes.hub.clone()),
+            self.routes.state.clone(),
+        );
         match &tool.handler {
             Handler::Async(handler) => {
-                let fut = handler(args);
+                let fut = handler(context, args);
                 Ok(async move {
+                    let _cancel_on_drop = cancellation.drop_guard();
                     Ok(match fut.await {
                         Ok(result) => Response::success(id, result),
                         Err(e) => Response::error(id, e.into_error_object()),
@@ -214,7 +227,9 @@ impl Router {
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
                 let handler = handler.clone();
-                let job = Box::new(move || handler(args).map_err(|e| e.into_error_object()));
+                let job = Box::new(move |state: &mut dyn Any| {
+                    handler(state, &context, args).map_err(ToolError::into_error_object)
+                });
                 let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
                     return Err(ErrorObject::new(
                         ErrorCode::TOOL_UNAVAILABLE,
@@ -223,6 +238,7 @@ impl Router {
                     .with_data(json!({ "retryable": true })));
                 };
                 Ok(async move {
+                    let _cancel_on_drop = cancellation.drop_guard();
                     Ok(match tokio::time::timeout_at(deadline, rx).await {
                         Ok(Ok(Ok(result))) => Response::success(id, result),
                         Ok(Ok(Err(e))) => Response::error(id, e),

@@ -298,7 +298,7 @@ impl ModServer {
             );
             let role = ModRole::new(
                 server.service(),
-                session,
+                session.clone(),
                 server.inner.publisher.hub().clone(),
                 shutdown,
                 limits.hello_timeout,
@@ -318,6 +318,7 @@ impl ModServer {
                 .run()
                 .instrument(span.clone())
                 .await;
+            session.end();
             let reason = close_reason(ended);
             tracing::debug!(parent: &span, %reason, "connection closed");
             drop(slot);

@@ -10,6 +10,7 @@ use futures::task::AtomicWaker;
 use gabp_types::methods::{ClientInfo, Platform};
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Request, Response};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::events::{SubscriberQueue, Subscriptions};
 
@@ -148,6 +149,8 @@ struct SessionInner {
     close_reason: Mutex<Option<CloseReason>>,
     waker: AtomicWaker,
     subscriptions: Subscriptions,
+    /// Fires when the connection ends; every call's token is a child of it.
+    ended: CancellationToken,
 }
 
 static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
@@ -174,6 +177,7 @@ impl Session {
                 close_reason: Mutex::new(None),
                 waker: AtomicWaker::new(),
                 subscriptions: Subscriptions::new(queue),
+                ended: CancellationToken::new(),
             }),
         }
     }
@@ -281,6 +285,17 @@ impl Session {
     #[must_use]
     pub fn event_queue_capacity(&self) -> usize {
         self.inner.subscriptions.queue().capacity()
+    }
+
+    /// A token that fires when the connection has ended (the calls still running on it are cancelled).
+    #[must_use]
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.ended
+    }
+
+    /// Marks the connection ended: cancels every call still running on it.
+    pub(crate) fn end(&self) {
+        self.inner.ended.cancel();
     }
 
     pub(crate) fn subscription_state(&self) -> &Subscriptions {

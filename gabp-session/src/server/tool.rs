@@ -1,7 +1,7 @@
-//! Tools: [`Tool`] (typed or raw, async or on the game's main thread) and [`ToolError`].
+//! Tools: [`Tool`] (async or on the game's main thread) and [`ToolError`].
 
+use std::any::Any;
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use super::context::CallContext;
+use super::handler::{MainThreadHandler, ToolHandler};
 use super::BuildError;
 
 /// The error a tool handler returns. It becomes the response's error object: code `-32402` (Tool Execution
@@ -117,27 +119,33 @@ impl From<ToolError> for ErrorObject {
     }
 }
 
-pub(crate) type AsyncHandler =
-    Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
-pub(crate) type SyncHandler =
-    Arc<dyn Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync>;
+pub(crate) type AsyncHandler = Arc<
+    dyn Fn(CallContext, Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>>
+        + Send
+        + Sync,
+>;
+pub(crate) type SyncHandler = Arc<
+    dyn Fn(&mut dyn Any, &CallContext, Map<String, Value>) -> Result<Value, ToolError>
+        + Send
+        + Sync,
+>;
 
 #[derive(Clone)]
 pub(crate) enum Handler {
     /// Runs on the runtime, concurrently with everything else.
     Async(AsyncHandler),
-    /// Runs only inside [`MainThread::pump`](super::MainThread::pump).
+    /// Runs only inside [`MainThread::pump_with`](super::MainThread::pump_with).
     MainThread(SyncHandler),
 }
 
 /// A tool to register with [`ModServerBuilder::tool`](super::ModServerBuilder::tool).
 ///
-/// - [`Tool::new`]: an async handler with typed input and output; `inputSchema` and `outputSchema` come from
-///   their [`JsonSchema`] derive (draft-07, every subschema inlined).
-/// - [`Tool::on_main_thread`]: a synchronous typed handler that runs only inside
-///   [`MainThread::pump`](super::MainThread::pump), on the game's own thread.
-/// - [`Tool::raw`] and [`Tool::raw_on_main_thread`]: raw JSON in and out with explicit schemas, for tools
-///   only known at run time.
+/// One way to build one: [`Tool::new`] with an async handler, or [`Tool::on_main_thread`] with a synchronous
+/// handler that runs on the game's own thread. Either takes extractors ([`CallContext`],
+/// [`State<T>`](super::State), ...) and then its typed arguments; `inputSchema` and `outputSchema` come from
+/// the argument and result types' [`JsonSchema`] derive (draft-07, every subschema inlined). For tools only
+/// known at run time, take `serde_json::Value` (or a `Map`) and give the schemas with
+/// [`Tool::input_schema`] and [`Tool::output_schema`].
 ///
 /// The arguments are checked against `inputSchema` (compiled once, at registration) before the handler runs;
 /// a mismatch is answered with `-32602` and `data.errors` listing each `{path, message}`.
@@ -221,6 +229,10 @@ fn to_result<Out: Serialize>(out: Out) -> Result<Value, ToolError> {
     })
 }
 
+fn from_arguments<In: DeserializeOwned>(args: Map<String, Value>) -> Result<In, ToolError> {
+    serde_json::from_value::<In>(Value::Object(args)).map_err(|e| invalid_arguments(&e))
+}
+
 impl Tool {
     fn with_handler(
         name: String,
@@ -242,88 +254,57 @@ impl Tool {
         }
     }
 
-    /// A tool with an async handler taking typed arguments and returning a typed result.
-    pub fn new<In, Out, F, Fut>(name: impl Into<String>, handler: F) -> Self
-    where
-        In: DeserializeOwned + JsonSchema + Send + 'static,
-        Out: Serialize + JsonSchema + 'static,
-        F: Fn(In) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
-    {
-        let handler: AsyncHandler = Arc::new(move |args: Map<String, Value>| {
-            match serde_json::from_value::<In>(Value::Object(args)) {
-                Ok(input) => handler(input).map(|out| out.and_then(to_result)).boxed(),
-                Err(e) => futures::future::ready(Err(invalid_arguments(&e))).boxed(),
-            }
+    /// A tool served by an async handler: extractors first (any [`FromContext`](super::FromContext)), then
+    /// the typed arguments; it returns a typed result or a [`ToolError`].
+    pub fn new<M, H: ToolHandler<M>>(name: impl Into<String>, handler: H) -> Self {
+        let handler = Arc::new(handler);
+        let run: AsyncHandler =
+            Arc::new(move |context, args| match from_arguments::<H::Args>(args) {
+                Ok(input) => handler
+                    .call(context, input)
+                    .map(|out| out.and_then(to_result))
+                    .boxed(),
+                Err(e) => futures::future::ready(Err(e)).boxed(),
+            });
+        Self::with_handler(
+            name.into(),
+            schema_for::<H::Args>(),
+            schema_for::<H::Output>(),
+            Handler::Async(run),
+        )
+    }
+
+    /// A tool whose synchronous handler runs on the game's main thread, inside
+    /// [`MainThread::pump_with`](super::MainThread::pump_with), with the game's state as its first argument
+    /// (`|world: &mut World, args: In|`), or without it (`|args: In|`). The state need not be `Send`. The
+    /// connection never waits for the game thread: the call is queued with a deadline (the tool's timeout)
+    /// and answered `-32403` if it has not started by then.
+    pub fn on_main_thread<M, H: MainThreadHandler<M>>(name: impl Into<String>, handler: H) -> Self {
+        let run: SyncHandler = Arc::new(move |state, context, args| {
+            let input = from_arguments::<H::Args>(args)?;
+            handler.call(state, context, input).and_then(to_result)
         });
         Self::with_handler(
             name.into(),
-            schema_for::<In>(),
-            schema_for::<Out>(),
-            Handler::Async(handler),
+            schema_for::<H::Args>(),
+            schema_for::<H::Output>(),
+            Handler::MainThread(run),
         )
     }
 
-    /// A tool whose typed, synchronous handler runs on the game's main thread, inside
-    /// [`MainThread::pump`](super::MainThread::pump). The connection never waits for the game thread: the
-    /// call is queued with a deadline (the tool's timeout) and answered `-32403` if it has not started by then.
-    pub fn on_main_thread<In, Out, F>(name: impl Into<String>, handler: F) -> Self
-    where
-        In: DeserializeOwned + JsonSchema + 'static,
-        Out: Serialize + JsonSchema + 'static,
-        F: Fn(In) -> Result<Out, ToolError> + Send + Sync + 'static,
-    {
-        let handler: SyncHandler = Arc::new(move |args: Map<String, Value>| {
-            let input = serde_json::from_value::<In>(Value::Object(args))
-                .map_err(|e| invalid_arguments(&e))?;
-            handler(input).and_then(to_result)
-        });
-        Self::with_handler(
-            name.into(),
-            schema_for::<In>(),
-            schema_for::<Out>(),
-            Handler::MainThread(handler),
-        )
+    /// Replaces the `inputSchema` derived from the argument type (a JSON Schema object; draft-07 unless
+    /// `$schema` says otherwise): for tools whose arguments are only known at run time.
+    #[must_use]
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
     }
 
-    /// A tool with raw JSON arguments and result, and explicit schemas (JSON Schema objects; draft-07 unless
-    /// `$schema` says otherwise).
-    pub fn raw<F, Fut>(
-        name: impl Into<String>,
-        input_schema: Value,
-        output_schema: Value,
-        handler: F,
-    ) -> Self
-    where
-        F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
-    {
-        let handler: AsyncHandler = Arc::new(move |args| handler(args).boxed());
-        Self::with_handler(
-            name.into(),
-            input_schema,
-            output_schema,
-            Handler::Async(handler),
-        )
-    }
-
-    /// Like [`Tool::raw`], with a synchronous handler run on the game's main thread (see
-    /// [`Tool::on_main_thread`]).
-    pub fn raw_on_main_thread<F>(
-        name: impl Into<String>,
-        input_schema: Value,
-        output_schema: Value,
-        handler: F,
-    ) -> Self
-    where
-        F: Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync + 'static,
-    {
-        Self::with_handler(
-            name.into(),
-            input_schema,
-            output_schema,
-            Handler::MainThread(Arc::new(handler)),
-        )
+    /// Replaces the `outputSchema` derived from the result type.
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = schema;
+        self
     }
 
     /// The tool's name.
@@ -548,29 +529,30 @@ mod tests {
             .is_ok());
     }
 
+    fn raw(name: &str, input: Value, output: Value) -> Tool {
+        Tool::new(name, |_: Value| async { Ok::<_, ToolError>(Value::Null) })
+            .input_schema(input)
+            .output_schema(output)
+    }
+
     #[test]
     fn registration_errors() {
-        let bad_name = Tool::raw("inventory.get", json!({}), json!({}), |_| async {
-            Ok(Value::Null)
-        });
+        let bad_name = raw("inventory.get", json!({}), json!({}));
         assert!(matches!(
             bad_name.register(),
             Err(BuildError::InvalidName { kind: "tool", .. })
         ));
-        let bad_schema = Tool::raw("a/b", json!({"type": 5}), json!({}), |_| async {
-            Ok(Value::Null)
-        });
+        let bad_schema = raw("a/b", json!({"type": 5}), json!({}));
         assert!(matches!(
             bad_schema.register(),
             Err(BuildError::InvalidSchema { .. })
         ));
-        let not_object = Tool::raw("a/b", json!([]), json!({}), |_| async { Ok(Value::Null) });
+        let not_object = raw("a/b", json!([]), json!({}));
         assert!(matches!(
             not_object.register(),
             Err(BuildError::InvalidSchema { .. })
         ));
-        let empty_title =
-            Tool::raw("a/b", json!({}), json!(true), |_| async { Ok(Value::Null) }).title("");
+        let empty_title = raw("a/b", json!({}), json!(true)).title("");
         assert!(empty_title.register().is_err());
     }
 

@@ -372,21 +372,22 @@ pub mod fixture {
                 })
                 .timeout(Duration::from_millis(100)),
             )
-            .tool(Tool::raw(
-                "dyn/sum",
-                json!({
+            .tool(
+                Tool::new("dyn/sum", |args: Map<String, Value>| async move {
+                    let a = args.get("a").and_then(Value::as_f64).unwrap_or_default();
+                    let b = args.get("b").and_then(Value::as_f64).unwrap_or_default();
+                    Ok::<_, ToolError>(json!({ "sum": a + b }))
+                })
+                .input_schema(json!({
                     "type": "object",
                     "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
                     "required": ["a", "b"],
                     "additionalProperties": false
-                }),
-                json!({"type": "object", "properties": {"sum": {"type": "number"}}}),
-                |args: Map<String, Value>| async move {
-                    let a = args.get("a").and_then(Value::as_f64).unwrap_or_default();
-                    let b = args.get("b").and_then(Value::as_f64).unwrap_or_default();
-                    Ok(json!({ "sum": a + b }))
-                },
-            ))
+                }))
+                .output_schema(
+                    json!({"type": "object", "properties": {"sum": {"type": "number"}}}),
+                ),
+            )
             .channel("player/move")
             .channel("player/chat")
             .channel("world/block_change")

@@ -1,0 +1,137 @@
+//! The functions that serve tools: [`ToolHandler`] (async, on the runtime) and [`MainThreadHandler`]
+//! (synchronous, on the game's thread, with the game's state). Both take extractors ([`FromContext`]) before
+//! the typed arguments, the way axum handlers do.
+
+use std::any::{type_name, Any};
+use std::future::Future;
+
+use futures::future::BoxFuture;
+use gabp_types::ErrorCode;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::context::{CallContext, FromContext};
+use super::tool::ToolError;
+
+/// An async function that serves a tool: `async fn(extractors..., args: In) -> Result<Out, ToolError>`, with up
+/// to three extractors ([`FromContext`]: [`CallContext`], [`State<T>`](super::State), ...). `In` and `Out`
+/// give the tool's `inputSchema` and `outputSchema`. Implemented for every such function or closure.
+pub trait ToolHandler<Marker>: Send + Sync + 'static {
+    /// The typed arguments.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The typed result.
+    type Output: Serialize + JsonSchema + 'static;
+
+    /// Serves one call.
+    fn call(
+        &self,
+        context: CallContext,
+        args: Self::Args,
+    ) -> BoxFuture<'static, Result<Self::Output, ToolError>>;
+}
+
+macro_rules! tool_handler {
+    ($($e:ident),*) => {
+        impl<F, Fut, In, Out, $($e,)*> ToolHandler<(($($e,)*), In)> for F
+        where
+            F: Fn($($e,)* In) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+            In: DeserializeOwned + JsonSchema + Send + 'static,
+            Out: Serialize + JsonSchema + 'static,
+            $($e: FromContext,)*
+        {
+            type Args = In;
+            type Output = Out;
+
+            #[allow(non_snake_case, unused_variables)]
+            fn call(&self, context: CallContext, args: In) -> BoxFuture<'static, Result<Out, ToolError>> {
+                $(
+                    let $e = match $e::from_context(&context) {
+                        Ok(value) => value,
+                        // An async block holds only the error, so `Out` need not be `Send`.
+                        Err(e) => return Box::pin(async move { Err(e) }),
+                    };
+                )*
+                Box::pin(self($($e,)* args))
+            }
+        }
+    };
+}
+
+tool_handler!();
+tool_handler!(E1);
+tool_handler!(E1, E2);
+tool_handler!(E1, E2, E3);
+
+/// A synchronous function that serves a tool on the game's main thread, inside
+/// [`MainThread::pump_with`](super::MainThread::pump_with): `fn(&mut S, extractors..., args: In) ->
+/// Result<Out, ToolError>` with the game's state `S` (which need not be `Send`), up to two extractors, or
+/// simply `fn(args: In) -> Result<Out, ToolError>`.
+pub trait MainThreadHandler<Marker>: Send + Sync + 'static {
+    /// The typed arguments.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The typed result.
+    type Output: Serialize + JsonSchema + 'static;
+
+    /// Serves one call with the state the game loop pumps with.
+    ///
+    /// # Errors
+    ///
+    /// The handler's error, or a `-32603` error when the pumped state is not the one the handler takes.
+    fn call(
+        &self,
+        state: &mut dyn Any,
+        context: &CallContext,
+        args: Self::Args,
+    ) -> Result<Self::Output, ToolError>;
+}
+
+impl<F, In, Out> MainThreadHandler<(In,)> for F
+where
+    F: Fn(In) -> Result<Out, ToolError> + Send + Sync + 'static,
+    In: DeserializeOwned + JsonSchema + Send + 'static,
+    Out: Serialize + JsonSchema + 'static,
+{
+    type Args = In;
+    type Output = Out;
+
+    fn call(&self, _: &mut dyn Any, _: &CallContext, args: In) -> Result<Out, ToolError> {
+        self(args)
+    }
+}
+
+macro_rules! main_thread_handler {
+    ($($e:ident),*) => {
+        impl<F, S, In, Out, $($e,)*> MainThreadHandler<(S, ($($e,)*), In)> for F
+        where
+            F: Fn(&mut S, $($e,)* In) -> Result<Out, ToolError> + Send + Sync + 'static,
+            S: 'static,
+            In: DeserializeOwned + JsonSchema + Send + 'static,
+            Out: Serialize + JsonSchema + 'static,
+            $($e: FromContext,)*
+        {
+            type Args = In;
+            type Output = Out;
+
+            #[allow(non_snake_case, unused_variables)]
+            fn call(&self, state: &mut dyn Any, context: &CallContext, args: In) -> Result<Out, ToolError> {
+                let state = state.downcast_mut::<S>().ok_or_else(wrong_state::<S>)?;
+                $(let $e = $e::from_context(context)?;)*
+                self(state, $($e,)* args)
+            }
+        }
+    };
+}
+
+main_thread_handler!();
+main_thread_handler!(E1);
+main_thread_handler!(E1, E2);
+
+fn wrong_state<S>() -> ToolError {
+    ToolError::new(format!(
+        "this tool needs the game state {}: the game loop must pump with MainThread::pump_with",
+        type_name::<S>()
+    ))
+    .with_code(ErrorCode::INTERNAL_ERROR)
+}
