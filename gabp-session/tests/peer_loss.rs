@@ -1,0 +1,110 @@
+//! A bridge that vanishes (its TCP connection reset) cancels the calls it left running: every handler's token
+//! fires and the connection's slot is free at once (SPEC/1.0 gabp.md §7).
+
+mod server_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gabp_session::server::{CallContext, ServerLimits, Tool, ToolError};
+use gabp_transport::{Endpoint, Listener};
+use serde_json::{json, Value};
+use server_support::{builder, frame, hello_params, request, PATIENCE};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+const CALLS: usize = 64;
+
+async fn hello(stream: &mut TcpStream) {
+    let (_, hello) = request("session/hello", Some(hello_params(server_support::TOKEN)));
+    stream
+        .write_all(&frame(&serde_json::to_vec(&hello).unwrap()))
+        .await
+        .unwrap();
+    // The welcome is the first frame; reading a few bytes of it is enough to know the hello was served.
+    let mut head = [0u8; 16];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+        .await
+        .expect("no welcome in time")
+        .unwrap();
+    assert!(head.starts_with(b"Content-Length: "));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
+    let tokens: Arc<Mutex<Vec<CancellationToken>>> = Arc::default();
+    let seen = tokens.clone();
+    let server = builder()
+        .limits(
+            ServerLimits::default()
+                .with_max_connections(1)
+                .with_max_concurrent_requests(CALLS),
+        )
+        .tool(Tool::new("slow/wait", move |ctx: CallContext, _: Value| {
+            seen.lock().unwrap().push(ctx.cancellation().clone());
+            async move {
+                ctx.cancelled().await;
+                Ok::<_, ToolError>(())
+            }
+        }))
+        .build()
+        .unwrap();
+    let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
+    let Endpoint::Tcp(addr) = handle.endpoint().clone() else {
+        panic!("not a TCP endpoint")
+    };
+
+    let mut gone = TcpStream::connect(addr).await.unwrap();
+    hello(&mut gone).await;
+    let mut calls = Vec::new();
+    for _ in 0..CALLS {
+        let (_, call) = request(
+            "tools/call",
+            Some(json!({"name": "slow/wait", "arguments": {}})),
+        );
+        calls.extend(frame(&serde_json::to_vec(&call).unwrap()));
+    }
+    gone.write_all(&calls).await.unwrap();
+    let started = Instant::now();
+    while tokens.lock().unwrap().len() < CALLS {
+        assert!(started.elapsed() < PATIENCE, "the calls did not all start");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+
+    // A zero linger makes the close a reset, as when a process dies.
+    #[allow(deprecated)]
+    gone.set_linger(Some(Duration::ZERO)).unwrap();
+    drop(gone);
+    let reset = Instant::now();
+
+    let mut next = loop {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let (_, hello) = request("session/hello", Some(hello_params(server_support::TOKEN)));
+        stream
+            .write_all(&frame(&serde_json::to_vec(&hello).unwrap()))
+            .await
+            .unwrap();
+        // Over the connection limit the mod closes the new connection at once, without a word.
+        let mut head = [0u8; 16];
+        match tokio::time::timeout(PATIENCE, stream.read_exact(&mut head)).await {
+            Ok(Ok(_)) => break stream,
+            _ => assert!(reset.elapsed() < PATIENCE, "the slot never came free"),
+        }
+    };
+    let served = reset.elapsed();
+    let cancelled = tokens
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| t.is_cancelled())
+        .count();
+    eprintln!("  a new peer was served {served:?} after the reset; {cancelled} of {CALLS} tokens fired");
+    assert_eq!(cancelled, CALLS, "every call of the vanished peer is cancelled");
+    assert!(
+        served < Duration::from_millis(100),
+        "the slot came free only after {served:?}"
+    );
+    next.shutdown().await.unwrap();
+    handle.shutdown().await;
+}
