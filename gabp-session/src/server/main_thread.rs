@@ -66,7 +66,7 @@ pub struct MainThread {
 }
 
 struct Inner {
-    queue: Mutex<VecDeque<Item>>,
+    queue: Mutex<Queue>,
     arrived: Condvar,
     capacity: AtomicUsize,
     notify: Mutex<Option<Notify>>,
@@ -95,6 +95,13 @@ pub struct PumpReport {
     pub remaining: usize,
 }
 
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    /// Bumped by [`MainThread::wake`], so that a waiting game loop returns.
+    wakes: u64,
+}
+
 /// The queue is full.
 #[derive(Debug)]
 pub(crate) struct QueueFull;
@@ -107,7 +114,7 @@ impl MainThread {
     pub(crate) fn new(capacity: usize) -> Self {
         MainThread {
             inner: Arc::new(Inner {
-                queue: Mutex::new(VecDeque::new()),
+                queue: Mutex::new(Queue::default()),
                 arrived: Condvar::new(),
                 capacity: AtomicUsize::new(capacity),
                 notify: Mutex::new(None),
@@ -128,10 +135,10 @@ impl MainThread {
         let (reply, rx) = oneshot::channel();
         {
             let mut queue = lock(&self.inner.queue);
-            if queue.len() >= self.inner.capacity.load(Ordering::Relaxed) {
+            if queue.items.len() >= self.inner.capacity.load(Ordering::Relaxed) {
                 return Err(QueueFull);
             }
-            queue.push_back(Item {
+            queue.items.push_back(Item {
                 deadline,
                 job,
                 reply,
@@ -148,19 +155,26 @@ impl MainThread {
     /// How many calls are queued.
     #[must_use]
     pub fn pending(&self) -> usize {
-        lock(&self.inner.queue).len()
+        lock(&self.inner.queue).items.len()
     }
 
-    /// Blocks the calling thread until a call is queued or `timeout` passes; `true` if calls are queued. For a
-    /// game loop that would otherwise sleep until its next frame.
+    /// Blocks the calling thread until a call is queued, [`MainThread::wake`] is called, or `timeout` passes;
+    /// `true` if calls are queued. For a game loop that would otherwise sleep until its next frame.
     pub fn wait(&self, timeout: Duration) -> bool {
         let queue = lock(&self.inner.queue);
+        let wakes = queue.wakes;
         let (queue, _) = self
             .inner
             .arrived
-            .wait_timeout_while(queue, timeout, |q| q.is_empty())
+            .wait_timeout_while(queue, timeout, |q| q.items.is_empty() && q.wakes == wakes)
             .unwrap_or_else(PoisonError::into_inner);
-        !queue.is_empty()
+        !queue.items.is_empty()
+    }
+
+    /// Makes every [`MainThread::wait`] in progress return now (to stop a game loop, say).
+    pub fn wake(&self) {
+        lock(&self.inner.queue).wakes += 1;
+        self.inner.arrived.notify_all();
     }
 
     /// Calls `notify` whenever a call is queued (from the connection's thread): for a game loop that waits on
@@ -185,7 +199,7 @@ impl MainThread {
             if budget.is_zero() || (report.ran > 0 && start.elapsed() >= budget) {
                 break;
             }
-            let item = lock(&self.inner.queue).pop_front();
+            let item = lock(&self.inner.queue).items.pop_front();
             let Some(item) = item else { break };
             if item.reply.is_closed() {
                 report.cancelled += 1;
@@ -293,6 +307,20 @@ mod wake_tests {
         assert!(mt.wait(Duration::from_secs(30)));
         assert!(thread.join().unwrap());
         assert_eq!(mt.pending(), 1);
+    }
+
+    #[test]
+    fn wake_ends_a_wait() {
+        let mt = MainThread::new(4);
+        let waker = mt.clone();
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            waker.wake();
+        });
+        let started = std::time::Instant::now();
+        assert!(!mt.wait(Duration::from_secs(30)));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        thread.join().unwrap();
     }
 
     #[test]
