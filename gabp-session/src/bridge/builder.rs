@@ -13,8 +13,10 @@ use tower::layer::util::{Identity, Stack};
 use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service};
 
-use super::driver::{self, Shared};
 use super::events::Reorder;
+use super::link::lock;
+use super::session;
+use super::shared::Shared;
 use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
 
 /// The default time limit of a call: 30 seconds (DESIGN 3.7).
@@ -276,7 +278,7 @@ impl CallPath {
         let CallPath::Layered(shared) = self else {
             return Err(request);
         };
-        let mut service = driver::lock(shared);
+        let mut service = lock(shared);
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         Ok(match service.poll_ready(&mut cx) {
             Poll::Ready(Ok(())) => Started::Called(service.call(request)),
@@ -326,7 +328,7 @@ struct Unstarted {
 }
 
 impl Unstarted {
-    /// The shared state, for the bridge being started (from now on the driver abandons it on failure).
+    /// The shared state, for the bridge being started (from now on the session abandons it on failure).
     fn start(mut self) -> Arc<Shared> {
         self.armed = false;
         self.shared.clone()
@@ -569,7 +571,7 @@ where
             shared: shared.clone(),
         };
         let path = call_path(layer.layer(raw.clone()));
-        let welcome = driver::start(&shared, connection, connector).await?;
+        let welcome = session::start(&shared, connection, connector).await?;
         Ok(Bridge::from_parts(raw, path, welcome))
     }
 }

@@ -33,7 +33,8 @@ use futures::Stream;
 use gabp_types::{ChannelName, Event};
 use tokio::time::Instant;
 
-use super::driver::{lock, Shared};
+use super::link::lock;
+use super::shared::Shared;
 use super::BridgeError;
 
 /// One item of a [`Subscription`] stream.

@@ -66,10 +66,13 @@
 //! ```
 
 mod builder;
-mod driver;
+mod connection;
 mod error;
 pub mod events;
+mod link;
 mod service;
+mod session;
+mod shared;
 mod state;
 mod welcome;
 

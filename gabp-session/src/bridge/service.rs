@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tower::Service;
 
-use super::driver::Shared;
+use super::shared::Shared;
 use super::{BridgeError, ConnectionState, Subscription};
 
 /// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call

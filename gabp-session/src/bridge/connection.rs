@@ -1,0 +1,132 @@
+//! The bridge's side of a connection: its [`Role`] in the connection engine (SPEC/1.0 gabp.md §2).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use gabp_types::decode::DecodeError;
+use gabp_types::{ErrorCode, ErrorObject, Response};
+use tokio::time::{Instant, Sleep};
+
+use crate::cancel::Cancelled;
+use crate::engine::{Answer, Ended, Engine, Role, Signal};
+
+use super::link::{lock, Link};
+use super::shared::Shared;
+use super::DisconnectReason;
+
+/// Runs a connection's engine; when it ends, the connection is shut and refuses new calls.
+pub(super) async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {
+    let reason = match engine.run().await {
+        Ended::Eof => DisconnectReason::PeerClosed,
+        Ended::Io(e) | Ended::Framing(e) => DisconnectReason::Transport(e),
+        Ended::Signal(reason) => reason,
+    };
+    link.shut(reason);
+    link.fail_all();
+}
+
+/// How long a graceful close waits for the mod to close its side after we closed ours.
+pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// The bridge's side of a connection: its [`Role`] in the connection engine (SPEC/1.0 gabp.md §2). A bridge
+/// routes events to its subscriptions, answers the mod's requests `-32601` (it serves no methods), never
+/// answers bad frames, and ends when its link is shut.
+pub(super) struct BridgeRole {
+    pub(super) link: Arc<Link>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) killed: Cancelled,
+    pub(super) closing: Cancelled,
+    pub(super) closing_sent: bool,
+    /// When the oldest event held back for reordering is due.
+    pub(super) reorder: Option<Pin<Box<Sleep>>>,
+}
+
+impl BridgeRole {
+    pub(super) fn new(link: Arc<Link>, shared: Arc<Shared>) -> Self {
+        BridgeRole {
+            killed: Cancelled::new(link.kill.clone()),
+            closing: Cancelled::new(link.close_writes.clone()),
+            closing_sent: false,
+            link,
+            shared,
+            reorder: None,
+        }
+    }
+
+    fn set_reorder(&mut self, deadline: Option<Instant>) {
+        match (deadline, &mut self.reorder) {
+            (None, _) => self.reorder = None,
+            (Some(at), Some(sleep)) => sleep.as_mut().reset(at),
+            (Some(at), None) => self.reorder = Some(Box::pin(tokio::time::sleep_until(at))),
+        }
+    }
+}
+
+impl Role for BridgeRole {
+    type Reason = DisconnectReason;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+
+    fn call(&mut self, request: gabp_types::Request) -> Answer {
+        tracing::debug!(method = %request.method, "the mod sent a request; a bridge serves none");
+        let error = ErrorObject::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("the bridge serves no methods ({})", request.method),
+        )
+        .with_data(serde_json::json!({ "method": request.method.as_str() }));
+        Box::pin(std::future::ready(Ok(Response::error(request.id, error))))
+    }
+
+    fn on_event(&mut self, event: gabp_types::Event) {
+        let deadline = {
+            let mut router = lock(&self.shared.router);
+            router.dispatch(event, Instant::now());
+            router.next_deadline()
+        };
+        self.set_reorder(deadline);
+    }
+
+    fn on_invalid(&mut self, _body: Bytes, error: DecodeError) -> Option<Response> {
+        tracing::debug!(%error, "dropping an invalid frame");
+        None
+    }
+
+    fn answers_bad_frames(&self) -> bool {
+        false
+    }
+
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
+        if Pin::new(&mut self.killed).poll(cx).is_ready() {
+            return Poll::Ready(Signal::End(self.link.reason()));
+        }
+        if !self.closing_sent && Pin::new(&mut self.closing).poll(cx).is_ready() {
+            self.closing_sent = true;
+            return Poll::Ready(Signal::CloseWrites);
+        }
+        if let Some(reorder) = &mut self.reorder {
+            if reorder.as_mut().poll(cx).is_ready() {
+                let deadline = {
+                    let mut router = lock(&self.shared.router);
+                    router.release_expired(Instant::now());
+                    router.next_deadline()
+                };
+                self.set_reorder(deadline);
+                // A new deadline registers on the next poll.
+                if self.reorder.is_some() {
+                    cx.waker().wake_by_ref();
+                }
+            }
+        }
+        Poll::Pending
+    }
+
+    fn on_frame(&mut self) {
+        self.link.touch();
+    }
+}

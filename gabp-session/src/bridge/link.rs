@@ -1,0 +1,289 @@
+//! One connection to the mod as the call path sees it ([`Link`]): its in-flight slots, what its welcome
+//! allows, and the exchange of one call with the connection's engine; and the keepalive that watches it.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use gabp_types::methods::{Method, SessionPing};
+use gabp_types::{MessageId, MethodName, Outcome};
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot, Semaphore, TryAcquireError};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{Delivery, Outgoing};
+
+use super::builder::{Keepalive, Settings};
+use super::{BridgeError, DisconnectReason, ProtocolError};
+
+/// Locks a mutex, ignoring poisoning (no code here panics while holding a lock, and the data stays usable).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+pub(super) fn write<T>(lock: &RwLock<T>, value: T) -> T {
+    std::mem::replace(
+        &mut *lock.write().unwrap_or_else(PoisonError::into_inner),
+        value,
+    )
+}
+
+/// What the welcome of a connection says, once it has arrived.
+pub(super) struct LinkInfo {
+    /// `None`: the welcome lists no methods, so everything is allowed.
+    pub(super) advertised: Option<HashSet<String>>,
+    pub(super) max_body: usize,
+}
+
+/// One connection to the mod.
+pub(crate) struct Link {
+    pub(super) generation: u64,
+    /// Requests for the connection's engine, which owns the table of calls waiting for their answer.
+    pub(super) outgoing: mpsc::Sender<Outgoing>,
+    /// How many calls wait for their answer; a caller that gave up no longer counts.
+    pub(super) pending: AtomicUsize,
+    pub(super) in_flight: Semaphore,
+    pub(super) kill: CancellationToken,
+    /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
+    /// mod closes its side too (or [`CLOSE_GRACE`] passes).
+    pub(super) close_writes: CancellationToken,
+    pub(super) reason: Mutex<Option<DisconnectReason>>,
+    pub(super) base: Instant,
+    pub(super) last_rx: AtomicU64,
+    pub(super) info: std::sync::OnceLock<LinkInfo>,
+    pub(super) codec_max_body: usize,
+    pub(super) settings: Arc<Settings>,
+}
+
+impl Link {
+    /// Ends the connection for `reason` (the first reason given wins).
+    pub(super) fn shut(&self, reason: DisconnectReason) {
+        {
+            let mut r = lock(&self.reason);
+            if r.is_none() {
+                *r = Some(reason);
+            }
+        }
+        self.kill.cancel();
+    }
+
+    pub(super) fn reason(&self) -> DisconnectReason {
+        lock(&self.reason)
+            .clone()
+            .unwrap_or(DisconnectReason::Shutdown)
+    }
+
+    pub(super) fn touch(&self) {
+        let nanos = u64::try_from(self.base.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_rx.store(nanos, Ordering::Relaxed);
+    }
+
+    pub(super) fn last_rx(&self) -> Instant {
+        self.base + Duration::from_nanos(self.last_rx.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn max_body(&self) -> usize {
+        self.info.get().map_or(self.codec_max_body, |i| i.max_body)
+    }
+
+    pub(super) fn allows(&self, method: &str) -> bool {
+        if method.starts_with("session/") {
+            return true;
+        }
+        match self.info.get() {
+            Some(LinkInfo {
+                advertised: Some(methods),
+                ..
+            }) => methods.contains(method),
+            _ => true,
+        }
+    }
+
+    /// Refuses new calls; the engine has ended, so the calls still waiting have failed.
+    pub(super) fn fail_all(&self) {
+        self.in_flight.close();
+    }
+
+    /// Tells the engine that the caller of `id` gave up. Should the queue be full, the engine sweeps the
+    /// abandoned call later.
+    pub(super) fn forget(&self, id: MessageId) {
+        let _ = self.outgoing.try_send(Outgoing::Forget(id));
+    }
+}
+
+/// Removes a call from the pending table when its future is dropped (timeout or cancellation).
+/// Counts the call as pending while it lives.
+pub(super) struct PendingGuard<'a> {
+    pub(super) link: &'a Link,
+    pub(super) id: MessageId,
+    pub(super) armed: bool,
+}
+
+impl<'a> PendingGuard<'a> {
+    pub(super) fn new(link: &'a Link, id: MessageId) -> Self {
+        link.pending.fetch_add(1, Ordering::AcqRel);
+        PendingGuard {
+            link,
+            id,
+            armed: true,
+        }
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.link.pending.fetch_sub(1, Ordering::AcqRel);
+        if self.armed {
+            self.link.forget(self.id);
+        }
+    }
+}
+
+/// Whether a call takes one of the connection's in-flight slots.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Calls made by users and layers, and subscription changes.
+    Take,
+    /// Keepalive pings: a connection busy with long calls must still be able to prove it is alive.
+    Bypass,
+}
+
+/// Sends one request on `link` and waits for its outcome, within `timeout`.
+pub(super) async fn call_link(
+    link: &Link,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Duration,
+) -> Result<Value, BridgeError> {
+    call_link_slot(link, method, params, timeout, Slot::Take).await
+}
+
+pub(super) async fn call_link_slot(
+    link: &Link,
+    method: MethodName,
+    params: Option<Map<String, Value>>,
+    timeout: Duration,
+    slot: Slot,
+) -> Result<Value, BridgeError> {
+    // One request value for the whole call (no copies of the method or params kept beside it): every layered
+    // call boxes this future, and a small one is cheaper to allocate and move.
+    let request = gabp_types::Request::new(method, params);
+    match tokio::time::timeout(timeout, exchange(link, &request, slot)).await {
+        Ok(result) => result,
+        Err(_) => Err(BridgeError::Timeout {
+            method: request.method.into_string(),
+            after: timeout,
+        }),
+    }
+}
+
+pub(super) async fn exchange(
+    link: &Link,
+    request: &gabp_types::Request,
+    slot: Slot,
+) -> Result<Value, BridgeError> {
+    // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
+    // stays small.
+    let _permit = match slot {
+        Slot::Take => Some(match link.in_flight.try_acquire() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::NoPermits) => Box::pin(link.in_flight.acquire())
+                .await
+                .map_err(|_| BridgeError::Disconnected)?,
+            Err(TryAcquireError::Closed) => return Err(BridgeError::Disconnected),
+        }),
+        Slot::Bypass => None,
+    };
+    let body = serde_json::to_vec(request)
+        .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
+    let limit = link.max_body();
+    if body.len() > limit {
+        return Err(BridgeError::TooLarge {
+            len: body.len(),
+            limit,
+        });
+    }
+    let (reply, rx) = oneshot::channel();
+    let call = Outgoing::Call {
+        id: request.id,
+        body: Bytes::from(body),
+        reply,
+    };
+    match link.outgoing.try_send(call) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(call)) => Box::pin(link.outgoing.send(call))
+            .await
+            .map_err(|_| BridgeError::Disconnected)?,
+        Err(mpsc::error::TrySendError::Closed(_)) => return Err(BridgeError::Disconnected),
+    }
+    // From here on the engine has the call in its table (or will have, in queue order): dropping this future
+    // tells it to forget the call.
+    let mut guard = PendingGuard::new(link, request.id);
+    let delivery = rx.await;
+    guard.armed = false;
+    match delivery {
+        Ok(Delivery::Outcome(Outcome::Result(value))) => Ok(value),
+        Ok(Delivery::Outcome(Outcome::Error(error))) => {
+            let tool = request
+                .params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str);
+            Err(BridgeError::from_remote(
+                error,
+                request.method.as_str(),
+                tool,
+            ))
+        }
+        Ok(Delivery::Invalid(reason)) => Err(ProtocolError::InvalidResponse {
+            method: request.method.as_str().to_owned(),
+            reason,
+        }
+        .into()),
+        Err(_) => Err(BridgeError::Disconnected),
+    }
+}
+
+/// Pings after `interval` of silence; declares the mod dead after `timeout` of silence.
+pub(super) async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
+    let mut ping: Option<JoinHandle<()>> = None;
+    loop {
+        let now = Instant::now();
+        let last = link.last_rx().max(link.base);
+        let silent = now.saturating_duration_since(last);
+        if silent >= keepalive.timeout() {
+            tracing::debug!(?silent, "keepalive: the mod is silent; declaring it dead");
+            link.shut(DisconnectReason::KeepaliveTimeout);
+            return;
+        }
+        let next = if silent >= keepalive.interval() {
+            if ping.as_ref().is_none_or(JoinHandle::is_finished) {
+                let link = link.clone();
+                let timeout = keepalive.timeout();
+                ping = Some(tokio::spawn(async move {
+                    if let Ok(method) = MethodName::new(SessionPing::NAME) {
+                        let _ = call_link_slot(&link, method, None, timeout, Slot::Bypass).await;
+                    }
+                }));
+            }
+            (last + keepalive.timeout()).min(now + keepalive.interval())
+        } else {
+            last + keepalive.interval()
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(next) => {}
+            () = link.kill.cancelled() => break,
+        }
+    }
+    if let Some(ping) = ping {
+        ping.abort();
+    }
+}

@@ -1,0 +1,391 @@
+//! The session's lifecycle on the bridge side (SPEC/1.0 gabp.md §7): the handshake, restoring
+//! subscriptions, the supervisor that notices the end of a connection and reconnects per the policy.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use gabp_transport::Connection;
+use gabp_types::methods::{
+    ClientInfo, EventsSubscribe, HelloParams, HelloToken, Method, Platform, SessionHello,
+    WelcomeResult,
+};
+use gabp_types::{MethodName, NonEmptyString};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::engine::{self, Engine, Queues};
+
+use super::builder::{Connector, ReconnectPolicy, Settings};
+use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
+use super::link::{call_link, keep_alive, lock, write, Link, LinkInfo};
+use super::service::to_object;
+use super::shared::{channels_request, subscribe_result, Shared};
+use super::welcome::parse_welcome;
+use super::{BridgeError, ConnectionState, DisconnectReason};
+
+/// A connection's running tasks.
+pub(crate) struct Running {
+    pub(super) link: Arc<Link>,
+    pub(super) reader: JoinHandle<()>,
+    pub(super) keepalive: Option<JoinHandle<()>>,
+}
+
+/// Performs the first handshake over `connection`, then supervises the connection in a task.
+pub(crate) async fn start(
+    shared: &Arc<Shared>,
+    connection: Connection,
+    connector: Option<Arc<dyn Connector>>,
+) -> Result<Arc<WelcomeResult>, BridgeError> {
+    // If this future is dropped before the handshake completes, nothing will ever connect this bridge.
+    let mut abandon = OnDrop(Some(|| shared.abandon(ConnectionState::Closed)));
+    let result = establish(shared, connection, false).await;
+    abandon.disarm();
+    match result {
+        Ok((running, welcome)) => {
+            tokio::spawn(supervise(shared.clone(), running, connector));
+            Ok(welcome)
+        }
+        Err(e) => {
+            shared.abandon(ConnectionState::Disconnected {
+                reason: DisconnectReason::Transport(e.to_string()),
+            });
+            Err(e)
+        }
+    }
+}
+
+/// Runs a closure when dropped, unless disarmed.
+pub(super) struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> OnDrop<F> {
+    pub(super) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// Starts the tasks of a connection, performs the handshake, restores subscriptions, and publishes the
+/// connection as current.
+pub(super) async fn establish(
+    shared: &Arc<Shared>,
+    connection: Connection,
+    reconnect: bool,
+) -> Result<(Running, Arc<WelcomeResult>), BridgeError> {
+    let settings = shared.settings();
+    let generation = shared.generation.load(Ordering::SeqCst) + 1;
+    let peer = connection.peer().to_owned();
+    let codec_max_body = connection.codec().max_body_size();
+    let (outgoing, queue) = mpsc::channel(settings.outgoing_queue);
+    let base = Instant::now();
+    let link = Arc::new(Link {
+        generation,
+        outgoing,
+        pending: AtomicUsize::new(0),
+        in_flight: Semaphore::new(settings.max_in_flight),
+        kill: CancellationToken::new(),
+        close_writes: CancellationToken::new(),
+        reason: Mutex::new(None),
+        base,
+        last_rx: AtomicU64::new(0),
+        info: std::sync::OnceLock::new(),
+        codec_max_body,
+        settings: settings.clone(),
+    });
+    let span = tracing::debug_span!("gabp.bridge", peer = %peer, generation);
+    let role = BridgeRole::new(link.clone(), shared.clone());
+    let queues = Queues {
+        outgoing: Some(queue),
+        events: None,
+    };
+    let limits = engine::Limits {
+        max_message_size: codec_max_body,
+        backlog: settings.outgoing_queue,
+        calls: settings.max_in_flight,
+        drain_timeout: CLOSE_GRACE,
+    };
+    let engine = Engine::new(connection, role, queues, limits);
+    let reader = tokio::spawn(run_engine(engine, link.clone()).instrument(span.clone()));
+    let running = Running {
+        link: link.clone(),
+        reader,
+        keepalive: None,
+    };
+    // Dropped mid-handshake (the caller gave up): stop the connection's tasks.
+    let mut stop = OnDrop(Some(|| link.shut(DisconnectReason::Shutdown)));
+    let handshake = handshake(shared, &link, &settings, reconnect).instrument(span.clone());
+    let welcome = tokio::select! {
+        result = handshake => result,
+        () = shared.shutdown.cancelled() => Err(BridgeError::Closed),
+    };
+    stop.disarm();
+    match welcome {
+        Ok(welcome) => {
+            let mut running = running;
+            if let Some(keepalive) = settings.keepalive {
+                running.keepalive = Some(tokio::spawn(
+                    keep_alive(link.clone(), keepalive).instrument(span),
+                ));
+            }
+            Ok((running, welcome))
+        }
+        Err(e) => {
+            link.shut(DisconnectReason::Shutdown);
+            teardown(shared, running).await;
+            Err(e)
+        }
+    }
+}
+
+pub(super) async fn handshake(
+    shared: &Arc<Shared>,
+    link: &Arc<Link>,
+    settings: &Settings,
+    reconnect: bool,
+) -> Result<Arc<WelcomeResult>, BridgeError> {
+    let token = HelloToken::new(shared.token.expose_secret())
+        .map_err(|e| BridgeError::invalid_request(format!("the token cannot be sent: {e}")))?;
+    let bridge_version = NonEmptyString::new(env!("CARGO_PKG_VERSION"))
+        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    let hello = HelloParams {
+        token,
+        bridge_version,
+        platform: Platform::current(),
+        launch_id: shared.launch_id.clone(),
+        client_info: Some(ClientInfo {
+            name: Some(settings.client_name.clone()),
+            version: Some(settings.client_version.clone()),
+        }),
+    };
+    let params = to_object(&hello)?;
+    let method = MethodName::new(SessionHello::NAME)
+        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    let value = call_link(link, method, Some(params), settings.handshake_timeout).await?;
+    let welcome = Arc::new(parse_welcome(value)?);
+    let max_body = welcome
+        .capabilities
+        .limits
+        .and_then(|l| l.max_message_size)
+        .and_then(|m| usize::try_from(m.get()).ok())
+        .map_or(link.codec_max_body, |m| m.min(link.codec_max_body));
+    if let Some(limit) = welcome
+        .capabilities
+        .limits
+        .and_then(|l| l.max_concurrent_requests)
+        .and_then(|m| usize::try_from(m.get()).ok())
+    {
+        if limit < settings.max_in_flight {
+            link.in_flight
+                .forget_permits(settings.max_in_flight - limit);
+        }
+    }
+    let advertised = welcome
+        .capabilities
+        .methods
+        .as_ref()
+        .map(|m| m.iter().map(|n| n.as_str().to_owned()).collect());
+    let _ = link.info.set(LinkInfo {
+        advertised,
+        max_body,
+    });
+    // Restore (or establish) subscriptions, then publish the connection, all under the subscription lock so no
+    // local subscription can slip between the two. A subscribe holds the lock during its round trip; should a
+    // layer hold that request back, this attempt fails after the handshake timeout instead of waiting forever.
+    let _order = tokio::time::timeout(settings.handshake_timeout, shared.subscriptions.lock())
+        .await
+        .map_err(|_| BridgeError::Timeout {
+            method: EventsSubscribe::NAME.to_owned(),
+            after: settings.handshake_timeout,
+        })?;
+    if reconnect {
+        lock(&shared.router).mark_reconnected();
+    }
+    let mut asked: HashSet<String> = HashSet::new();
+    loop {
+        let wanted: Vec<String> = lock(&shared.router)
+            .channels()
+            .into_iter()
+            .filter(|c| !asked.contains(c))
+            .collect();
+        if wanted.is_empty() {
+            break;
+        }
+        if !link.allows(EventsSubscribe::NAME) {
+            tracing::warn!(channels = ?wanted, "the mod does not offer events/subscribe; subscriptions dropped");
+            lock(&shared.router).retain_granted_all(&HashSet::new());
+            break;
+        }
+        let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
+        let value = call_link(link, method, params, settings.request_timeout).await?;
+        let result = subscribe_result(value)?;
+        let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
+        let refused: HashSet<&str> = wanted
+            .iter()
+            .map(String::as_str)
+            .filter(|c| !granted.contains(c))
+            .collect();
+        if !refused.is_empty() {
+            let mut router = lock(&shared.router);
+            let all = router.channels();
+            let keep: HashSet<&str> = all
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !refused.contains(c))
+                .collect();
+            router.retain_granted_all(&keep);
+        }
+        asked.extend(wanted);
+    }
+    shared.generation.store(link.generation, Ordering::SeqCst);
+    write(&shared.welcome, Some(welcome.clone()));
+    write(&shared.current, Some(link.clone()));
+    shared.state.send_replace(ConnectionState::Connected {
+        generation: link.generation,
+    });
+    tracing::debug!(agent = %welcome.agent_id, "connected");
+    Ok(welcome)
+}
+
+/// Ends a connection: waits for the reader (so every response it already read is delivered), then fails the
+/// pending calls and resets event ordering.
+pub(super) async fn teardown(shared: &Shared, running: Running) -> DisconnectReason {
+    let Running {
+        link,
+        reader,
+        keepalive,
+    } = running;
+    link.kill.cancel();
+    let _ = reader.await;
+    {
+        let mut current = shared
+            .current
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
+            *current = None;
+        }
+    }
+    link.fail_all();
+    if let Some(keepalive) = keepalive {
+        keepalive.abort();
+    }
+    lock(&shared.router).reset_order();
+    link.reason()
+}
+
+/// Watches a connection; when it ends, reconnects per the policy or reports the end.
+pub(super) async fn supervise(
+    shared: Arc<Shared>,
+    mut running: Running,
+    connector: Option<Arc<dyn Connector>>,
+) {
+    loop {
+        tokio::select! {
+            () = running.link.kill.cancelled() => {}
+            () = shared.shutdown.cancelled() => {
+                // Close our side and give the mod a moment to close its own (a mod on stdio sees the end of its
+                // input and exits), reading whatever it still sends.
+                running.link.close_writes.cancel();
+                let _ = tokio::time::timeout(CLOSE_GRACE, running.link.kill.cancelled()).await;
+                running.link.shut(DisconnectReason::Shutdown);
+            }
+        }
+        let reason = teardown(&shared, running).await;
+        tracing::debug!(%reason, "connection ended");
+        if shared.closing.load(Ordering::SeqCst) || shared.shutdown.is_cancelled() {
+            finish(&shared, ConnectionState::Closed);
+            return;
+        }
+        let policy = shared.settings().reconnect.clone();
+        let (Some(policy), Some(connector)) = (policy, connector.as_ref()) else {
+            finish(&shared, ConnectionState::Disconnected { reason });
+            return;
+        };
+        match reconnect(&shared, &policy, connector.as_ref(), reason).await {
+            Ok(next) => running = next,
+            Err(state) => {
+                finish(&shared, state);
+                return;
+            }
+        }
+    }
+}
+
+pub(super) fn finish(shared: &Shared, state: ConnectionState) {
+    let closed = matches!(state, ConnectionState::Closed);
+    lock(&shared.router).close_all(|| {
+        if closed {
+            BridgeError::Closed
+        } else {
+            BridgeError::Disconnected
+        }
+    });
+    shared.state.send_replace(state);
+}
+
+pub(super) async fn reconnect(
+    shared: &Arc<Shared>,
+    policy: &ReconnectPolicy,
+    connector: &dyn Connector,
+    lost: DisconnectReason,
+) -> Result<Running, ConnectionState> {
+    let timeout = shared.settings().handshake_timeout;
+    let mut last_error = lost.to_string();
+    let mut attempt: u32 = 0;
+    loop {
+        attempt = attempt.saturating_add(1);
+        if policy.attempts_limit().is_some_and(|max| attempt > max) {
+            return Err(ConnectionState::Disconnected {
+                reason: DisconnectReason::GaveUp {
+                    attempts: attempt - 1,
+                    last_error,
+                },
+            });
+        }
+        shared.state.send_replace(ConnectionState::Reconnecting {
+            attempt,
+            reason: lost.clone(),
+        });
+        let delay = policy.delay(attempt);
+        tracing::debug!(attempt, ?delay, "reconnecting");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = shared.shutdown.cancelled() => return Err(ConnectionState::Closed),
+        }
+        let connected = tokio::select! {
+            r = tokio::time::timeout(timeout, connector.connect()) => r,
+            () = shared.shutdown.cancelled() => return Err(ConnectionState::Closed),
+        };
+        let connection = match connected {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                last_error = e.to_string();
+                continue;
+            }
+            Err(_) => {
+                last_error = format!("connecting took longer than {timeout:?}");
+                continue;
+            }
+        };
+        match establish(shared, connection, true).await {
+            Ok((running, _)) => return Ok(running),
+            Err(BridgeError::AuthenticationFailed { .. }) => {
+                return Err(ConnectionState::Disconnected {
+                    reason: DisconnectReason::AuthenticationFailed,
+                })
+            }
+            Err(BridgeError::Closed) => return Err(ConnectionState::Closed),
+            Err(e) => last_error = e.to_string(),
+        }
+    }
+}
