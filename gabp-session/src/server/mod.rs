@@ -53,6 +53,7 @@
 //! # }
 //! ```
 
+mod build_error;
 mod builder;
 mod catalog;
 mod connection;
@@ -60,6 +61,7 @@ mod context;
 mod events;
 mod handler;
 pub mod layer;
+mod limits;
 mod main_thread;
 mod pattern;
 mod resource;
@@ -67,12 +69,15 @@ mod router;
 mod serve;
 mod session;
 mod tool;
+mod welcome;
 
-pub use builder::{BuildError, ModServerBuilder, ServerLimits, CHANNEL_PATTERNS_EXTENSION};
+pub use build_error::BuildError;
+pub use builder::{ModServerBuilder, CHANNEL_PATTERNS_EXTENSION};
 pub use catalog::ToolCatalog;
 pub use context::{CallContext, FromContext, State};
 pub use events::{EventPublisher, PublishError, Published};
 pub use handler::{MainThreadHandler, ToolHandler};
+pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
 pub use resource::Resource;
 pub use router::Router;

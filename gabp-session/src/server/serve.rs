@@ -18,18 +18,18 @@ use tracing::Instrument;
 
 use crate::engine::{self, Engine, Queues};
 
-use super::builder::{apply_layers, ModServerBuilder, ServerLimits};
+use super::builder::ModServerBuilder;
 use super::connection::{close_reason, ModRole};
 use super::events::{EventPublisher, SubscriberQueue};
+use super::layer::user::{apply_layers, LayerFn};
 use super::layer::{
     AuthLayer, CapabilityLayer, CatchPanicLayer, ConcurrencyLimitLayer, ModService, TimeoutLayer,
     TraceLayer,
 };
+use super::limits::ServerLimits;
 use super::main_thread::MainThread;
 use super::router::Router;
 use super::session::{CloseReason, Session};
-
-type LayerFn = Arc<dyn Fn(ModService) -> ModService + Send + Sync>;
 
 pub(crate) struct Parts {
     pub(crate) router: Router,

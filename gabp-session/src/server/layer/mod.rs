@@ -23,6 +23,7 @@ pub(crate) mod intercept;
 pub(crate) mod panic;
 pub(crate) mod timeout;
 pub(crate) mod trace;
+pub(crate) mod user;
 
 use std::convert::Infallible;
 

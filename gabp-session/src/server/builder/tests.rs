@@ -1,0 +1,98 @@
+//! The builder's rules: tokens, what the welcome advertises, registration errors.
+
+use super::*;
+
+fn token() -> Token {
+    Token::new("t".repeat(40)).unwrap()
+}
+
+#[test]
+fn token_rules() {
+    assert_eq!(
+        ModServerBuilder::new().build().err(),
+        Some(BuildError::MissingToken)
+    );
+    assert_eq!(
+        ModServerBuilder::new()
+            .token(Token::new("short").unwrap())
+            .build()
+            .err(),
+        Some(BuildError::TokenTooShort { len: 5 })
+    );
+}
+
+#[test]
+fn welcome_advertises_what_is_registered() {
+    let server = ModServerBuilder::new()
+        .token(token())
+        .app("Game", "1.2")
+        .channel("player/move")
+        .method("game/pause", |_| async { Ok(Value::Null) })
+        .extension("x-ext", Map::new())
+        .build()
+        .unwrap();
+    let w = server.welcome();
+    assert_eq!(w.agent_id.as_str(), "Game");
+    let caps = &w.capabilities;
+    assert!(caps.has_method("game/pause"));
+    assert!(caps.has_method("events/subscribe"));
+    assert!(!caps.has_method("state/get"));
+    assert!(!caps.has_method("attention/current"));
+    assert!(caps.has_event("player/move"));
+    let ext = caps.extensions.as_ref().unwrap();
+    assert!(ext.get(CHANNEL_PATTERNS_EXTENSION).is_some());
+    assert!(ext.get("x-ext").is_some());
+    let limits = caps.limits.unwrap();
+    assert_eq!(limits.max_message_size.unwrap().get(), 1 << 20);
+    assert_eq!(limits.max_concurrent_requests.unwrap().get(), 64);
+    assert_eq!(limits.request_timeout.unwrap().get(), 30);
+}
+
+#[test]
+fn registration_errors() {
+    let dup = ModServerBuilder::new()
+        .token(token())
+        .tool(Tool::new("a/b", |_: Value| async {
+            Ok::<_, super::super::ToolError>(Value::Null)
+        }))
+        .tool(Tool::new("a/b", |_: Value| async {
+            Ok::<_, super::super::ToolError>(Value::Null)
+        }))
+        .build();
+    assert!(matches!(
+        dup,
+        Err(BuildError::Duplicate { kind: "tool", .. })
+    ));
+    let reserved = ModServerBuilder::new()
+        .token(token())
+        .method("tools/call", |_| async { Ok(Value::Null) })
+        .build();
+    assert!(matches!(reserved, Err(BuildError::ReservedMethod(_))));
+    let channel = ModServerBuilder::new()
+        .token(token())
+        .channel("player.move")
+        .build();
+    assert!(matches!(
+        channel,
+        Err(BuildError::InvalidName {
+            kind: "channel",
+            ..
+        })
+    ));
+    let limits = ServerLimits {
+        max_message_size: 10,
+        ..ServerLimits::default()
+    };
+    assert!(matches!(
+        ModServerBuilder::new()
+            .token(token())
+            .limits(limits)
+            .build(),
+        Err(BuildError::InvalidLimit { .. })
+    ));
+    let ext = ModServerBuilder::new()
+        .token(token())
+        .extension("Bad Key", Map::new())
+        .build();
+    assert!(matches!(ext, Err(BuildError::InvalidWelcome(_))));
+}

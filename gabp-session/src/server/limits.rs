@@ -1,0 +1,191 @@
+//! [`ServerLimits`]: what the mod enforces and advertises (SPEC/1.0 transport.md §8, security.md §7).
+
+use super::build_error::BuildError;
+use std::time::Duration;
+
+use gabp_types::{BoundedU64, Limits};
+
+/// The mod's limits (DESIGN.md 3.7). The first four are advertised in the welcome's `capabilities.limits`
+/// and all are enforced.
+///
+/// ```
+/// use std::time::Duration;
+/// use gabp_session::server::ServerLimits;
+///
+/// let limits = ServerLimits::default()
+///     .with_request_timeout(Duration::from_secs(5))
+///     .with_max_connections(2);
+/// assert_eq!(limits.max_message_size, 1024 * 1024);
+/// assert_eq!(limits.max_concurrent_requests, 64);
+/// assert_eq!(limits.max_connections, 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerLimits {
+    /// Largest message body read or written, in bytes (default 1 MiB; at least 1024). Advertised as
+    /// `maxMessageSize`.
+    pub max_message_size: usize,
+    /// Largest header block read, in bytes (default 8 KiB); a longer one is a fatal framing error.
+    pub max_header_size: usize,
+    /// Requests of one connection in flight at once (default 64). Advertised as `maxConcurrentRequests`.
+    pub max_concurrent_requests: usize,
+    /// Time limit of a request (default 30 s). Advertised, in whole seconds rounded up, as `requestTimeout`.
+    pub request_timeout: Duration,
+    /// Connections served at once (default 10); one more is closed at once.
+    pub max_connections: usize,
+    /// Time a new connection has to complete `session/hello` (default 10 s).
+    pub hello_timeout: Duration,
+    /// Events queued per connection (default 1024); when full, that connection loses events.
+    pub event_queue: usize,
+    /// Answers queued per connection waiting for the bridge to read (default 256); when full, the
+    /// connection stops reading requests.
+    pub outgoing_queue: usize,
+    /// Calls queued for the game's main thread, mod-wide (default 1024); when full, calls are answered
+    /// `-32401` (retryable).
+    pub main_thread_queue: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_message_size: gabp_codec::DEFAULT_MAX_BODY_SIZE,
+            max_header_size: gabp_codec::DEFAULT_MAX_HEADER_SIZE,
+            max_concurrent_requests: 64,
+            request_timeout: Duration::from_secs(30),
+            max_connections: 10,
+            hello_timeout: Duration::from_secs(10),
+            event_queue: 1024,
+            outgoing_queue: 256,
+            main_thread_queue: 1024,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// Sets the largest message body, in bytes.
+    #[must_use]
+    pub fn with_max_message_size(mut self, value: usize) -> Self {
+        self.max_message_size = value;
+        self
+    }
+
+    /// Sets the largest header block, in bytes.
+    #[must_use]
+    pub fn with_max_header_size(mut self, value: usize) -> Self {
+        self.max_header_size = value;
+        self
+    }
+
+    /// Sets how many requests of one connection may be in flight.
+    #[must_use]
+    pub fn with_max_concurrent_requests(mut self, value: usize) -> Self {
+        self.max_concurrent_requests = value;
+        self
+    }
+
+    /// Sets the time limit of a request.
+    #[must_use]
+    pub fn with_request_timeout(mut self, value: Duration) -> Self {
+        self.request_timeout = value;
+        self
+    }
+
+    /// Sets how many connections are served at once.
+    #[must_use]
+    pub fn with_max_connections(mut self, value: usize) -> Self {
+        self.max_connections = value;
+        self
+    }
+
+    /// Sets the time a connection has to complete `session/hello`.
+    #[must_use]
+    pub fn with_hello_timeout(mut self, value: Duration) -> Self {
+        self.hello_timeout = value;
+        self
+    }
+
+    /// Sets the capacity of each connection's event queue.
+    #[must_use]
+    pub fn with_event_queue(mut self, value: usize) -> Self {
+        self.event_queue = value;
+        self
+    }
+
+    /// Sets the capacity of each connection's queue of answers.
+    #[must_use]
+    pub fn with_outgoing_queue(mut self, value: usize) -> Self {
+        self.outgoing_queue = value;
+        self
+    }
+
+    /// Sets the capacity of the main-thread queue.
+    #[must_use]
+    pub fn with_main_thread_queue(mut self, value: usize) -> Self {
+        self.main_thread_queue = value;
+        self
+    }
+
+    pub(crate) fn check(&self) -> Result<(), BuildError> {
+        let bad = |limit: &'static str, reason: &str| {
+            Err(BuildError::InvalidLimit {
+                limit,
+                reason: reason.to_owned(),
+            })
+        };
+        if self.max_message_size < 1024 {
+            return bad("max_message_size", "must be at least 1024 bytes");
+        }
+        if self.max_header_size < 64 {
+            return bad("max_header_size", "must be at least 64 bytes");
+        }
+        for (name, value) in [
+            ("max_concurrent_requests", self.max_concurrent_requests),
+            ("max_connections", self.max_connections),
+            ("event_queue", self.event_queue),
+            ("outgoing_queue", self.outgoing_queue),
+            ("main_thread_queue", self.main_thread_queue),
+        ] {
+            if value == 0 {
+                return bad(name, "must be at least 1");
+            }
+        }
+        if self.request_timeout.is_zero() {
+            return bad("request_timeout", "must not be zero");
+        }
+        if self.hello_timeout.is_zero() {
+            return bad("hello_timeout", "must not be zero");
+        }
+        Ok(())
+    }
+
+    /// The `capabilities.limits` object advertised in the welcome.
+    #[must_use]
+    pub fn advertised(&self) -> Limits {
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let timeout_secs = self
+            .request_timeout
+            .as_secs()
+            .saturating_add(u64::from(self.request_timeout.subsec_nanos() > 0));
+        Limits {
+            max_message_size: BoundedU64::new(as_u64(self.max_message_size)).ok(),
+            max_concurrent_requests: BoundedU64::new(as_u64(self.max_concurrent_requests)).ok(),
+            request_timeout: BoundedU64::new(timeout_secs.max(1)).ok(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertised_timeout_rounds_up() {
+        let mut l = ServerLimits {
+            request_timeout: Duration::from_millis(1500),
+            ..ServerLimits::default()
+        };
+        assert_eq!(l.advertised().request_timeout.unwrap().get(), 2);
+        l.request_timeout = Duration::from_millis(10);
+        assert_eq!(l.advertised().request_timeout.unwrap().get(), 1);
+    }
+}

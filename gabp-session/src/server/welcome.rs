@@ -1,0 +1,82 @@
+//! The welcome a mod answers `session/hello` with (SPEC/1.0 gabp.md §4.1, §5): what it serves, its limits and
+//! extensions, built once from what was registered.
+
+use std::fmt;
+
+use gabp_types::methods::{AppInfo, ServerInfo, WelcomeResult};
+use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
+use serde_json::{json, Map, Value};
+
+use super::build_error::BuildError;
+use super::builder::CHANNEL_PATTERNS_EXTENSION;
+use super::limits::ServerLimits;
+
+/// What the welcome is made of.
+pub(crate) struct Parts<'a> {
+    pub(crate) app: (String, String),
+    pub(crate) agent_id: Option<String>,
+    pub(crate) server_info: Option<ServerInfo>,
+    pub(crate) channel_patterns: bool,
+    pub(crate) extensions: Vec<(String, Map<String, Value>)>,
+    pub(crate) methods: &'a [String],
+    pub(crate) channels: Vec<String>,
+    pub(crate) resources: Vec<Uri>,
+    pub(crate) limits: &'a ServerLimits,
+}
+
+/// Builds the welcome; names and extensions that break the protocol's rules are a [`BuildError`].
+pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
+    let welcome_error = |e: &dyn fmt::Display| BuildError::InvalidWelcome(e.to_string());
+    let mut extensions = Extensions::new();
+    if parts.channel_patterns {
+        let mut ext = Map::new();
+        ext.insert("syntax".into(), json!("glob"));
+        ext.insert(
+            "description".into(),
+            json!("events/subscribe accepts glob patterns such as player/*; `*` stays within one segment, `**` crosses them"),
+        );
+        extensions
+            .insert(CHANNEL_PATTERNS_EXTENSION, ext)
+            .map_err(|e| welcome_error(&e))?;
+    }
+    for (key, value) in parts.extensions {
+        extensions
+            .insert(key, value)
+            .map_err(|e| welcome_error(&e))?;
+    }
+    let method_names = parts
+        .methods
+        .iter()
+        .map(|m| MethodName::new(m.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| welcome_error(&e))?;
+    let capabilities = Capabilities {
+        methods: Some(UniqueVec::new(method_names).map_err(|e| welcome_error(&e))?),
+        events: Some(UniqueVec::new(parts.channels).map_err(|e| welcome_error(&e))?),
+        resources: Some(UniqueVec::new(parts.resources).map_err(|e| welcome_error(&e))?),
+        extensions: (!extensions.is_empty()).then_some(extensions),
+        limits: Some(parts.limits.advertised()),
+    };
+    let non_empty = |s: String, what: &str| {
+        NonEmptyString::new(s).map_err(|_| BuildError::InvalidWelcome(format!("{what} is empty")))
+    };
+    let (app_name, app_version) = parts.app;
+    let agent_id = non_empty(
+        parts.agent_id.unwrap_or_else(|| app_name.clone()),
+        "agentId",
+    )?;
+    Ok(WelcomeResult {
+        agent_id,
+        app: AppInfo {
+            name: non_empty(app_name, "app.name")?,
+            version: non_empty(app_version, "app.version")?,
+        },
+        capabilities,
+        schema_version: gabp_types::methods::SchemaVersion::current(),
+        server_info: Some(parts.server_info.unwrap_or_else(|| ServerInfo {
+            name: Some(env!("CARGO_PKG_NAME").to_owned()),
+            version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            author: None,
+        })),
+    })
+}
