@@ -8,7 +8,7 @@ use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
 use serde_json::json;
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::frame::{write_head, MAX_HEAD_LEN};
+use crate::header::{write_head, MAX_HEAD_LEN};
 use crate::{Frame, FrameCodec, FrameError};
 
 /// One frame the peer sent that is not a usable message. The stream goes on after it.
