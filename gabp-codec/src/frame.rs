@@ -2,12 +2,10 @@
 
 use std::io;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::header::{
-    canonical_head, parse_head_lines, write_head, HeadProgress, HeadScan, MAX_HEAD_LEN,
-};
+use crate::header::{canonical_head, parse_head_lines, put_header_block, HeadProgress, HeadScan};
 
 /// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (DESIGN 3.7).
 pub const DEFAULT_MAX_BODY_SIZE: usize = 1024 * 1024;
@@ -306,6 +304,50 @@ impl FrameCodec {
         self.max_header_size
     }
 
+    /// Appends the header block of a frame with a body of `body_len` bytes to `dst`, for a writer
+    /// that sends the body from its own buffer (a vectored write, say). The body must follow the
+    /// header with nothing in between (SPEC/1.0/transport.md section 1.1). `encode` is this header,
+    /// then the body.
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::BodyTooLarge`] for a body over the limit; nothing is written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use bytes::{Bytes, BytesMut};
+    /// use gabp_codec::FrameCodec;
+    /// use tokio_util::codec::Encoder;
+    ///
+    /// let mut codec = FrameCodec::new();
+    /// let body = Bytes::from_static(b"{}");
+    /// let mut head = BytesMut::new();
+    /// codec.encode_header(body.len(), &mut head)?;
+    /// assert_eq!(&head[..], b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n");
+    ///
+    /// let mut frame = BytesMut::new();
+    /// codec.encode(body.clone(), &mut frame)?;
+    /// assert_eq!(frame, [&head[..], &body[..]].concat());
+    /// # Ok::<(), gabp_codec::FrameError>(())
+    /// ```
+    pub fn encode_header(&self, body_len: usize, dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.check_body_len(body_len)?;
+        put_header_block(body_len, 0, dst);
+        Ok(())
+    }
+
+    /// Refuses a body over the limit.
+    fn check_body_len(&self, len: usize) -> Result<(), FrameError> {
+        if len > self.max_body_size {
+            return Err(FrameError::BodyTooLarge {
+                len,
+                limit: self.max_body_size,
+            });
+        }
+        Ok(())
+    }
+
     /// Parses (more of) a header block. Returns the header block length and the body length once the
     /// block is complete, and otherwise remembers how far it got in `self.state`.
     #[inline]
@@ -425,17 +467,9 @@ impl Encoder<Bytes> for FrameCodec {
     type Error = FrameError;
 
     fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
-        if body.len() > self.max_body_size {
-            return Err(FrameError::BodyTooLarge {
-                len: body.len(),
-                limit: self.max_body_size,
-            });
-        }
-        let mut head = [0u8; MAX_HEAD_LEN];
-        let head_len = write_head(body.len(), &mut head);
-        dst.reserve(head_len + body.len());
-        dst.put_slice(&head[..head_len]);
-        dst.put_slice(&body);
+        self.check_body_len(body.len())?;
+        put_header_block(body.len(), body.len(), dst);
+        dst.extend_from_slice(&body);
         Ok(())
     }
 }
@@ -452,5 +486,40 @@ mod tests {
         let mut short = BytesMut::from(&b"Con"[..]);
         let _ = codec.decode(&mut short);
         let _ = codec.decode_eof(&mut BytesMut::new());
+    }
+
+    #[test]
+    fn encode_header_refuses_a_body_over_the_limit_and_writes_nothing() {
+        let codec = FrameCodec::new().with_max_body_size(10);
+        let mut dst = BytesMut::from(&b"keep"[..]);
+        let err = codec
+            .encode_header(11, &mut dst)
+            .expect_err("over the limit");
+        assert!(
+            matches!(err, FrameError::BodyTooLarge { len: 11, limit: 10 }),
+            "{err:?}"
+        );
+        assert_eq!(&dst[..], b"keep");
+        codec.encode_header(10, &mut dst).expect("at the limit");
+        assert_eq!(
+            &dst[..],
+            b"keepContent-Length: 10\r\nContent-Type: application/json\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn encode_is_encode_header_then_the_body() {
+        let mut codec = FrameCodec::new();
+        for len in [0usize, 9, 10, 99, 100, 65_536] {
+            let body = Bytes::from(vec![b'x'; len]);
+            let mut expected = BytesMut::from(&b"before"[..]);
+            codec
+                .encode_header(len, &mut expected)
+                .expect("within the limit");
+            expected.extend_from_slice(&body);
+            let mut frame = BytesMut::from(&b"before"[..]);
+            codec.encode(body, &mut frame).expect("within the limit");
+            assert_eq!(frame, expected, "{len}");
+        }
     }
 }

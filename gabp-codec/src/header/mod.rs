@@ -4,7 +4,7 @@ mod read;
 mod write;
 
 pub(crate) use read::{canonical_head, parse_head_lines, HeadProgress, HeadScan};
-pub(crate) use write::{write_head, MAX_HEAD_LEN};
+pub(crate) use write::{put_header_block, with_header_block, MAX_HEAD_LEN};
 
 /// The `Content-Type` every frame this crate writes carries.
 pub const CONTENT_TYPE: &str = "application/json";
