@@ -2,7 +2,8 @@
 //! one iteration of `gabp`, then one of the baseline, so both see the same machine load. Criterion
 //! measures one function after the other, which a busy shared machine can skew by tens of percent.
 //!
-//! Run: `cargo bench -p gabp-codec --bench paired`. Prints, per group, the median of the per-round
+//! Run: `cargo bench -p gabp-codec --bench paired [-- FILTER...]`; with filters, only the groups whose
+//! names contain one of them run (`-- encode_200B`). Prints, per group, the median of the per-round
 //! throughput ratios and the ratio of the fastest rounds.
 
 mod workload;
@@ -26,13 +27,18 @@ fn timed<I>(prepare: impl FnOnce() -> I, run: impl FnOnce(I)) -> Duration {
 }
 
 /// Runs `rounds` rounds of `ours` then `baseline`; prints the median per-round ratio
-/// `baseline / ours` (a throughput ratio) and the ratio of the fastest rounds.
+/// `baseline / ours` (a throughput ratio) and the ratio of the fastest rounds. Does nothing when
+/// `filters` is not empty and `name` contains none of them.
 fn paired(
     name: &str,
+    filters: &[String],
     rounds: usize,
     mut ours: impl FnMut() -> Duration,
     mut baseline: impl FnMut() -> Duration,
 ) {
+    if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+        return;
+    }
     for _ in 0..rounds / 10 {
         ours();
         baseline();
@@ -64,6 +70,10 @@ fn main() {
         println!("test mode: 3 rounds, figures not meaningful (run with `cargo bench`)");
         3
     };
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     println!("throughput of gabp relative to length_delimited (>1: gabp faster)");
     for workload in workloads() {
         let frames = workload.bodies.len();
@@ -71,6 +81,7 @@ fn main() {
         if workload.name == "200B" {
             paired(
                 &name,
+                &filters,
                 rounds,
                 || {
                     timed(
@@ -95,6 +106,7 @@ fn main() {
         } else {
             paired(
                 &name,
+                &filters,
                 rounds,
                 || {
                     timed(
@@ -130,6 +142,7 @@ fn main() {
         let mut baseline = BytesMut::with_capacity(capacity);
         paired(
             &format!("encode_{}", workload.name),
+            &filters,
             rounds,
             || {
                 timed(
@@ -163,6 +176,7 @@ fn main() {
     let (bodies, wire) = message_bodies();
     paired(
         "message_decode",
+        &filters,
         rounds * 4,
         || {
             timed(

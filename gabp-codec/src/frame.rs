@@ -2,24 +2,16 @@
 
 use std::io;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
+
+use crate::header::{canonical_head, parse_head_lines, put_header_block, HeadProgress, HeadScan};
 
 /// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (DESIGN 3.7).
 pub const DEFAULT_MAX_BODY_SIZE: usize = 1024 * 1024;
 
 /// Default largest header block a [`FrameCodec`] accepts, including the blank line that ends it: 8 KiB.
 pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
-
-/// The `Content-Type` every frame this crate writes carries.
-pub const CONTENT_TYPE: &str = "application/json";
-
-const CONTENT_LENGTH_NAME: &[u8] = b"content-length";
-const CANONICAL_PREFIX: &[u8] = b"Content-Length: ";
-const CANONICAL_SUFFIX: &[u8] = b"\r\nContent-Type: application/json\r\n\r\n";
-const BARE_SUFFIX: &[u8] = b"\r\n\r\n";
-/// `u64::MAX` has 20 decimal digits; 19 digits can never overflow a `u64`.
-const MAX_SAFE_DIGITS: usize = 19;
 
 /// One unit the [`FrameCodec`] decoder yields.
 ///
@@ -175,17 +167,6 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
-/// How far a partially received header block has been read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HeadScan {
-    /// The first `parsed` bytes of the buffer are complete header lines, already parsed.
-    parsed: usize,
-    /// The bytes from `parsed` to `searched` hold no line feed.
-    searched: usize,
-    /// The `Content-Length` seen so far.
-    length: Option<u64>,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DecodeState {
     /// Reading a header block.
@@ -323,6 +304,50 @@ impl FrameCodec {
         self.max_header_size
     }
 
+    /// Appends the header block of a frame with a body of `body_len` bytes to `dst`, for a writer
+    /// that sends the body from its own buffer (a vectored write, say). The body must follow the
+    /// header with nothing in between (SPEC/1.0/transport.md section 1.1). `encode` is this header,
+    /// then the body.
+    ///
+    /// # Errors
+    ///
+    /// [`FrameError::BodyTooLarge`] for a body over the limit; nothing is written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use bytes::{Bytes, BytesMut};
+    /// use gabp_codec::FrameCodec;
+    /// use tokio_util::codec::Encoder;
+    ///
+    /// let mut codec = FrameCodec::new();
+    /// let body = Bytes::from_static(b"{}");
+    /// let mut head = BytesMut::new();
+    /// codec.encode_header(body.len(), &mut head)?;
+    /// assert_eq!(&head[..], b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n");
+    ///
+    /// let mut frame = BytesMut::new();
+    /// codec.encode(body.clone(), &mut frame)?;
+    /// assert_eq!(frame, [&head[..], &body[..]].concat());
+    /// # Ok::<(), gabp_codec::FrameError>(())
+    /// ```
+    pub fn encode_header(&self, body_len: usize, dst: &mut BytesMut) -> Result<(), FrameError> {
+        self.check_body_len(body_len)?;
+        put_header_block(body_len, 0, dst);
+        Ok(())
+    }
+
+    /// Refuses a body over the limit.
+    fn check_body_len(&self, len: usize) -> Result<(), FrameError> {
+        if len > self.max_body_size {
+            return Err(FrameError::BodyTooLarge {
+                len,
+                limit: self.max_body_size,
+            });
+        }
+        Ok(())
+    }
+
     /// Parses (more of) a header block. Returns the header block length and the body length once the
     /// block is complete, and otherwise remembers how far it got in `self.state`.
     #[inline]
@@ -349,173 +374,6 @@ impl FrameCodec {
             }
         }
     }
-}
-
-/// Where the line-by-line header parser stopped.
-#[derive(Debug, PartialEq, Eq)]
-enum HeadProgress {
-    /// The header block is `head_len` bytes long and announces a body of `len` bytes.
-    Complete { head_len: usize, len: u64 },
-    /// The header block is incomplete; this is how far it has been read.
-    Partial(HeadScan),
-}
-
-/// The general header parser. Parses complete lines from `scan.parsed` on and looks for the next
-/// line feed from `scan.searched` on, so a header block arriving in pieces is scanned once; never
-/// looks beyond `max_header` bytes.
-fn parse_head_lines(
-    src: &[u8],
-    max_header: usize,
-    scan: HeadScan,
-) -> Result<HeadProgress, FrameError> {
-    let HeadScan {
-        parsed: mut scanned,
-        searched,
-        mut length,
-    } = scan;
-    let window = &src[..src.len().min(max_header)];
-    // The clamps only matter if a caller swaps buffers between calls: never panic on that either.
-    scanned = scanned.min(window.len());
-    let mut search_from = searched.clamp(scanned, window.len());
-    loop {
-        let Some(line_end) = find_line_feed(&window[search_from..]).map(|at| search_from + at)
-        else {
-            if src.len() >= max_header {
-                return Err(FrameError::HeaderTooLarge { limit: max_header });
-            }
-            return Ok(HeadProgress::Partial(HeadScan {
-                parsed: scanned,
-                searched: window.len(),
-                length,
-            }));
-        };
-        let line = match window[scanned..line_end].split_last() {
-            Some((b'\r', line)) => line,
-            _ => {
-                return Err(FrameError::MalformedHeader {
-                    reason: MalformedHeader::BareLineFeed,
-                })
-            }
-        };
-        scanned = line_end + 1;
-        search_from = scanned;
-        if line.is_empty() {
-            return match length {
-                Some(len) => Ok(HeadProgress::Complete {
-                    head_len: scanned,
-                    len,
-                }),
-                None => Err(FrameError::MissingContentLength),
-            };
-        }
-        if let Some(value) = content_length_value(line)? {
-            let len = parse_length(value)?;
-            match length {
-                Some(first) if first != len => {
-                    return Err(FrameError::ConflictingContentLength { first, second: len })
-                }
-                _ => length = Some(len),
-            }
-        }
-    }
-}
-
-/// Recognises the header block this crate writes (`Content-Length: N\r\n` optionally followed by
-/// `Content-Type: application/json\r\n`, then `\r\n`) without the line-by-line parser. Returns `None`
-/// for anything else, including an incomplete block; the general parser then decides.
-#[inline]
-fn canonical_head(src: &[u8]) -> Option<(usize, u64)> {
-    let rest = src.strip_prefix(CANONICAL_PREFIX)?;
-    let digits = rest
-        .iter()
-        .take(MAX_SAFE_DIGITS + 1)
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    if digits == 0 || digits > MAX_SAFE_DIGITS {
-        return None;
-    }
-    let (number, tail) = rest.split_at(digits);
-    let len = number
-        .iter()
-        .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
-    let suffix = if tail.starts_with(CANONICAL_SUFFIX) {
-        CANONICAL_SUFFIX.len()
-    } else if tail.starts_with(BARE_SUFFIX) {
-        BARE_SUFFIX.len()
-    } else {
-        return None;
-    };
-    Some((CANONICAL_PREFIX.len() + digits + suffix, len))
-}
-
-/// The value of a header line if it is a `Content-Length` header, `None` for any other header.
-fn content_length_value(line: &[u8]) -> Result<Option<&[u8]>, FrameError> {
-    let Some(colon) = line.iter().position(|&b| b == b':') else {
-        return Err(FrameError::MalformedHeader {
-            reason: MalformedHeader::MissingColon,
-        });
-    };
-    let (name, value) = (&line[..colon], &line[colon + 1..]);
-    if name.is_empty() || !name.iter().all(|&b| b.is_ascii_graphic()) {
-        return Err(FrameError::MalformedHeader {
-            reason: MalformedHeader::InvalidName,
-        });
-    }
-    Ok(name
-        .eq_ignore_ascii_case(CONTENT_LENGTH_NAME)
-        .then_some(value))
-}
-
-/// Parses a `Content-Length` value: optional spaces or tabs around an unsigned decimal number.
-fn parse_length(value: &[u8]) -> Result<u64, FrameError> {
-    let invalid = |reason| FrameError::InvalidContentLength { reason };
-    let value = value.trim_ascii_start();
-    let value = value
-        .iter()
-        .rposition(|&b| b != b' ' && b != b'\t')
-        .map_or(&value[..0], |last| &value[..=last]);
-    match value.first() {
-        None => return Err(invalid(InvalidLength::Empty)),
-        Some(b'+' | b'-') => return Err(invalid(InvalidLength::Signed)),
-        Some(_) => {}
-    }
-    let mut len = 0u64;
-    for &b in value {
-        if !b.is_ascii_digit() {
-            return Err(invalid(InvalidLength::NonNumeric));
-        }
-        len = len
-            .checked_mul(10)
-            .and_then(|len| len.checked_add(u64::from(b - b'0')))
-            .ok_or(invalid(InvalidLength::Overflow))?;
-    }
-    Ok(len)
-}
-
-/// Position of the first `\n`, eight bytes at a time.
-#[inline]
-fn find_line_feed(haystack: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const LINE_FEEDS: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let mut chunks = haystack.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word) ^ LINE_FEEDS;
-        // Non-zero exactly when some byte of `x` is zero; the lowest flagged byte is the first one.
-        let found = x.wrapping_sub(ONES) & !x & HIGHS;
-        if found != 0 {
-            return Some(offset + (found.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| b == b'\n')
-        .map(|at| offset + at)
 }
 
 impl Decoder for FrameCodec {
@@ -609,67 +467,16 @@ impl Encoder<Bytes> for FrameCodec {
     type Error = FrameError;
 
     fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
-        if body.len() > self.max_body_size {
-            return Err(FrameError::BodyTooLarge {
-                len: body.len(),
-                limit: self.max_body_size,
-            });
-        }
-        let mut head = [0u8; MAX_HEAD_LEN];
-        let head_len = write_head(body.len(), &mut head);
-        dst.reserve(head_len + body.len());
-        dst.put_slice(&head[..head_len]);
-        dst.put_slice(&body);
+        self.check_body_len(body.len())?;
+        put_header_block(body.len(), body.len(), dst);
+        dst.extend_from_slice(&body);
         Ok(())
     }
-}
-
-/// Longest header block [`FrameCodec`] writes (a 20-digit length).
-pub(crate) const MAX_HEAD_LEN: usize = CANONICAL_PREFIX.len() + 20 + CANONICAL_SUFFIX.len();
-
-/// Writes the header block for a body of `body_len` bytes into the start of `dst`; returns its length.
-#[inline]
-pub(crate) fn write_head(body_len: usize, dst: &mut [u8; MAX_HEAD_LEN]) -> usize {
-    let mut n = body_len as u64;
-    let digits = n.checked_ilog10().map_or(1, |log| log as usize + 1);
-    let (prefix, rest) = dst.split_at_mut(CANONICAL_PREFIX.len());
-    prefix.copy_from_slice(CANONICAL_PREFIX);
-    let (number, rest) = rest.split_at_mut(digits);
-    for digit in number.iter_mut().rev() {
-        *digit = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    rest[..CANONICAL_SUFFIX.len()].copy_from_slice(CANONICAL_SUFFIX);
-    CANONICAL_PREFIX.len() + digits + CANONICAL_SUFFIX.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    fn general_head(src: &[u8]) -> Result<HeadProgress, FrameError> {
-        parse_head_lines(
-            src,
-            DEFAULT_MAX_HEADER_SIZE,
-            HeadScan {
-                parsed: 0,
-                searched: 0,
-                length: None,
-            },
-        )
-    }
-
-    #[test]
-    fn find_line_feed_matches_naive_search() {
-        let mut data = vec![b'a'; 40];
-        assert_eq!(find_line_feed(&data), None);
-        for at in 0..data.len() {
-            data[at] = b'\n';
-            assert_eq!(find_line_feed(&data), Some(at));
-            data[at] = 0x8a;
-        }
-    }
 
     #[test]
     fn swapping_buffers_between_calls_does_not_panic() {
@@ -682,39 +489,37 @@ mod tests {
     }
 
     #[test]
-    fn write_head_matches_the_documented_format() {
-        for len in [0usize, 9, 10, 99, 200, 65_536, 1_048_576, usize::MAX] {
-            let mut head = [0u8; MAX_HEAD_LEN];
-            let n = write_head(len, &mut head);
-            let expected =
-                format!("Content-Length: {len}\r\nContent-Type: application/json\r\n\r\n");
-            assert_eq!(&head[..n], expected.as_bytes());
-        }
+    fn encode_header_refuses_a_body_over_the_limit_and_writes_nothing() {
+        let codec = FrameCodec::new().with_max_body_size(10);
+        let mut dst = BytesMut::from(&b"keep"[..]);
+        let err = codec
+            .encode_header(11, &mut dst)
+            .expect_err("over the limit");
+        assert!(
+            matches!(err, FrameError::BodyTooLarge { len: 11, limit: 10 }),
+            "{err:?}"
+        );
+        assert_eq!(&dst[..], b"keep");
+        codec.encode_header(10, &mut dst).expect("at the limit");
+        assert_eq!(
+            &dst[..],
+            b"keepContent-Length: 10\r\nContent-Type: application/json\r\n\r\n"
+        );
     }
 
-    proptest! {
-        #[test]
-        fn canonical_head_agrees_with_general_parser(
-            prefix in prop::sample::select(vec!["Content-Length: ", "content-length:", "Content-Length:  "]),
-            len in any::<u64>(),
-            pad in prop::sample::select(vec!["", "0", "00"]),
-            suffix in prop::sample::select(vec![
-                "\r\n\r\n",
-                "\r\nContent-Type: application/json\r\n\r\n",
-                "\r\nContent-Type: application/json\r\n",
-                "\r\n",
-                "\r\nX: y\r\n\r\n",
-                "x\r\n\r\n",
-            ]),
-            cut in any::<prop::sample::Index>(),
-        ) {
-            let text = format!("{prefix}{pad}{len}{suffix}body");
-            let bytes = text.as_bytes();
-            let bytes = &bytes[..cut.index(bytes.len() + 1)];
-            if let Some(fast) = canonical_head(bytes) {
-                let general = general_head(bytes).expect("general parser accepts canonical head");
-                prop_assert_eq!(HeadProgress::Complete { head_len: fast.0, len: fast.1 }, general);
-            }
+    #[test]
+    fn encode_is_encode_header_then_the_body() {
+        let mut codec = FrameCodec::new();
+        for len in [0usize, 9, 10, 99, 100, 65_536] {
+            let body = Bytes::from(vec![b'x'; len]);
+            let mut expected = BytesMut::from(&b"before"[..]);
+            codec
+                .encode_header(len, &mut expected)
+                .expect("within the limit");
+            expected.extend_from_slice(&body);
+            let mut frame = BytesMut::from(&b"before"[..]);
+            codec.encode(body, &mut frame).expect("within the limit");
+            assert_eq!(frame, expected, "{len}");
         }
     }
 }

@@ -55,12 +55,14 @@
 #![forbid(unsafe_code)]
 
 mod frame;
+mod header;
 mod message;
 
 pub use frame::{
-    Frame, FrameCodec, FrameError, InvalidLength, MalformedHeader, CONTENT_TYPE,
-    DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_HEADER_SIZE,
+    Frame, FrameCodec, FrameError, InvalidLength, MalformedHeader, DEFAULT_MAX_BODY_SIZE,
+    DEFAULT_MAX_HEADER_SIZE,
 };
+pub use header::CONTENT_TYPE;
 pub use message::{EncodeError, MessageCodec, MessageError};
 
 /// The README's examples, compiled and run as doctests.

@@ -8,7 +8,7 @@ use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
 use serde_json::json;
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::frame::{write_head, MAX_HEAD_LEN};
+use crate::header::{with_header_block, MAX_HEAD_LEN};
 use crate::{Frame, FrameCodec, FrameError};
 
 /// One frame the peer sent that is not a usable message. The stream goes on after it.
@@ -335,17 +335,19 @@ impl Encoder<Message> for MessageCodec {
                 limit,
             });
         }
-        let mut head = [0u8; MAX_HEAD_LEN];
-        let head_len = write_head(body_len, &mut head);
-        let gap = MAX_HEAD_LEN - head_len;
+        // The header goes right before the body, at the end of the room left for it.
+        let head_start = with_header_block(body_len, |block| {
+            let head_start = body_start - block.len();
+            dst[head_start..body_start].copy_from_slice(block);
+            head_start
+        });
         if start == 0 {
-            // Alone in the buffer: put the header right before the body and drop the gap in front.
-            dst[gap..body_start].copy_from_slice(&head[..head_len]);
-            dst.advance(gap);
+            // Alone in the buffer: drop the unused room in front.
+            dst.advance(head_start);
         } else {
-            dst[start..start + head_len].copy_from_slice(&head[..head_len]);
-            dst.copy_within(body_start.., start + head_len);
-            dst.truncate(start + head_len + body_len);
+            let frame_len = dst.len() - head_start;
+            dst.copy_within(head_start.., start);
+            dst.truncate(start + frame_len);
         }
         Ok(())
     }

@@ -321,13 +321,8 @@ impl FrameSink {
             // The codec writes the frame exactly (and checks the limit).
             return codec.encode(body, &mut self.buf);
         }
-        if body.len() > codec.max_body_size() {
-            return Err(FrameError::BodyTooLarge {
-                len: body.len(),
-                limit: codec.max_body_size(),
-            });
-        }
-        write_head(body.len(), &mut self.buf);
+        // The codec writes the header (and checks the limit); the body stays in its own `Bytes`.
+        codec.encode_header(body.len(), &mut self.buf)?;
         self.body = Some(body);
         Ok(())
     }
@@ -391,48 +386,26 @@ impl FrameSink {
     }
 }
 
-/// The header block [`FrameCodec`] writes, for a body of `len` bytes (tested to match it).
-fn write_head(len: usize, dst: &mut BytesMut) {
-    use std::fmt::Write as _;
-    // Writing into a BytesMut cannot fail.
-    let _ = write!(
-        dst,
-        "Content-Length: {len}\r\nContent-Type: {}\r\n\r\n",
-        gabp_codec::CONTENT_TYPE
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn head_matches_the_codec() {
-        for len in [
-            0usize,
-            1,
-            9,
-            10,
-            99,
-            100,
-            16_385,
-            65_536,
-            1_048_576,
-            123_456_789,
-        ] {
-            let mut ours = BytesMut::new();
-            write_head(len, &mut ours);
-            let mut theirs = BytesMut::new();
+    fn queued_frames_match_the_codec() {
+        // Both paths: copied with its header (up to COPY_LIMIT), and header plus separate body.
+        for len in [0usize, 1, 9, 10, 99, 100, 16_384, 16_385, 65_536, 1_048_576] {
+            let body = Bytes::from(vec![b'x'; len]);
+            let mut sink = FrameSink::default();
+            sink.start_send(&mut FrameCodec::new(), body.clone())
+                .expect("within the limit");
+            assert_eq!(sink.body.is_some(), len > COPY_LIMIT, "len {len}");
+            let mut queued = BytesMut::new();
+            sink.drain_into(&mut queued);
+            let mut encoded = BytesMut::new();
             FrameCodec::new()
-                .with_max_body_size(usize::MAX)
-                .encode(Bytes::from(vec![b'x'; len.min(2_000_000)]), &mut theirs)
-                .expect("encodes");
-            if len <= 2_000_000 {
-                assert_eq!(&theirs[..ours.len()], &ours[..], "len {len}");
-                assert_eq!(theirs.len(), ours.len() + len);
-            } else {
-                assert!(ours.starts_with(b"Content-Length: 123456789\r\n"));
-            }
+                .encode(body, &mut encoded)
+                .expect("within the limit");
+            assert!(queued == encoded, "len {len}");
         }
     }
 
