@@ -2,8 +2,8 @@
 //!
 //! A [`Bridge`] performs the handshake (`session/hello` with the token, this crate's version, the platform, a
 //! fresh UUID `launchId` and `clientInfo`), exposes the welcome, and calls the mod's methods with typed or raw
-//! requests, many at once on one connection. One reader task and one writer task drive the connection; every
-//! queue is bounded. In short:
+//! requests, many at once on one connection. One engine task drives the connection (the same loop as the mod's);
+//! every queue is bounded. In short:
 //!
 //! - **Calls**: [`Bridge::call_tool`], [`Bridge::call_tool_as`], [`Bridge::request`], typed [`Bridge::call`]
 //!   for any core method, and named helpers for each. Each call has a time limit (30 s by default,

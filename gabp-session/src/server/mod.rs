@@ -6,7 +6,7 @@
 //!
 //! - [`Tool`]s with typed input and output, whose JSON Schemas come from `schemars` and whose arguments are
 //!   validated before the handler runs; or raw JSON tools with explicit schemas; async, or run on the game's
-//!   main thread through [`MainThread::pump`];
+//!   main thread through [`MainThread::pump_with`];
 //! - event channels, published with the cloneable [`EventPublisher`] (per-channel `seq` from 0, bounded
 //!   per-connection queues that drop rather than block);
 //! - [`Resource`]s (text or binary), `state/get` and `state/set` handlers, custom methods;

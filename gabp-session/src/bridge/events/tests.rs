@@ -1,0 +1,156 @@
+//! The ordering policy, the queues and the router.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+use serde_json::json;
+
+fn ev(channel: &str, seq: u64) -> Event {
+    Event::new(
+        ChannelName::new_lenient(channel).unwrap(),
+        seq,
+        json!({ "seq": seq }),
+    )
+}
+
+fn cfg(window_ms: u64, capacity: usize) -> Reorder {
+    Reorder {
+        window: Duration::from_millis(window_ms),
+        capacity,
+    }
+}
+
+fn describe(items: &[SubscriptionItem]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| match i {
+            SubscriptionItem::Event(e) => format!("{}", e.seq),
+            SubscriptionItem::Lagged { missed, .. } => format!("lag{missed}"),
+            SubscriptionItem::Reconnected => "reconnected".into(),
+        })
+        .collect()
+}
+
+fn run(order: &mut SeqOrder, seqs: &[u64], c: Reorder) -> Vec<String> {
+    let now = Instant::now();
+    let mut out = Vec::new();
+    for &s in seqs {
+        order.accept(ev("a/b", s), now, c, &mut out);
+    }
+    describe(&out)
+}
+
+#[test]
+fn in_order_and_baseline() {
+    let mut o = SeqOrder::default();
+    assert_eq!(run(&mut o, &[1, 2, 3], cfg(50, 8)), ["1", "2", "3"]);
+}
+
+#[test]
+fn reorders_within_the_window() {
+    let mut o = SeqOrder::default();
+    assert_eq!(
+        run(&mut o, &[0, 2, 3, 1, 4], cfg(50, 8)),
+        ["0", "1", "2", "3", "4"]
+    );
+    assert!(o.held.is_empty() && o.since.is_none());
+}
+
+#[test]
+fn duplicates_and_stale_events_are_dropped() {
+    let mut o = SeqOrder::default();
+    assert_eq!(
+        run(&mut o, &[0, 1, 1, 0, 3, 3, 2], cfg(50, 8)),
+        ["0", "1", "2", "3"]
+    );
+}
+
+#[test]
+fn zero_window_reports_gaps_at_once() {
+    let mut o = SeqOrder::default();
+    assert_eq!(
+        run(&mut o, &[0, 3, 1, 4, 7], cfg(0, 8)),
+        ["0", "lag2", "3", "4", "lag2", "7"]
+    );
+}
+
+#[test]
+fn full_buffer_gives_up_the_first_gap() {
+    let mut o = SeqOrder::default();
+    assert_eq!(
+        run(&mut o, &[0, 2, 3, 5], cfg(1000, 2)),
+        ["0", "lag1", "2", "3"]
+    );
+    assert_eq!(o.held.len(), 1);
+}
+
+#[test]
+fn expired_window_releases_in_order() {
+    let mut o = SeqOrder::default();
+    let c = cfg(50, 8);
+    let t0 = Instant::now();
+    let mut out = Vec::new();
+    for s in [0, 3, 4, 7] {
+        o.accept(ev("a/b", s), t0, c, &mut out);
+    }
+    assert_eq!(describe(&out), ["0"]);
+    out.clear();
+    assert_eq!(o.deadline(c), Some(t0 + Duration::from_millis(50)));
+    o.release_expired(t0 + Duration::from_millis(10), c, &mut out);
+    assert!(out.is_empty());
+    o.release_expired(t0 + Duration::from_millis(50), c, &mut out);
+    assert_eq!(describe(&out), ["lag2", "3", "4"]);
+    out.clear();
+    o.release_expired(t0 + Duration::from_millis(100), c, &mut out);
+    assert_eq!(describe(&out), ["lag2", "7"]);
+    assert!(o.deadline(c).is_none());
+}
+
+#[test]
+fn full_queue_counts_and_reports_lag() {
+    let q = SubQueue::new(2, vec!["a/b".into()]);
+    for s in 0..5 {
+        q.push(SubscriptionItem::Event(ev("a/b", s)));
+    }
+    let mut inner = lock(&q.inner);
+    assert_eq!(inner.items.len(), 2);
+    assert_eq!(inner.dropped[0].1, 3);
+    inner.items.pop_front();
+    drop(inner);
+    q.push(SubscriptionItem::Event(ev("a/b", 5)));
+    let inner = lock(&q.inner);
+    assert_eq!(
+        describe(inner.items.make_contiguous_clone().as_slice()),
+        ["1", "lag3", "5"]
+    );
+}
+
+trait CloneContiguous {
+    fn make_contiguous_clone(&self) -> Vec<SubscriptionItem>;
+}
+
+impl CloneContiguous for VecDeque<SubscriptionItem> {
+    fn make_contiguous_clone(&self) -> Vec<SubscriptionItem> {
+        self.iter().cloned().collect()
+    }
+}
+
+#[test]
+fn router_routes_by_channel_and_tracks_subscribers() {
+    let mut r = Router::new(cfg(50, 8));
+    let (a, qa) = r.add(vec!["x/a".into(), "x/b".into()], 16);
+    let (b, qb) = r.add(vec!["x/b".into()], 16);
+    let now = Instant::now();
+    r.dispatch(ev("x/a", 0), now);
+    r.dispatch(ev("x/b", 0), now);
+    r.dispatch(ev("x/c", 0), now);
+    assert_eq!(lock(&qa.inner).items.len(), 2);
+    assert_eq!(lock(&qb.inner).items.len(), 1);
+    assert_eq!(r.channels(), ["x/a", "x/b"]);
+    assert_eq!(r.remove(a), ["x/a"]);
+    assert_eq!(r.remove(b), ["x/b"]);
+    assert!(r.channels().is_empty());
+}
