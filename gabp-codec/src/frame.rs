@@ -7,7 +7,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::header::{canonical_head, parse_head_lines, put_header_block, HeadProgress, HeadScan};
 
-/// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (DESIGN 3.7).
+/// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (SPEC/1.0 transport.md §8).
 pub const DEFAULT_MAX_BODY_SIZE: usize = 1024 * 1024;
 
 /// Default largest header block a [`FrameCodec`] accepts, including the blank line that ends it: 8 KiB.

@@ -151,7 +151,7 @@ pub enum EncodeError {
 /// front of it, and never produces a frame over the limit: a longer message is
 /// [`EncodeError::TooLarge`], and nothing is written.
 ///
-/// The decode mode defaults to [`DecodeMode::Lenient`], the liberal reading of peers (DESIGN 3.5);
+/// The decode mode defaults to [`DecodeMode::Lenient`], the liberal reading of peers (SPEC/1.0 gabp.md §3.5);
 /// validators use [`MessageCodec::with_mode`]`(`[`DecodeMode::Strict`]`)`.
 ///
 /// # Example

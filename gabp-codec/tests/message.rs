@@ -203,7 +203,7 @@ async fn message_exactly_at_limit_is_accepted_and_one_over_is_answered() {
 
 #[tokio::test]
 async fn strict_mode_refuses_what_lenient_mode_accepts() {
-    // GABS sends `parameters` instead of `arguments` (DESIGN 3.5).
+    // GABS sends `parameters` instead of `arguments` (SPEC/1.0 gabp.md §3.5).
     let body = format!(
         r#"{{"v":"gabp/1","id":"{ID}","type":"request","method":"tools/call","params":{{"name":"inventory/get","parameters":{{}}}}}}"#
     );

@@ -1,4 +1,4 @@
-//! Faults (issue 5, acceptance), against a mod that is a real separate process on TCP loopback.
+//! Faults, against a mod that is a real separate process on TCP loopback.
 //!
 //! - A mod killed (SIGKILL) mid-call fails every pending call within 100 ms: calls running in the mod's
 //!   handlers, and calls still waiting at the bridge for one of its 64 in-flight slots. The bridge, which has a

@@ -1,4 +1,4 @@
-//! Load (issue 5, acceptance): 10 bridges at once over TCP loopback, each making 2,000 `demo/echo` calls with
+//! Load: 10 bridges at once over TCP loopback, each making 2,000 `demo/echo` calls with
 //! 64 in flight, while the mod publishes events on a channel every bridge is subscribed to.
 //!
 //! Checked:

@@ -1,4 +1,4 @@
-//! Every row of the error table of DESIGN.md 3.4, one bad input per test, over an in-memory pair driven by a
+//! Every row of the error table of SPEC/1.0 transport.md §7, one bad input per test, over an in-memory pair driven by a
 //! raw frame-level client. After each recoverable error the connection must still serve a request.
 
 mod server_support;

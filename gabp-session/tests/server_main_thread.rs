@@ -1,4 +1,4 @@
-//! Main-thread dispatch (DESIGN.md section 5): tools marked for the game thread run only inside `pump`,
+//! Main-thread dispatch: tools marked for the game thread run only inside `pump`,
 //! with deadlines; the connection never waits for the game thread.
 
 mod server_support;

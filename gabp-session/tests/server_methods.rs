@@ -196,7 +196,7 @@ async fn tools_call_typed_and_raw() {
 
 #[tokio::test]
 async fn tools_call_reads_parameters_instead_of_arguments() {
-    // GABS sends `parameters`; `arguments` wins when both are present (DESIGN.md 3.5).
+    // GABS sends `parameters`; `arguments` wins when both are present (SPEC/1.0 gabp.md §3.5).
     let mut client = connect_hello(&server()).await;
     let r = client
         .call(

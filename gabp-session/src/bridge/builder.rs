@@ -19,11 +19,11 @@ use super::session;
 use super::shared::Shared;
 use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
 
-/// The default time limit of a call: 30 seconds (DESIGN 3.7).
+/// The default time limit of a call: 30 seconds (SPEC/1.0 gabp.md §7).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The default time limit of the handshake (connecting included when reconnecting): 10 seconds.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default number of calls in flight on one connection: 64 (DESIGN 3.7).
+/// The default number of calls in flight on one connection: 64 (SPEC/1.0 transport.md §8).
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default capacity of each subscription's queue, in items.
 pub const DEFAULT_SUBSCRIPTION_QUEUE: usize = 1024;

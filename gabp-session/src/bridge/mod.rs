@@ -21,7 +21,7 @@
 //! - **Layers**: the call path is a tower [`Service`](tower::Service) ([`BridgeService`]);
 //!   [`BridgeBuilder::layer`] wraps it, and [`BridgeBuilder::service`] gives a layer the handle it needs to
 //!   subscribe and follow reconnects.
-//! - **Liberal reading, strict writing**: peers are read with the lenient decoder (DESIGN 3.5), welcomes
+//! - **Liberal reading, strict writing**: peers are read with the lenient decoder (SPEC/1.0 gabp.md §3.5), welcomes
 //!   included; everything sent passes the strict one.
 //!
 //! ```

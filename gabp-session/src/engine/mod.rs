@@ -541,30 +541,4 @@ fn null_result_beside_error(body: &Bytes) -> Option<Response> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn null_result_beside_error_is_read_as_the_error() {
-        let body = Bytes::from_static(
-            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
-        );
-        let response = null_result_beside_error(&body).unwrap();
-        assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
-        let ok = Bytes::from_static(
-            br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
-        );
-        assert!(null_result_beside_error(&ok).is_none());
-    }
-
-    #[test]
-    fn oversized_answers_become_errors() {
-        let big = Response::success(MessageId::nil(), Value::String("x".repeat(5000)));
-        let body = encode(big, 2048);
-        let Ok(Message::Response(r)) = decode(&body, DecodeMode::Strict) else {
-            panic!("not a response")
-        };
-        assert_eq!(r.error_object().unwrap().code, ErrorCode::INTERNAL_ERROR);
-        assert!(body.len() <= 2048);
-    }
-}
+mod tests;

@@ -4,8 +4,11 @@
 
 use std::any::{type_name, Any};
 use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use futures::future::BoxFuture;
+use futures::future::Either;
 use gabp_types::ErrorCode;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -22,13 +25,52 @@ pub trait ToolHandler<Marker>: Send + Sync + 'static {
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
     /// The typed result.
     type Output: Serialize + JsonSchema + 'static;
+    /// The future of one call.
+    type Future: Future<Output = Result<Self::Output, ToolError>> + Send + 'static;
+    /// Whether the handler takes any extractor (else no context is built for its calls).
+    const TAKES_CONTEXT: bool;
 
     /// Serves one call.
-    fn call(
-        &self,
-        context: CallContext,
-        args: Self::Args,
-    ) -> BoxFuture<'static, Result<Self::Output, ToolError>>;
+    fn call(&self, context: CallContext, args: Self::Args) -> Self::Future;
+}
+
+/// The future of a call whose extractor failed: it holds only the error, so `Out` need not be `Send`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ExtractFailed<Out> {
+    error: Option<ToolError>,
+    output: PhantomData<fn() -> Out>,
+}
+
+impl<Out> Future for ExtractFailed<Out> {
+    type Output = Result<Out, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let error = self
+            .error
+            .take()
+            .unwrap_or_else(|| ToolError::new("polled after completion"));
+        Poll::Ready(Err(error))
+    }
+}
+
+impl<Out> Unpin for ExtractFailed<Out> {}
+
+impl<F, Fut, In, Out> ToolHandler<((), In)> for F
+where
+    F: Fn(In) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
+    In: DeserializeOwned + JsonSchema + Send + 'static,
+    Out: Serialize + JsonSchema + 'static,
+{
+    type Args = In;
+    type Output = Out;
+    type Future = Fut;
+    const TAKES_CONTEXT: bool = false;
+
+    fn call(&self, _: CallContext, args: In) -> Fut {
+        self(args)
+    }
 }
 
 macro_rules! tool_handler {
@@ -43,23 +85,25 @@ macro_rules! tool_handler {
         {
             type Args = In;
             type Output = Out;
+            type Future = Either<ExtractFailed<Out>, Fut>;
+            const TAKES_CONTEXT: bool = true;
 
-            #[allow(non_snake_case, unused_variables)]
-            fn call(&self, context: CallContext, args: In) -> BoxFuture<'static, Result<Out, ToolError>> {
+            #[allow(non_snake_case)]
+            fn call(&self, context: CallContext, args: In) -> Self::Future {
                 $(
                     let $e = match $e::from_context(&context) {
                         Ok(value) => value,
-                        // An async block holds only the error, so `Out` need not be `Send`.
-                        Err(e) => return Box::pin(async move { Err(e) }),
+                        Err(error) => {
+                            return Either::Left(ExtractFailed { error: Some(error), output: PhantomData })
+                        }
                     };
                 )*
-                Box::pin(self($($e,)* args))
+                Either::Right(self($($e,)* args))
             }
         }
     };
 }
 
-tool_handler!();
 tool_handler!(E1);
 tool_handler!(E1, E2);
 tool_handler!(E1, E2, E3);

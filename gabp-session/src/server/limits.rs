@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gabp_types::{BoundedU64, Limits};
 
-/// The mod's limits (DESIGN.md 3.7). The first four are advertised in the welcome's `capabilities.limits`
+/// The mod's limits (SPEC/1.0 transport.md §8, security.md §7). The first four are advertised in the welcome's `capabilities.limits`
 /// and all are enforced.
 ///
 /// ```

@@ -12,7 +12,7 @@
 //! - [`Resource`]s (text or binary), `state/get` and `state/set` handlers, custom methods;
 //! - any tower [`layer`](ModServerBuilder::layer) in front of the handlers.
 //!
-//! Every rule of the protocol is enforced for you (DESIGN.md 3.4): authentication first, constant-time
+//! Every rule of the protocol is enforced for you (SPEC/1.0 gabp.md §7, transport.md §7): authentication first, constant-time
 //! token check, advertised limits, per-frame error answers, panic isolation, time limits. The rules are tower
 //! layers in [`layer`], each usable and testable alone.
 //!

@@ -30,7 +30,7 @@ use super::layer::ResponseFuture;
 use super::main_thread::MainThread;
 use super::pattern::NamePattern;
 use super::resource::RegisteredResource;
-use super::session::{internal_error, CloseReason};
+use super::session::{internal_error, CloseReason, Session};
 use super::tool::{Handler, RegisteredTool, ToolError};
 use super::ServerRequest;
 
@@ -202,28 +202,31 @@ impl Router {
             return Err(invalid_params("/params/arguments", "must be an object"));
         };
         let id = req.id();
-        // The call's token fires when its future is dropped (time limit, lost peer) or its session ends.
-        let cancellation = req.session.cancellation().child_token();
-        let context = CallContext::new(
-            req.session,
-            id,
-            cancellation.clone(),
-            EventPublisher::new(self.routes.hub.clone()),
-            self.routes.state.clone(),
-        );
+        let session = req.session;
+        let context = |session: Session, cancellation| {
+            CallContext::new(
+                session,
+                id,
+                cancellation,
+                EventPublisher::new(self.routes.hub.clone()),
+                self.routes.state.clone(),
+            )
+        };
         match &tool.handler {
-            Handler::Async(handler) => {
-                let fut = handler(context, args);
-                Ok(async move {
-                    let _cancel_on_drop = cancellation.drop_guard();
-                    Ok(match fut.await {
-                        Ok(result) => Response::success(id, result),
-                        Err(e) => Response::error(id, e.into_error_object()),
-                    })
-                }
-                .boxed())
+            Handler::Async(handler, takes_context) => {
+                // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
+                // a handler that takes no context needs none of its own.
+                let (cancellation, guard) = if *takes_context {
+                    let token = session.cancellation().child_token();
+                    (token.clone(), Some(token.drop_guard()))
+                } else {
+                    (session.cancellation().clone(), None)
+                };
+                Ok(handler(context(session, cancellation), guard, id, args))
             }
             Handler::MainThread(handler) => {
+                let cancellation = session.cancellation().child_token();
+                let context = context(session, cancellation.clone());
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
                 let handler = handler.clone();

@@ -44,7 +44,7 @@ pub(crate) struct Parts {
 }
 
 /// A GABP mod server: serves tools, events, resources, state and custom methods to bridges, enforcing every
-/// rule of the protocol (DESIGN.md section 3) on every connection.
+/// rule of the protocol (SPEC/1.0 gabp.md §7, §8; transport.md §6-§8) on every connection.
 ///
 /// Build one with [`ModServer::builder`], then [`serve`](ModServer::serve) a [`Listener`] or
 /// [`serve_connection`](ModServer::serve_connection) one already established connection. Cheap to clone.

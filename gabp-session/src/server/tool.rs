@@ -5,17 +5,19 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
-use gabp_types::{ErrorCode, ErrorObject, ToolDescriptor, ToolName, UniqueVec};
+use gabp_types::{
+    ErrorCode, ErrorObject, MessageId, Response, ToolDescriptor, ToolName, UniqueVec,
+};
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use tokio_util::sync::DropGuard;
 
 use super::context::CallContext;
 use super::handler::{MainThreadHandler, ToolHandler};
+use super::layer::ResponseFuture;
 use super::BuildError;
 
 /// The error a tool handler returns. It becomes the response's error object: code `-32402` (Tool Execution
@@ -119,8 +121,9 @@ impl From<ToolError> for ErrorObject {
     }
 }
 
+/// Serves one call: the context, what cancels it when the answer is dropped, the request id, the arguments.
 pub(crate) type AsyncHandler = Arc<
-    dyn Fn(CallContext, Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>>
+    dyn Fn(CallContext, Option<DropGuard>, MessageId, Map<String, Value>) -> ResponseFuture
         + Send
         + Sync,
 >;
@@ -132,8 +135,8 @@ pub(crate) type SyncHandler = Arc<
 
 #[derive(Clone)]
 pub(crate) enum Handler {
-    /// Runs on the runtime, concurrently with everything else.
-    Async(AsyncHandler),
+    /// Runs on the runtime, concurrently with everything else; `bool`: whether it takes extractors.
+    Async(AsyncHandler, bool),
     /// Runs only inside [`MainThread::pump_with`](super::MainThread::pump_with).
     MainThread(SyncHandler),
 }
@@ -257,20 +260,26 @@ impl Tool {
     /// A tool served by an async handler: extractors first (any [`FromContext`](super::FromContext)), then
     /// the typed arguments; it returns a typed result or a [`ToolError`].
     pub fn new<M, H: ToolHandler<M>>(name: impl Into<String>, handler: H) -> Self {
-        let handler = Arc::new(handler);
-        let run: AsyncHandler =
-            Arc::new(move |context, args| match from_arguments::<H::Args>(args) {
-                Ok(input) => handler
-                    .call(context, input)
-                    .map(|out| out.and_then(to_result))
-                    .boxed(),
-                Err(e) => futures::future::ready(Err(e)).boxed(),
-            });
+        let run: AsyncHandler = Arc::new(move |context, cancel_on_drop, id, args| {
+            // One allocation per call: the future that answers it.
+            let call = from_arguments::<H::Args>(args).map(|input| handler.call(context, input));
+            Box::pin(async move {
+                let _cancel_on_drop = cancel_on_drop;
+                let result = match call {
+                    Ok(call) => call.await.and_then(to_result),
+                    Err(e) => Err(e),
+                };
+                Ok(match result {
+                    Ok(value) => Response::success(id, value),
+                    Err(e) => Response::error(id, e.into_error_object()),
+                })
+            })
+        });
         Self::with_handler(
             name.into(),
             schema_for::<H::Args>(),
             schema_for::<H::Output>(),
-            Handler::Async(run),
+            Handler::Async(run, H::TAKES_CONTEXT),
         )
     }
 

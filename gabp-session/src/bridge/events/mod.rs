@@ -3,7 +3,7 @@
 //!
 //! # Ordering policy
 //!
-//! `seq` is per channel, mod-wide and contiguous (DESIGN 3.2). The router keeps, per channel, the next `seq` it
+//! `seq` is per channel, mod-wide and contiguous (SPEC/1.0 gabp.md §6). The router keeps, per channel, the next `seq` it
 //! expects; the first event seen on a channel after subscribing (or after a reconnect) sets it, whatever its
 //! value (a mod may start at 1, and a subscriber joins mid-stream). Then:
 //!

@@ -16,7 +16,7 @@ use super::ResponseFuture;
 use crate::server::session::BridgeInfo;
 use crate::server::{CloseReason, ServerRequest};
 
-/// The authentication rule (DESIGN.md 3.4, 3.6):
+/// The authentication rule (SPEC/1.0 gabp.md §7, security.md §2):
 ///
 /// - before a successful `session/hello`, every other request is answered `-32100` (the connection stays
 ///   open);

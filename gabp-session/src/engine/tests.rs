@@ -1,0 +1,244 @@
+//! The engine with a role of its own over an in-memory pair: calls sent and answered, forgotten, failed at the
+//! end; requests answered; bad frames; the liberal reading of answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use gabp_types::{MethodName, Outcome};
+use tokio::sync::oneshot;
+
+use super::*;
+
+/// A role that answers every request with its method name, records events, and ends on request.
+struct Echo {
+    events: Arc<std::sync::Mutex<Vec<String>>>,
+    end: Option<oneshot::Receiver<()>>,
+}
+
+impl Role for Echo {
+    type Reason = &'static str;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+
+    fn call(&mut self, request: Request) -> Answer {
+        let answer = Response::success(request.id, Value::String(request.method.into_string()));
+        Box::pin(std::future::ready(Ok(answer)))
+    }
+
+    fn on_event(&mut self, event: Event) {
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event.channel.as_str().to_owned());
+        }
+    }
+
+    fn on_invalid(&mut self, _: Bytes, _: DecodeError) -> Option<Response> {
+        None
+    }
+
+    fn answers_bad_frames(&self) -> bool {
+        false
+    }
+
+    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<&'static str>> {
+        let asked = match &mut self.end {
+            Some(end) => Pin::new(end).poll(cx).is_ready(),
+            None => false,
+        };
+        if asked {
+            self.end = None;
+            return Poll::Ready(Signal::End("asked"));
+        }
+        Poll::Pending
+    }
+}
+
+struct Harness {
+    peer: Connection,
+    outgoing: mpsc::Sender<Outgoing>,
+    events: Arc<std::sync::Mutex<Vec<String>>>,
+    end: Option<oneshot::Sender<()>>,
+    engine: tokio::task::JoinHandle<Ended<&'static str>>,
+}
+
+fn start() -> Harness {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (outgoing, queue) = mpsc::channel(16);
+    let (end, ended) = oneshot::channel();
+    let events = Arc::default();
+    let role = Echo {
+        events: Arc::clone(&events),
+        end: Some(ended),
+    };
+    let queues = Queues {
+        outgoing: Some(queue),
+        events: None,
+    };
+    let limits = Limits {
+        max_message_size: 1 << 20,
+        backlog: 16,
+        calls: 4,
+        drain_timeout: Duration::from_secs(5),
+    };
+    let engine = tokio::spawn(Engine::new(Connection::new(ours), role, queues, limits).run());
+    Harness {
+        peer: Connection::new(theirs),
+        outgoing,
+        events,
+        end: Some(end),
+        engine,
+    }
+}
+
+async fn send_call(h: &Harness, method: &str) -> (MessageId, oneshot::Receiver<Delivery>) {
+    let request = Request::new(MethodName::new(method).unwrap(), None);
+    let id = request.id;
+    let (reply, rx) = oneshot::channel();
+    let body = Bytes::from(Message::Request(request).to_vec());
+    h.outgoing
+        .send(Outgoing::Call { id, body, reply })
+        .await
+        .unwrap();
+    (id, rx)
+}
+
+async fn next_message(peer: &mut Connection) -> Message {
+    let frame = peer.next().await.unwrap().unwrap();
+    decode(&frame.into_body().unwrap(), DecodeMode::Strict).unwrap()
+}
+
+async fn answer(peer: &mut Connection, id: MessageId, value: Value) {
+    let body = Message::Response(Response::success(id, value)).to_vec();
+    peer.send(Bytes::from(body)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_is_written_and_its_answer_delivered() {
+    let mut h = start();
+    let (id, rx) = send_call(&h, "game/ping").await;
+    let Message::Request(request) = next_message(&mut h.peer).await else {
+        panic!("not a request")
+    };
+    assert_eq!(request.id, id);
+    answer(&mut h.peer, id, Value::from(7)).await;
+    assert!(matches!(rx.await, Ok(Delivery::Outcome(Outcome::Result(v))) if v == 7));
+}
+
+#[tokio::test]
+async fn a_forgotten_call_discards_its_late_answer() {
+    let mut h = start();
+    let (id, rx) = send_call(&h, "game/slow").await;
+    drop(rx);
+    h.outgoing.send(Outgoing::Forget(id)).await.unwrap();
+    let _ = next_message(&mut h.peer).await;
+    answer(&mut h.peer, id, Value::from(1)).await;
+    // The next call still gets its own answer.
+    let (next, rx) = send_call(&h, "game/ping").await;
+    let _ = next_message(&mut h.peer).await;
+    answer(&mut h.peer, next, Value::from(2)).await;
+    assert!(matches!(rx.await, Ok(Delivery::Outcome(Outcome::Result(v))) if v == 2));
+}
+
+#[tokio::test]
+async fn the_peer_closing_fails_the_calls_still_waiting_at_once() {
+    let mut h = start();
+    let (_, rx) = send_call(&h, "game/slow").await;
+    let _ = next_message(&mut h.peer).await;
+    drop(h.peer);
+    assert!(
+        rx.await.is_err(),
+        "the call fails when nothing can answer it"
+    );
+    assert!(matches!(h.engine.await.unwrap(), Ended::Eof));
+}
+
+#[tokio::test]
+async fn requests_go_to_the_role_and_events_too() {
+    let mut h = start();
+    let request = Request::new(MethodName::new("bridge/hello").unwrap(), None);
+    let id = request.id;
+    h.peer
+        .send(Bytes::from(Message::Request(request).to_vec()))
+        .await
+        .unwrap();
+    let Message::Response(response) = next_message(&mut h.peer).await else {
+        panic!("not a response")
+    };
+    assert_eq!(response.id, id);
+    assert_eq!(
+        response.outcome,
+        Outcome::Result(Value::from("bridge/hello"))
+    );
+    let event = Event::new(
+        gabp_types::ChannelName::new("world/tick").unwrap(),
+        0,
+        Value::Null,
+    );
+    h.peer
+        .send(Bytes::from(Message::Event(event).to_vec()))
+        .await
+        .unwrap();
+    // The event is routed before the engine reads the next frame, so a round trip after it orders the check.
+    let (id, rx) = send_call(&h, "game/ping").await;
+    let _ = next_message(&mut h.peer).await;
+    answer(&mut h.peer, id, Value::Null).await;
+    rx.await.unwrap();
+    assert_eq!(*h.events.lock().unwrap(), ["world/tick"]);
+}
+
+#[tokio::test]
+async fn an_invalid_answer_fails_its_call_and_a_null_result_beside_an_error_is_the_error() {
+    let mut h = start();
+    let (id, rx) = send_call(&h, "game/a").await;
+    let _ = next_message(&mut h.peer).await;
+    let broken = format!(r#"{{"v":"gabp/1","id":"{id}","type":"response"}}"#);
+    h.peer.send(Bytes::from(broken)).await.unwrap();
+    assert!(matches!(rx.await, Ok(Delivery::Invalid(_))));
+
+    let (id, rx) = send_call(&h, "game/b").await;
+    let _ = next_message(&mut h.peer).await;
+    let libgab = format!(
+        r#"{{"v":"gabp/1","id":"{id}","type":"response","result":null,"error":{{"code":-32000,"message":"x"}}}}"#
+    );
+    h.peer.send(Bytes::from(libgab)).await.unwrap();
+    assert!(
+        matches!(rx.await, Ok(Delivery::Outcome(Outcome::Error(e))) if e.code == ErrorCode(-32000))
+    );
+}
+
+#[tokio::test]
+async fn the_roles_signal_ends_the_engine() {
+    let mut h = start();
+    let (_, rx) = send_call(&h, "game/slow").await;
+    if let Some(end) = h.end.take() {
+        end.send(()).unwrap();
+    }
+    assert!(matches!(h.engine.await.unwrap(), Ended::Signal("asked")));
+    assert!(rx.await.is_err());
+}
+
+#[test]
+fn null_result_beside_error_is_read_as_the_error() {
+    let body = Bytes::from_static(
+        br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
+    );
+    let response = null_result_beside_error(&body).unwrap();
+    assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
+    let ok = Bytes::from_static(
+        br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
+    );
+    assert!(null_result_beside_error(&ok).is_none());
+}
+
+#[test]
+fn oversized_answers_become_errors() {
+    let big = Response::success(MessageId::nil(), Value::String("x".repeat(5000)));
+    let body = encode(big, 2048);
+    let Ok(Message::Response(r)) = decode(&body, DecodeMode::Strict) else {
+        panic!("not a response")
+    };
+    assert_eq!(r.error_object().unwrap().code, ErrorCode::INTERNAL_ERROR);
+    assert!(body.len() <= 2048);
+}
