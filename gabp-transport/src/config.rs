@@ -17,7 +17,7 @@ pub const MAX_BRIDGE_JSON_BYTES: u64 = 64 * 1024;
 pub const BRIDGE_JSON: &str = "bridge.json";
 
 /// The contents of `bridge.json`: the token, the transport and optional metadata about the mod's
-/// process (DESIGN 3.9).
+/// process (SPEC/1.0/transport.md §4.2).
 ///
 /// The file looks like this (the token is a placeholder):
 ///
@@ -91,7 +91,8 @@ impl BridgeConfig {
         Self::default_path_from(|name| std::env::var_os(name))
     }
 
-    /// The platform's default `bridge.json` path, looking variables up with `env` (DESIGN 3.9):
+    /// The platform's default `bridge.json` path, looking variables up with `env`
+    /// (SPEC/1.0/transport.md §4.1):
     ///
     /// - Linux and other Unix: `$XDG_CONFIG_HOME/gabp/bridge.json` when `XDG_CONFIG_HOME` is an
     ///   absolute path, else `$HOME/.config/gabp/bridge.json`;

@@ -25,7 +25,7 @@ const PIPE_PREFIX: &str = r"\\.\pipe\";
 /// | `pipe://NAME` | the Windows named pipe `\\.\pipe\NAME` (the raw `\\.\pipe\NAME` is accepted too) |
 /// | `stdio` | the standard input and output of a process |
 ///
-/// TCP is loopback-only (DESIGN 3.8): parsing refuses every other address, and so do
+/// TCP is loopback-only (SPEC/1.0/security.md §4): parsing refuses every other address, and so do
 /// [`Listener::bind`](crate::Listener::bind) and [`connect`](crate::connect) for a hand-built
 /// [`Endpoint::Tcp`]. Port `0` is accepted for binding (the system picks a free port; the
 /// listener reports the real one).
@@ -87,8 +87,9 @@ impl Endpoint {
 
     /// A Unix socket endpoint at an unpredictable path: `gabp-<128 random bits>.sock` in `dir`.
     ///
-    /// Use it with [`Listener::bind`](crate::Listener::bind) to follow DESIGN 3.8 ("created 0600 at
-    /// an unpredictable path"); a good `dir` is `$XDG_RUNTIME_DIR` or [`std::env::temp_dir`].
+    /// Use it with [`Listener::bind`](crate::Listener::bind) to follow SPEC/1.0/transport.md §2.3
+    /// (mode 0600, an unpredictable path); a good `dir` is `$XDG_RUNTIME_DIR` or
+    /// [`std::env::temp_dir`].
     ///
     /// # Errors
     ///
@@ -396,7 +397,8 @@ mod tests {
 
     #[test]
     fn refuses_ipv4_mapped_loopback() {
-        // ::ffff:127.0.0.1 is an IPv6 socket talking IPv4; DESIGN 3.8 names 127.0.0.1 and ::1.
+        // ::ffff:127.0.0.1 is an IPv6 socket talking IPv4; SPEC/1.0/security.md §4 allows
+        // 127.0.0.0/8 and ::1 only.
         let err = parse("tcp://[::ffff:127.0.0.1]:80").expect_err("mapped");
         assert!(err.to_string().contains("loopback"));
     }

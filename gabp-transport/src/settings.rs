@@ -60,8 +60,8 @@ impl fmt::Display for SettingSource {
     }
 }
 
-/// A mod's resolved settings (DESIGN 3.9): where to listen, which token to expect, which
-/// `agentId` to report, and where each came from.
+/// A mod's resolved settings (SPEC/1.0/transport.md §3): where to listen, which token to expect,
+/// which `agentId` to report, and where each came from.
 ///
 /// Each setting is taken from the first source that has it: [`ExplicitSettings`], then the GABS
 /// environment (`GABP_SERVER_PORT` → `tcp://127.0.0.1:PORT`, `GABP_TOKEN`, `GABS_GAME_ID` →

@@ -33,10 +33,10 @@ pub enum DecodeMode {
     /// Everything the schemas require: no unknown fields, canonical names, UUID `launchId`, valid timestamps.
     #[default]
     Strict,
-    /// Liberal reading of peers (DESIGN.md 3.5): unknown top-level fields are ignored; `tools/call` may carry
-    /// `parameters` instead of `arguments` (`arguments` wins when both are present); `"error": null` beside a
-    /// `result` is ignored; `launchId` may be any string; channel names need only be non-empty; an invalid event
-    /// `timestamp` is dropped.
+    /// Liberal reading of peers (SPEC/1.0/gabp.md §3.5): unknown top-level fields are ignored;
+    /// `tools/call` may carry `parameters` instead of `arguments` (`arguments` wins when both are present);
+    /// `"error": null` beside a `result` is ignored; `launchId` may be any string; channel names need only be
+    /// non-empty; an invalid event `timestamp` is dropped.
     Lenient,
 }
 

@@ -221,7 +221,7 @@ pub struct ClientInfo {
 /// Params of `session/hello`.
 ///
 /// `launchId` is a UUID on the wire; the strict decoder enforces that, while the lenient one accepts any string
-/// (DESIGN.md 3.5), which is why the field is a plain `String`.
+/// (SPEC/1.0/gabp.md §3.5), which is why the field is a plain `String`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HelloParams {

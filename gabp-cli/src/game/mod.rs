@@ -1,5 +1,5 @@
 //! The demo game served by `gabp mod`: a 16x16x16 voxel world with one player, `steve`, that shows every
-//! feature of a GABP mod. Its surface is fixed (issue 5), because docs, examples and tests rely on it:
+//! feature of a GABP mod. Its surface is fixed, because docs, examples and tests rely on it:
 //!
 //! | tool | arguments | result | also |
 //! |---|---|---|---|
@@ -16,14 +16,15 @@
 //! `gabp://mod/info` (binary, sent base64); `state/get` with the components `world` and `player`, `state/set`
 //! of `player.position`.
 //!
-//! Attention (issue 6): [`DemoGame::new`] serves it with its own [`AttentionManager`] (`attention/current`,
+//! Attention: [`DemoGame::new`] serves it with its own [`AttentionManager`] (`attention/current`,
 //! `attention/ack` and the `attention/*` channels); `demo/raise_error` records an `error` entry in it, which
 //! opens a blocking item that gating bridges honour until it is acknowledged. A game made with
 //! [`DemoGame::with_attention`] records into the given [`AttentionSink`] instead (the caller serves
 //! attention); a game with no sink at all ([`DemoGame::default`]) answers `demo/raise_error` with `-32402`.
 //!
 //! Tools that change the world run on the game's own thread: [`DemoGame::run_loop`] starts it. It pumps the
-//! server's [`MainThread`] queue (DESIGN.md section 5) and advances the game clock 20 times a second.
+//! server's [`MainThread`] queue (SPEC/1.0/gabp.md §4.5) and advances the game clock 20 times a
+//! second.
 
 mod world;
 
