@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use gabp_session::bridge::{
 };
 use gabp_types::methods::{AttentionAckResult, AttentionCurrentResult};
 use gabp_types::{Attention, AttentionState, ErrorCode, Event};
+use parking_lot::Mutex;
 use serde_json::Value;
 use tower::{Layer, Service};
 
@@ -32,10 +33,6 @@ const CLEARED_MEMORY: usize = 64;
 
 /// How many times one call tries to bring the gate in sync before going ahead with what it knows.
 const SYNC_ROUNDS: usize = 3;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// A game-bound call refused by the gate because a blocking attention item is open. **The call was not
 /// executed**: nothing was sent to the mod.
@@ -285,7 +282,7 @@ pub struct AttentionGate {
 
 impl fmt::Debug for AttentionGate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let core = lock(&self.shared.core);
+        let core = self.shared.core.lock();
         f.debug_struct("AttentionGate")
             .field("supported", &core.supported)
             .field("synced", &core.synced)
@@ -570,7 +567,7 @@ impl Shared {
     /// Decides a call without waiting, when the gate is in sync; says so when it must sync first.
     fn try_admit(&self, request: &BridgeRequest, synced: bool) -> Admission {
         let gated = self.gated(request);
-        let mut core = lock(&self.core);
+        let mut core = self.core.lock();
         core.drain();
         if gated {
             // With a subscription, a reconnect shows in it (drained above) before calls can go through, so
@@ -627,7 +624,7 @@ impl Shared {
 
     /// Learns from a completed call, and attaches the item that opened or changed while it ran.
     fn complete(&self, ticket: Ticket, result: &mut Result<BridgeResponse, BridgeError>) {
-        let mut core = lock(&self.core);
+        let mut core = self.core.lock();
         core.drain();
         match (&*result, ticket.kind) {
             (Ok(response), CallKind::Current) => {
@@ -660,7 +657,7 @@ impl Shared {
     /// Brings the gate in sync with the current connection, if it is not (after a handshake, a gap, or when
     /// there is no subscription). Returns at once when not connected.
     async fn ensure_synced(&self) {
-        let mut forced = lock(&self.core).refresh_each_call;
+        let mut forced = self.core.lock().refresh_each_call;
         for _ in 0..SYNC_ROUNDS {
             let Some(generation) = self.generation() else {
                 return;
@@ -669,11 +666,11 @@ impl Shared {
                 core.drain();
                 !core.in_sync(generation)
             };
-            if !forced && !needed(&mut lock(&self.core)) {
+            if !forced && !needed(&mut self.core.lock()) {
                 return;
             }
             let _one_at_a_time = self.sync.lock().await;
-            if !forced && !needed(&mut lock(&self.core)) {
+            if !forced && !needed(&mut self.core.lock()) {
                 return;
             }
             forced = false;
@@ -694,7 +691,7 @@ impl Shared {
         let welcome = self.service.welcome();
         let caps = welcome.as_deref().map(|w| &w.capabilities);
         if !caps.is_some_and(|c| c.has_method("attention/current")) {
-            let mut core = lock(&self.core);
+            let mut core = self.core.lock();
             core.supported = Some(false);
             core.current = None;
             core.synced = Some(generation);
@@ -702,7 +699,7 @@ impl Shared {
             core.refresh_each_call = false;
             return;
         }
-        let has_subscription = lock(&self.core).subscription.is_some();
+        let has_subscription = self.core.lock().subscription.is_some();
         if !has_subscription {
             let channels: Vec<&str> = CHANNELS
                 .iter()
@@ -712,7 +709,7 @@ impl Shared {
             if !channels.is_empty() {
                 match self.service.subscribe(channels).await {
                     Ok(subscription) => {
-                        let mut core = lock(&self.core);
+                        let mut core = self.core.lock();
                         core.subscription = Some(subscription);
                         core.cleared.clear();
                     }
@@ -723,7 +720,7 @@ impl Shared {
             }
         }
         let (asked_at, answers) = {
-            let mut core = lock(&self.core);
+            let mut core = self.core.lock();
             core.drain();
             (core.epoch, core.refresh_wanted)
         };
@@ -735,7 +732,7 @@ impl Shared {
                 None
             }
         });
-        let mut core = lock(&self.core);
+        let mut core = self.core.lock();
         core.drain();
         match current.map(serde_json::from_value::<AttentionCurrentResult>) {
             Ok(Ok(result)) => core.apply_snapshot(result.attention, asked_at),
@@ -760,7 +757,7 @@ impl Shared {
 
     /// Ready when the item must be refreshed on a live connection; keeps the follower task woken by events.
     fn poll_refresh_needed(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let mut core = lock(&self.core);
+        let mut core = self.core.lock();
         if !core.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             core.waker = Some(cx.waker().clone());
         }
@@ -793,7 +790,7 @@ async fn follow(shared: Arc<Shared>) {
             () = futures::future::poll_fn(|cx| shared.poll_refresh_needed(cx)) => {}
         }
     }
-    let mut core = lock(&shared.core);
+    let mut core = shared.core.lock();
     core.waker = None;
     core.subscription = None;
 }
@@ -827,7 +824,7 @@ impl AttentionGate {
     /// The open item, as the gate knows it now.
     #[must_use]
     pub fn current(&self) -> Option<Attention> {
-        let mut core = lock(&self.shared.core);
+        let mut core = self.shared.core.lock();
         core.drain();
         core.current.clone()
     }
@@ -835,7 +832,7 @@ impl AttentionGate {
     /// The open item, if it blocks game-bound calls.
     #[must_use]
     pub fn blocking(&self) -> Option<Attention> {
-        let mut core = lock(&self.shared.core);
+        let mut core = self.shared.core.lock();
         core.drain();
         core.blocking().cloned()
     }
@@ -843,7 +840,7 @@ impl AttentionGate {
     /// Whether the mod advertises attention (`None` until the gate first synced).
     #[must_use]
     pub fn is_supported(&self) -> Option<bool> {
-        lock(&self.shared.core).supported
+        self.shared.core.lock().supported
     }
 
     /// Asks the mod for the open item (`attention/current`) and returns it.

@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use gabp_types::methods::{
 use gabp_types::{
     Attention, ErrorCode, ErrorObject, MessageId, NonEmptyString, Response, Severity,
 };
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tower::{Layer, Service};
 
@@ -221,13 +222,9 @@ struct Inner {
     hooks: Vec<Hook>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl fmt::Debug for AttentionManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let core = lock(&self.inner.core);
+        let core = self.inner.core.lock();
         f.debug_struct("AttentionManager")
             .field("current", &core.current().map(|a| a.attention_id))
             .field("next_sequence", &core.next_sequence())
@@ -262,7 +259,7 @@ impl AttentionManager {
     /// to publish a trailing `attention/updated` when a window ends (it also learns the runtime from the
     /// first request it serves).
     pub fn install(&self, builder: ModServerBuilder) -> ModServerBuilder {
-        *lock(&self.inner.publisher) = Some(builder.event_publisher());
+        *self.inner.publisher.lock() = Some(builder.event_publisher());
         self.remember_runtime();
         let current = self.clone();
         let ack = self.clone();
@@ -303,7 +300,7 @@ impl AttentionManager {
     /// Records `entry`.
     pub fn record_entry(&self, entry: Entry) -> Recorded {
         self.remember_runtime();
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let now = self.inner.clock.now();
         let (recorded, event) = core.record(&entry, now);
         if let Some(event) = event {
@@ -316,19 +313,19 @@ impl AttentionManager {
     /// The open item, if any.
     #[must_use]
     pub fn current(&self) -> Option<Attention> {
-        lock(&self.inner.core).current()
+        self.inner.core.lock().current()
     }
 
     /// The open item, if it is blocking.
     #[must_use]
     pub fn blocking(&self) -> Option<Attention> {
-        lock(&self.inner.core).blocking()
+        self.inner.core.lock().blocking()
     }
 
     /// Acknowledges item `attention_id`, as `attention/ack` does: when it is the open item, clears it and
     /// publishes it on `attention/cleared`; otherwise changes nothing and returns the open item.
     pub fn ack(&self, attention_id: &NonEmptyString) -> AttentionAckResult {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let (result, event) = core.ack(attention_id, self.inner.clock.now());
         if let Some(event) = event {
             self.emit(&event);
@@ -338,7 +335,7 @@ impl AttentionManager {
 
     /// Clears the open item, if any, and publishes it on `attention/cleared`; returns it as published.
     pub fn clear(&self) -> Option<Attention> {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let event = core.clear(self.inner.clock.now())?;
         self.emit(&event);
         Some(event.attention)
@@ -347,7 +344,7 @@ impl AttentionManager {
     /// Publishes the `attention/updated` event whose window has ended, if any. The manager does this by itself
     /// on a Tokio timer; call it when you drive the clock yourself (a [`ManualClock`](crate::ManualClock)).
     pub fn flush_due(&self) {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         if let Some(event) = core.poll(self.inner.clock.now()) {
             self.emit(&event);
         }
@@ -356,19 +353,19 @@ impl AttentionManager {
     /// When (on the manager's clock) a pending `attention/updated` event is due, if one is.
     #[must_use]
     pub fn next_update_due(&self) -> Option<Duration> {
-        lock(&self.inner.core).next_deadline()
+        self.inner.core.lock().next_deadline()
     }
 
     /// The number the next recorded entry will take in the diagnostics sequence.
     #[must_use]
     pub fn next_sequence(&self) -> u64 {
-        lock(&self.inner.core).next_sequence()
+        self.inner.core.lock().next_sequence()
     }
 
     /// Publishes `event` and runs the hooks; called with the core locked, so that events go out in the order
     /// of the changes.
     fn emit(&self, event: &LifecycleEvent) {
-        let publisher = lock(&self.inner.publisher).clone();
+        let publisher = self.inner.publisher.lock().clone();
         if let Some(publisher) = publisher {
             if let Err(e) = publisher.publish(event.kind.channel(), &event.attention) {
                 // Before the server is built its channels are not registered yet; nobody can be subscribed.
@@ -382,7 +379,7 @@ impl AttentionManager {
 
     fn remember_runtime(&self) {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            *lock(&self.inner.runtime) = Some(handle);
+            *self.inner.runtime.lock() = Some(handle);
         }
     }
 
@@ -393,7 +390,7 @@ impl AttentionManager {
         }
         let handle = tokio::runtime::Handle::try_current()
             .ok()
-            .or_else(|| lock(&self.inner.runtime).clone());
+            .or_else(|| self.inner.runtime.lock().clone());
         let Some(handle) = handle else {
             // No runtime known: the next record, or flush_due, publishes it.
             return;
@@ -406,7 +403,7 @@ impl AttentionManager {
     async fn run_timer(self) {
         loop {
             let wait = {
-                let mut core = lock(&self.inner.core);
+                let mut core = self.inner.core.lock();
                 match core.next_deadline() {
                     Some(due) => due.saturating_sub(self.inner.clock.now()),
                     None => {
@@ -587,17 +584,16 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::item::LifecycleKind;
-    use std::sync::Mutex as StdMutex;
 
     #[test]
     fn hooks_see_the_lifecycle_in_order_and_flush_due_ends_the_window() {
         let clock = ManualClock::new();
-        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let manager = AttentionManager::builder()
             .clock(clock.clone())
             .id_prefix("att-unit")
-            .on_lifecycle(move |e| log.lock().unwrap().push((e.kind, e.at)))
+            .on_lifecycle(move |e| log.lock().push((e.kind, e.at)))
             .build();
         for _ in 0..1000 {
             manager.record(Severity::Error, "burst");
@@ -609,7 +605,7 @@ mod tests {
         manager.flush_due();
         let id = NonEmptyString::new("att-unit-1").unwrap();
         assert!(manager.ack(&id).acknowledged);
-        let kinds: Vec<LifecycleKind> = seen.lock().unwrap().iter().map(|(k, _)| *k).collect();
+        let kinds: Vec<LifecycleKind> = seen.lock().iter().map(|(k, _)| *k).collect();
         assert_eq!(
             kinds,
             [

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -14,6 +14,7 @@ use gabp_session::server::{
 };
 use gabp_transport::{ByteStream, Connection, Endpoint, Listener, Token};
 use gabp_types::methods::{StateSetResult, WelcomeResult};
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::task::JoinHandle;
@@ -194,13 +195,10 @@ impl MockTool {
         } = self;
         let tool_name = name.clone();
         let mut tool = Tool::raw(name, input_schema, output_schema, move |args| {
-            calls
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(ToolCall {
-                    tool: tool_name.clone(),
-                    arguments: args.clone(),
-                });
+            calls.lock().push(ToolCall {
+                tool: tool_name.clone(),
+                arguments: args.clone(),
+            });
             let behavior = behavior.clone();
             async move {
                 if let Some(delay) = delay {
@@ -361,16 +359,16 @@ impl MockModBuilder {
     /// into it and reports them all applied; [`MockMod::state`] reads it.
     #[must_use]
     pub fn state(mut self, initial: Map<String, Value>) -> Self {
-        *self.state.lock().unwrap_or_else(PoisonError::into_inner) = initial;
+        *self.state.lock() = initial;
         let get = self.state.clone();
         let set = self.state.clone();
         self.inner = self.inner.state(
             move |_| {
-                let state = get.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                let state = get.lock().clone();
                 async move { Ok(state) }
             },
             move |params| {
-                let mut state = set.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut state = set.lock();
                 for (key, value) in &params.updates {
                     state.insert(key.clone(), value.clone());
                 }
@@ -598,10 +596,7 @@ impl MockMod {
     /// Every call that reached a [`MockTool`], in order.
     #[must_use]
     pub fn calls(&self) -> Vec<ToolCall> {
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.calls.lock().clone()
     }
 
     /// The calls that reached the tool `name`.
@@ -616,10 +611,7 @@ impl MockMod {
     /// The state map of [`MockModBuilder::state`] as it is now.
     #[must_use]
     pub fn state(&self) -> Map<String, Value> {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.state.lock().clone()
     }
 
     /// Serves one connection (see [`ModServer::serve_connection`]).

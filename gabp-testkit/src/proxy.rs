@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -13,6 +13,7 @@ use gabp_codec::{Frame, FrameCodec, FrameError};
 use gabp_transport::{ByteStream, Endpoint, Listener, Token};
 use gabp_types::methods::Platform;
 use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::{mpsc, watch};
@@ -317,10 +318,6 @@ struct PreAuth {
 }
 
 impl Link {
-    fn state(&self) -> std::sync::MutexGuard<'_, LinkState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn sender(&self, direction: Direction) -> &mpsc::Sender<Out> {
         match direction {
             Direction::BridgeToMod => &self.to_mod,
@@ -405,7 +402,7 @@ async fn run_link(shared: Arc<Shared>, connection: u64, bridge_io: ByteStream, m
                 "clientInfo": { "name": "gabp-testkit proxy" }
             }
         });
-        link.state().preauth = Some(PreAuth {
+        link.state.lock().preauth = Some(PreAuth {
             token,
             own_id,
             bridge_hello_done: false,
@@ -656,7 +653,7 @@ async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes> {
 
     // Answer-before-hello: the bridge's first hello is answered here.
     let preauth = {
-        let state = link.state();
+        let state = link.state.lock();
         state
             .preauth
             .as_ref()
@@ -665,7 +662,7 @@ async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes> {
     };
     if let Some(token) = preauth {
         if let Some(map) = parse_object(&body).filter(|m| is_hello(m)) {
-            if let Some(p) = link.state().preauth.as_mut() {
+            if let Some(p) = link.state.lock().preauth.as_mut() {
                 p.bridge_hello_done = true;
             }
             answer_hello(link, &map, &token).await;
@@ -746,7 +743,7 @@ async fn answer_hello(link: &Arc<Link>, hello: &Map<String, Value>, token: &Toke
 
 /// Applies the faults on a frame from the mod; `None` when it must not be forwarded.
 fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
-    let own_id = link.state().preauth.as_ref().map(|p| p.own_id);
+    let own_id = link.state.lock().preauth.as_ref().map(|p| p.own_id);
     let wants_parse = own_id.is_some()
         || link
             .faults
@@ -806,7 +803,7 @@ fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
             .take(|k| matches!(k, Kind::SkipEventSeq).then_some(()))
             .is_some();
         let offset = {
-            let mut state = link.state();
+            let mut state = link.state.lock();
             let offset = state.seq_offsets.entry(channel).or_insert(0);
             if skip {
                 *offset += 1;
