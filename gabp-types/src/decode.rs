@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 
 use crate::methods::{self, Method};
 use crate::{
-    Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
-    MethodName, Outcome, Request, Response, Timestamp, PROTOCOL_VERSION,
+    without_json_position, Attention, ChannelName, ErrorCode, ErrorObject, Event, Message,
+    MessageId, MessageKind, MethodName, Outcome, Request, Response, Timestamp, PROTOCOL_VERSION,
 };
 
 /// How strictly to read.
@@ -736,12 +736,7 @@ fn path_error(
         }
     }
     let reason = e.into_inner().to_string();
-    // serde_json appends " at line L column C", which means nothing for an already parsed value.
-    let reason = match reason.find(" at line ") {
-        Some(i) => reason[..i].to_owned(),
-        None => reason,
-    };
-    DecodeError::new(code, pointer, reason)
+    DecodeError::new(code, pointer, without_json_position(&reason))
 }
 
 fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeError> {
