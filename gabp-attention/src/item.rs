@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gabp_types::methods::AttentionAckResult;
 use gabp_types::{
-    Attention, AttentionSample, AttentionState, BoundedU64, NonEmptyString, Severity,
+    shorten, Attention, AttentionSample, AttentionState, BoundedU64, NonEmptyString, Severity,
 };
 
 use crate::policy::AttentionPolicy;
@@ -162,20 +162,13 @@ pub struct LifecycleEvent {
     pub at: Duration,
 }
 
-/// Text that is never empty and never longer than [`MAX_MESSAGE_CHARS`].
+/// Text that is never empty and never longer than [`MAX_MESSAGE_CHARS`] (and an ellipsis when cut).
 fn bounded_text(text: &str) -> String {
     let text = text.trim();
     if text.is_empty() {
         return "(no message)".to_owned();
     }
-    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        None => text.to_owned(),
-        Some((cut, _)) => {
-            let mut short = text[..cut].to_owned();
-            short.push('…');
-            short
-        }
-    }
+    shorten(text, MAX_MESSAGE_CHARS).into_owned()
 }
 
 fn non_empty(text: String) -> NonEmptyString {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use gabp_types::decode::{decode, decode_response_to, DecodeError, DecodeMode};
-use gabp_types::{Event, Message, MessageId, Request, Response};
+use gabp_types::{shorten, Event, Message, MessageId, Request, Response};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
@@ -104,7 +104,7 @@ impl fmt::Display for StrictViolation {
             f,
             "): {}; body: {}",
             self.error,
-            String::from_utf8_lossy(&self.frame.body[..self.frame.body.len().min(200)])
+            shorten(&String::from_utf8_lossy(&self.frame.body), 200)
         )
     }
 }

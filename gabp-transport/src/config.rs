@@ -5,6 +5,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use gabp_types::without_json_position;
 use serde_json::{Map, Value};
 
 use crate::endpoint::{Endpoint, EndpointError};
@@ -475,11 +476,7 @@ fn redact(text: String, secret: &str) -> String {
 
 /// serde_json's message without the " at line L column C" suffix (we report those separately).
 fn json_error_kind(e: &serde_json::Error) -> String {
-    let full = e.to_string();
-    match full.rfind(" at line ") {
-        Some(i) => full[..i].to_owned(),
-        None => full,
-    }
+    without_json_position(&e.to_string()).to_owned()
 }
 
 fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {

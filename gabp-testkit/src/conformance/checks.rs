@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use gabp_transport::Token;
 use gabp_types::decode::check_result;
-use gabp_types::{ErrorCode, ErrorObject, Event, Message, MessageId, Outcome as Answer, Response};
+use gabp_types::{
+    shorten, ErrorCode, ErrorObject, Event, Message, MessageId, Outcome as Answer, Response,
+};
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
@@ -273,13 +275,7 @@ fn describe(r: &Response) -> String {
 }
 
 fn short(v: &Value) -> String {
-    let text = v.to_string();
-    if text.chars().count() > 80 {
-        let cut: String = text.chars().take(77).collect();
-        format!("{cut}...")
-    } else {
-        text
-    }
+    shorten(&v.to_string(), 80).into_owned()
 }
 
 /// The error of `r` when its code is `code`; otherwise a failure saying what came instead.
