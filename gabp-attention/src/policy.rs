@@ -103,7 +103,7 @@ impl AttentionPolicy {
 }
 
 /// The tags of the tools a gate lets through while a blocking item is open, by default (SPEC/1.0/attention.md
-/// section 6.1).
+/// §6.1).
 pub const DEFAULT_ALLOWED_TAGS: &[&str] =
     &["diagnostic", "status", "read-only", "attention-bypass"];
 

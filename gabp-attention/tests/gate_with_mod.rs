@@ -6,7 +6,7 @@
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -18,6 +18,7 @@ use gabp_session::server::layer::InterceptLayer;
 use gabp_session::server::{ModServer, ServerRequest, Tool, ToolError};
 use gabp_transport::Connection;
 use gabp_types::Severity;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use support::token;
 use tokio::sync::oneshot;
@@ -28,12 +29,7 @@ struct Requests(Arc<Mutex<Vec<String>>>);
 
 impl Requests {
     fn count(&self, method: &str) -> usize {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|m| *m == method)
-            .count()
+        self.0.lock().iter().filter(|m| *m == method).count()
     }
 }
 
@@ -57,7 +53,7 @@ fn game(fragile: Option<oneshot::Receiver<()>>) -> Game {
     let server = attention
         .install(ModServer::builder().token(token()))
         .layer(InterceptLayer::new(move |req: &ServerRequest| {
-            seen.0.lock().unwrap().push(req.method().to_owned());
+            seen.0.lock().push(req.method().to_owned());
             None
         }))
         .tool(
@@ -69,7 +65,7 @@ fn game(fragile: Option<oneshot::Receiver<()>>) -> Game {
         )
         .tool(Tool::new("world/fragile", move |_: Value| {
             fragile_attention.record(Severity::Error, "the fragile block shattered");
-            let go = fragile.lock().unwrap().take();
+            let go = fragile.lock().take();
             async move {
                 if let Some(go) = go {
                     let _ = go.await;
@@ -221,14 +217,14 @@ async fn reconnects_to_the_same_mod_and_to_a_restarted_one() {
         let current = current.clone();
         let serving = serving.clone();
         move || {
-            let server = current.lock().unwrap().clone();
+            let server = current.lock().clone();
             let serving = serving.clone();
             async move {
                 let (mod_side, bridge_side) = tokio::io::duplex(1 << 20);
                 let task = tokio::spawn(async move {
                     server.serve_connection(Connection::new(mod_side)).await;
                 });
-                *serving.lock().unwrap() = Some(task);
+                *serving.lock() = Some(task);
                 Ok(Connection::new(bridge_side))
             }
         }
@@ -257,7 +253,7 @@ async fn reconnects_to_the_same_mod_and_to_a_restarted_one() {
     );
 
     // The connection drops; the same mod (the item still open) answers the reconnect.
-    serving.lock().unwrap().take().unwrap().abort();
+    serving.lock().take().unwrap().abort();
     states
         .wait_for(|s| s.generation() == Some(2))
         .await
@@ -275,8 +271,8 @@ async fn reconnects_to_the_same_mod_and_to_a_restarted_one() {
 
     // The mod restarts without the item: after the reconnect's refresh, calls go through.
     let second = game(None);
-    *current.lock().unwrap() = second.server.clone();
-    serving.lock().unwrap().take().unwrap().abort();
+    *current.lock() = second.server.clone();
+    serving.lock().take().unwrap().abort();
     states
         .wait_for(|s| s.generation() == Some(3))
         .await

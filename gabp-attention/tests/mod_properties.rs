@@ -4,7 +4,7 @@
 //! passes the strict validator.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_attention::{AttentionManager, Entry, LifecycleEvent, LifecycleKind, ManualClock};
@@ -12,6 +12,7 @@ use gabp_types::decode::decode_strict;
 use gabp_types::{
     Attention, AttentionState, ChannelName, Event, Message, NonEmptyString, Severity,
 };
+use parking_lot::Mutex;
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -84,7 +85,7 @@ fn run(ops: &[Op], limit: usize, window_ms: u64) {
         .clock(clock.clone())
         .sample_limit(limit)
         .update_window(Duration::from_millis(window_ms))
-        .on_lifecycle(move |e| log.lock().unwrap().push(e.clone()))
+        .on_lifecycle(move |e| log.lock().push(e.clone()))
         .build();
     let window = Duration::from_millis(window_ms);
     // The model: the levels folded into the open item.
@@ -144,7 +145,7 @@ fn run(ops: &[Op], limit: usize, window_ms: u64) {
     }
 
     // The emitted events: valid, in lifecycle order, at most one updated per window.
-    let events = events.lock().unwrap();
+    let events = events.lock();
     let mut seqs = std::collections::HashMap::new();
     let mut open: Option<(String, Duration)> = None; // the item and the time of its last opened/updated
     for event in events.iter() {
@@ -204,7 +205,7 @@ fn a_burst_of_a_thousand_errors_is_a_handful_of_events() {
     let log = events.clone();
     let manager = AttentionManager::builder()
         .clock(clock.clone())
-        .on_lifecycle(move |e| log.lock().unwrap().push(e.clone()))
+        .on_lifecycle(move |e| log.lock().push(e.clone()))
         .build();
     // A thousand errors over 250 ms of game time.
     for i in 0..1000u64 {
@@ -216,7 +217,7 @@ fn a_burst_of_a_thousand_errors_is_a_handful_of_events() {
     }
     clock.advance(Duration::from_millis(100));
     manager.flush_due();
-    let events = events.lock().unwrap();
+    let events = events.lock();
     assert!(events.len() <= 5, "{} events", events.len());
     let last = events.last().unwrap();
     assert_eq!(

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -12,6 +12,7 @@ use futures::{SinkExt, StreamExt};
 use gabp_session::bridge::{Bridge, BridgeError};
 use gabp_transport::{Endpoint, Listener};
 use gabp_types::{Message, MethodName, Request};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
@@ -399,10 +400,7 @@ async fn measure_calls(
                     mine.push(start.elapsed());
                     done.fetch_add(1, Ordering::Relaxed);
                 }
-                latencies
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .extend(mine);
+                latencies.lock().extend(mine);
                 Ok::<(), (u64, BridgeError)>(())
             })
         })
@@ -423,7 +421,7 @@ async fn measure_calls(
             Err(e) => return Err(format!("a benchmark task failed: {e}")),
         }
     }
-    let latencies = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
+    let latencies = std::mem::take(&mut *latencies.lock());
     Ok(Stats::from_latencies(latencies, elapsed))
 }
 

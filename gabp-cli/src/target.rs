@@ -4,11 +4,12 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use clap::Args;
 use gabp_session::bridge::{Bridge, BridgeBuilder, BridgeError};
 use gabp_transport::{BridgeConfig, Endpoint, ModProcess, Token, GABP_TOKEN};
+use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Where the mod is and how to authenticate: shared by every client command.
@@ -194,7 +195,7 @@ impl StderrTail {
     const KEEP: usize = 3;
 
     fn push(&self, line: String) {
-        let mut lines = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut lines = self.0.lock();
         if lines.len() == Self::KEEP {
             lines.remove(0);
         }
@@ -202,11 +203,7 @@ impl StderrTail {
     }
 
     fn last(&self) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .last()
-            .cloned()
+        self.0.lock().last().cloned()
     }
 }
 

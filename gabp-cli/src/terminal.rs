@@ -4,6 +4,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use gabp_types::shorten;
+
 /// Whether colour is wanted on a stream that `is_terminal` or not: never when `NO_COLOR` is set to anything
 /// non-empty (<https://no-color.org>), nor when the stream is not a terminal.
 pub fn colour_wanted(is_terminal: bool) -> bool {
@@ -110,8 +112,8 @@ impl Progress {
             line.push_str(": ");
             line.push_str(note);
         }
-        // Keep it to one terminal line, so that \r redraws it.
-        let line: String = line.chars().take(100).collect();
+        // Keep it to one terminal line (99 characters and an ellipsis), so that \r redraws it.
+        let line = shorten(&line, 99);
         let mut stderr = std::io::stderr().lock();
         let _ = write!(stderr, "\r\x1b[2K{line}");
         let _ = stderr.flush();

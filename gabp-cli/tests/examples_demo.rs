@@ -329,7 +329,7 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
             &mut c,
             &format!("tools/{request}"),
             &format!("tools/{response}"),
-            // demo/raise_error answers an attention id once the mod serves attention (issue 6).
+            // demo/raise_error answers an attention id once the mod serves attention.
             &["/result/attentionId"],
             d,
         );
@@ -445,7 +445,7 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
         d,
     );
 
-    // The attention examples describe the attention surface; the demo game serves it with issue 6.
+    // The attention examples describe the attention surface; the demo game serves it.
     for request in [
         "attention/062_attention-current.req.json",
         "attention/064_attention-ack.req.json",

@@ -3,10 +3,11 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_transport::Token;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::record::Direction;
@@ -283,13 +284,6 @@ impl Faults {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn notify(&self) {
         self.inner.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
@@ -298,7 +292,7 @@ impl Faults {
     /// do so at once on a live connection, or on the next one to open.
     pub fn inject(&self, fault: Fault) {
         {
-            let mut state = self.lock();
+            let mut state = self.inner.state.lock();
             if fault.kind.is_injection() {
                 let n = fault.remaining.unwrap_or(1);
                 for _ in 0..n {
@@ -314,7 +308,7 @@ impl Faults {
     /// Disarms every fault (reading resumes).
     pub fn clear(&self) {
         {
-            let mut state = self.lock();
+            let mut state = self.inner.state.lock();
             state.active.clear();
             state.injections.clear();
         }
@@ -323,7 +317,9 @@ impl Faults {
 
     /// Disarms every [`Fault::stop_reading`].
     pub fn resume_reading(&self) {
-        self.lock()
+        self.inner
+            .state
+            .lock()
             .active
             .retain(|f| !matches!(f.kind, Kind::StopReading(_)));
         self.notify();
@@ -332,7 +328,7 @@ impl Faults {
     /// The faults still armed (faults that applied as often as they were told to are gone).
     #[must_use]
     pub fn active(&self) -> Vec<Fault> {
-        self.lock().active.clone()
+        self.inner.state.lock().active.clone()
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
@@ -341,7 +337,7 @@ impl Faults {
 
     /// Uses the first armed fault `pick` accepts, once; returns what `pick` made of it.
     pub(crate) fn take<T>(&self, mut pick: impl FnMut(&Kind) -> Option<T>) -> Option<T> {
-        let mut state = self.lock();
+        let mut state = self.inner.state.lock();
         let index = state.active.iter().position(|f| pick(&f.kind).is_some())?;
         let out = pick(&state.active[index].kind);
         let fault = &mut state.active[index];
@@ -356,13 +352,18 @@ impl Faults {
 
     /// Looks at the first armed fault `pick` accepts without using it up.
     pub(crate) fn peek<T>(&self, mut pick: impl FnMut(&Kind) -> Option<T>) -> Option<T> {
-        self.lock().active.iter().find_map(|f| pick(&f.kind))
+        self.inner
+            .state
+            .lock()
+            .active
+            .iter()
+            .find_map(|f| pick(&f.kind))
     }
 
     /// Counts one forwarded frame against an armed [`Fault::drop_after`]; true when the connection must drop
     /// now.
     pub(crate) fn count_message(&self) -> bool {
-        let mut state = self.lock();
+        let mut state = self.inner.state.lock();
         let Some(index) = state
             .active
             .iter()
@@ -384,7 +385,7 @@ impl Faults {
 
     /// Whether an armed [`Fault::drop_after`] says to drop before forwarding anything more.
     pub(crate) fn drop_now(&self) -> bool {
-        let mut state = self.lock();
+        let mut state = self.inner.state.lock();
         let Some(index) = state
             .active
             .iter()
@@ -397,7 +398,7 @@ impl Faults {
     }
 
     pub(crate) fn take_injections(&self) -> Vec<Kind> {
-        self.lock().injections.drain(..).collect()
+        self.inner.state.lock().injections.drain(..).collect()
     }
 
     pub(crate) fn reading_stopped(&self, direction: Direction) -> bool {

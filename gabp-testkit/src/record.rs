@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use gabp_types::decode::{decode, decode_response_to, DecodeError, DecodeMode};
-use gabp_types::{Event, Message, MessageId, Request, Response};
+use gabp_types::{shorten, Event, Message, MessageId, Request, Response};
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 /// Which way a frame travelled.
@@ -103,7 +104,7 @@ impl fmt::Display for StrictViolation {
             f,
             "): {}; body: {}",
             self.error,
-            String::from_utf8_lossy(&self.frame.body[..self.frame.body.len().min(200)])
+            shorten(&String::from_utf8_lossy(&self.frame.body), 200)
         )
     }
 }
@@ -113,6 +114,11 @@ struct RecorderInner {
     frames: Mutex<Vec<RecordedFrame>>,
     count: watch::Sender<usize>,
 }
+
+// A recorder stays usable after a panic (a frame is appended whole or not at all), so it may be used across
+// `catch_unwind`, for instance to check that an `assert_*` method fails; `parking_lot::Mutex` alone would not
+// say so.
+impl std::panic::RefUnwindSafe for RecorderInner {}
 
 /// Every frame that crossed a [`FaultProxy`](crate::FaultProxy) in either direction, with helpers to find
 /// messages and assert on them.
@@ -169,13 +175,6 @@ impl Recorder {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RecordedFrame>> {
-        self.inner
-            .frames
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(crate) fn record(
         &self,
         direction: Direction,
@@ -193,7 +192,7 @@ impl Recorder {
             injected,
         };
         let len = {
-            let mut frames = self.lock();
+            let mut frames = self.inner.frames.lock();
             frames.push(frame);
             frames.len()
         };
@@ -203,13 +202,13 @@ impl Recorder {
     /// Every frame so far, in the order they arrived.
     #[must_use]
     pub fn frames(&self) -> Vec<RecordedFrame> {
-        self.lock().clone()
+        self.inner.frames.lock().clone()
     }
 
     /// How many frames were recorded.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.inner.frames.lock().len()
     }
 
     /// Whether nothing was recorded yet.
@@ -220,14 +219,16 @@ impl Recorder {
 
     /// Forgets every frame recorded so far.
     pub fn clear(&self) {
-        self.lock().clear();
+        self.inner.frames.lock().clear();
         self.inner.count.send_replace(0);
     }
 
     /// The frames that travelled in `direction`.
     #[must_use]
     pub fn frames_in(&self, direction: Direction) -> Vec<RecordedFrame> {
-        self.lock()
+        self.inner
+            .frames
+            .lock()
             .iter()
             .filter(|f| f.direction == direction)
             .cloned()
@@ -237,7 +238,9 @@ impl Recorder {
     /// The messages that travelled in `direction`, read leniently (frames that are not messages are left out).
     #[must_use]
     pub fn messages(&self, direction: Direction) -> Vec<Message> {
-        self.lock()
+        self.inner
+            .frames
+            .lock()
             .iter()
             .filter(|f| f.direction == direction)
             .filter_map(RecordedFrame::message)
@@ -274,7 +277,7 @@ impl Recorder {
     /// The responses the mod sent to requests for `method`, matched by id on the same connection.
     #[must_use]
     pub fn responses_to(&self, method: &str) -> Vec<Response> {
-        let frames = self.lock().clone();
+        let frames = self.inner.frames.lock().clone();
         let methods = request_methods(&frames);
         frames
             .iter()
@@ -323,13 +326,13 @@ impl Recorder {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             changes.borrow_and_update();
-            if done(&self.lock()) {
+            if done(&self.inner.frames.lock()) {
                 return true;
             }
             match tokio::time::timeout_at(deadline, changes.changed()).await {
                 Ok(Ok(())) => {}
                 // The sender lives as long as `self`; a timeout ends the wait.
-                Ok(Err(_)) | Err(_) => return done(&self.lock()),
+                Ok(Err(_)) | Err(_) => return done(&self.inner.frames.lock()),
             }
         }
     }
@@ -352,7 +355,7 @@ impl Recorder {
     /// not checked.
     #[must_use]
     pub fn strict_violations(&self, direction: Direction) -> Vec<StrictViolation> {
-        let frames = self.lock().clone();
+        let frames = self.inner.frames.lock().clone();
         let methods = request_methods(&frames);
         let mut violations = Vec::new();
         for frame in frames

@@ -5,6 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use gabp_types::shorten;
+
 /// The longest pipe name [`Endpoint::Pipe`] accepts (Windows allows 256 characters after
 /// `\\.\pipe\`).
 const MAX_PIPE_NAME: usize = 256;
@@ -25,7 +27,7 @@ const PIPE_PREFIX: &str = r"\\.\pipe\";
 /// | `pipe://NAME` | the Windows named pipe `\\.\pipe\NAME` (the raw `\\.\pipe\NAME` is accepted too) |
 /// | `stdio` | the standard input and output of a process |
 ///
-/// TCP is loopback-only (DESIGN 3.8): parsing refuses every other address, and so do
+/// TCP is loopback-only (SPEC/1.0/security.md §4): parsing refuses every other address, and so do
 /// [`Listener::bind`](crate::Listener::bind) and [`connect`](crate::connect) for a hand-built
 /// [`Endpoint::Tcp`]. Port `0` is accepted for binding (the system picks a free port; the
 /// listener reports the real one).
@@ -87,8 +89,9 @@ impl Endpoint {
 
     /// A Unix socket endpoint at an unpredictable path: `gabp-<128 random bits>.sock` in `dir`.
     ///
-    /// Use it with [`Listener::bind`](crate::Listener::bind) to follow DESIGN 3.8 ("created 0600 at
-    /// an unpredictable path"); a good `dir` is `$XDG_RUNTIME_DIR` or [`std::env::temp_dir`].
+    /// Use it with [`Listener::bind`](crate::Listener::bind) to follow SPEC/1.0/transport.md §2.3
+    /// (mode 0600, an unpredictable path); a good `dir` is `$XDG_RUNTIME_DIR` or
+    /// [`std::env::temp_dir`].
     ///
     /// # Errors
     ///
@@ -164,7 +167,7 @@ impl FromStr for Endpoint {
         if let Some(rest) = s.strip_prefix(PIPE_PREFIX) {
             return Endpoint::pipe(rest);
         }
-        Err(EndpointError::UnknownForm(truncate(s)))
+        Err(EndpointError::UnknownForm(shown(s)))
     }
 }
 
@@ -217,17 +220,13 @@ pub enum EndpointError {
     Random(String),
 }
 
-/// Truncate what we echo back in errors, so a huge input never makes a huge message.
-fn truncate(s: &str) -> String {
-    const MAX: usize = 120;
-    if s.len() <= MAX {
-        return s.to_owned();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+/// How much of the input an error echoes back, in characters, so a huge input never makes a huge
+/// message.
+const SHOWN_CHARS: usize = 120;
+
+/// The input as an error echoes it back: cut to [`SHOWN_CHARS`].
+fn shown(s: &str) -> String {
+    shorten(s, SHOWN_CHARS).into_owned()
 }
 
 fn parse_tcp(rest: &str) -> Result<SocketAddr, EndpointError> {
@@ -235,24 +234,24 @@ fn parse_tcp(rest: &str) -> Result<SocketAddr, EndpointError> {
     let (host, port) = if let Some(after_bracket) = rest.strip_prefix('[') {
         let close = after_bracket
             .find(']')
-            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(shown(rest)))?;
         let host = &after_bracket[..close];
         let port = after_bracket[close + 1..]
             .strip_prefix(':')
-            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(shown(rest)))?;
         let ip: std::net::Ipv6Addr = host
             .parse()
-            .map_err(|_| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+            .map_err(|_| EndpointError::InvalidTcpAddress(shown(rest)))?;
         (HostPart::Ip(IpAddr::V6(ip)), port)
     } else {
         let colon = rest
             .rfind(':')
-            .ok_or_else(|| EndpointError::InvalidTcpAddress(truncate(rest)))?;
+            .ok_or_else(|| EndpointError::InvalidTcpAddress(shown(rest)))?;
         let host = &rest[..colon];
         let port = &rest[colon + 1..];
         if host.is_empty() || host.contains(':') {
             // Empty host, or an unbracketed IPv6 address.
-            return Err(EndpointError::InvalidTcpAddress(truncate(rest)));
+            return Err(EndpointError::InvalidTcpAddress(shown(rest)));
         }
         let host = match host.parse::<Ipv4Addr>() {
             Ok(ip) => HostPart::Ip(IpAddr::V4(ip)),
@@ -271,9 +270,9 @@ fn parse_tcp(rest: &str) -> Result<SocketAddr, EndpointError> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
             {
-                return Err(EndpointError::InvalidTcpAddress(truncate(rest)));
+                return Err(EndpointError::InvalidTcpAddress(shown(rest)));
             }
-            return Err(EndpointError::NotLoopback(truncate(name)));
+            return Err(EndpointError::NotLoopback(shown(name)));
         }
     };
     let addr = SocketAddr::new(ip, port);
@@ -288,10 +287,10 @@ enum HostPart<'a> {
 
 fn parse_port(port: &str) -> Result<u16, EndpointError> {
     if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(EndpointError::InvalidPort(truncate(port)));
+        return Err(EndpointError::InvalidPort(shown(port)));
     }
     port.parse::<u16>()
-        .map_err(|_| EndpointError::InvalidPort(truncate(port)))
+        .map_err(|_| EndpointError::InvalidPort(shown(port)))
 }
 
 /// Refuse any address that is not loopback.
@@ -304,7 +303,7 @@ pub(crate) fn check_loopback(addr: &SocketAddr) -> Result<(), EndpointError> {
 }
 
 fn check_unix_path(path: &Path) -> Result<(), EndpointError> {
-    let shown = truncate(&path.to_string_lossy());
+    let shown = shown(&path.to_string_lossy());
     if path.as_os_str().is_empty() || path.to_string_lossy().contains('\0') {
         return Err(EndpointError::InvalidUnixPath(shown));
     }
@@ -325,7 +324,7 @@ fn check_pipe_name(name: &str) -> Result<(), EndpointError> {
     if ok {
         Ok(())
     } else {
-        Err(EndpointError::InvalidPipeName(truncate(name)))
+        Err(EndpointError::InvalidPipeName(shown(name)))
     }
 }
 
@@ -396,7 +395,8 @@ mod tests {
 
     #[test]
     fn refuses_ipv4_mapped_loopback() {
-        // ::ffff:127.0.0.1 is an IPv6 socket talking IPv4; DESIGN 3.8 names 127.0.0.1 and ::1.
+        // ::ffff:127.0.0.1 is an IPv6 socket talking IPv4; SPEC/1.0/security.md §4 allows
+        // 127.0.0.0/8 and ::1 only.
         let err = parse("tcp://[::ffff:127.0.0.1]:80").expect_err("mapped");
         assert!(err.to_string().contains("loopback"));
     }

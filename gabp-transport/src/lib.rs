@@ -9,12 +9,12 @@
 //! | configuration | [`ModSettings`]: explicit values, then the GABS environment, then `bridge.json` | [`BridgeConfig`]: `bridge.json`, written atomically and private |
 //! | secret | [`Token`]: 256 random bits, constant-time comparison, never printed | same |
 //!
-//! Security rules (DESIGN 3.8, 3.9): TCP is loopback only, and says "loopback" when it refuses;
-//! Unix sockets are mode 0600 from the first instant, never clobber a live socket, replace a stale
-//! one and are removed when the listener is dropped; a bridge refuses a Unix socket served by
-//! another user before sending anything; `bridge.json` is written through a 0600 temporary file,
-//! fsynced, renamed into place and checked; tokens come from the OS CSPRNG and appear in no
-//! `Debug`, `Display` or error output.
+//! Security rules (SPEC/1.0/security.md): TCP is loopback only, and says "loopback" when it
+//! refuses; Unix sockets are mode 0600 from the first instant, never clobber a live socket,
+//! replace a stale one and are removed when the listener is dropped; a bridge refuses a Unix
+//! socket served by another user before sending anything; `bridge.json` is written through a 0600
+//! temporary file, fsynced, renamed into place and checked; tokens come from the OS CSPRNG and
+//! appear in no `Debug`, `Display` or error output.
 //!
 //! A mod and a bridge over loopback TCP:
 //!

@@ -1,9 +1,9 @@
 //! The mod side: [`Listener`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 use gabp_codec::FrameCodec;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::connection::Connection;
@@ -211,12 +211,7 @@ impl Listener {
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Kind::Stdio(state) = &self.kind {
-            let unused = matches!(
-                *state
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-                StdioState::Unused
-            );
+            let unused = matches!(*state.lock(), StdioState::Unused);
             if unused {
                 // Never handed out: another listener may have stdio.
                 STDIO_CLAIMED.store(false, Ordering::SeqCst);
@@ -227,9 +222,7 @@ impl Drop for Listener {
 
 async fn accept_stdio(state: &Mutex<StdioState>) -> Result<(ByteStream, String), TransportError> {
     let taken = {
-        let mut state = state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = state.lock();
         match &*state {
             StdioState::Unused => {
                 let (closed_tx, closed_rx) = watch::channel(());

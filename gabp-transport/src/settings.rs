@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
+use gabp_types::shorten;
+
 use crate::config::{BridgeConfig, ConfigError};
 use crate::endpoint::Endpoint;
 use crate::token::Token;
@@ -60,8 +62,8 @@ impl fmt::Display for SettingSource {
     }
 }
 
-/// A mod's resolved settings (DESIGN 3.9): where to listen, which token to expect, which
-/// `agentId` to report, and where each came from.
+/// A mod's resolved settings (SPEC/1.0/transport.md §3): where to listen, which token to expect,
+/// which `agentId` to report, and where each came from.
 ///
 /// Each setting is taken from the first source that has it: [`ExplicitSettings`], then the GABS
 /// environment (`GABP_SERVER_PORT` → `tcp://127.0.0.1:PORT`, `GABP_TOKEN`, `GABS_GAME_ID` →
@@ -304,13 +306,16 @@ where
         return Ok(None);
     };
     let value = raw.trim();
-    let mut shown: String = value.chars().take(40).collect();
-    // Quote the bad value, unless it holds the token (pasted into the wrong variable).
-    if let Some(secret) = env(GABP_TOKEN).and_then(|t| t.into_string().ok()) {
-        if secret.trim().len() >= 4 && shown.contains(secret.trim()) {
-            shown = "<redacted>".to_owned();
-        }
-    }
+    // Quote the bad value, unless it holds the token (pasted into the wrong variable). The whole
+    // value is searched, not the quoted part: a cut token would otherwise show its first characters.
+    let holds_token = env(GABP_TOKEN)
+        .and_then(|t| t.into_string().ok())
+        .is_some_and(|secret| secret.trim().len() >= 4 && value.contains(secret.trim()));
+    let shown = if holds_token {
+        "<redacted>".into()
+    } else {
+        shorten(value, 40)
+    };
     let bad = || {
         invalid(
             GABP_SERVER_PORT,

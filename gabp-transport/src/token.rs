@@ -10,9 +10,9 @@ const TOKEN_BYTES: usize = 32;
 /// A GABP session token: the shared secret a bridge sends in `session/hello`.
 ///
 /// - [`Token::generate`] draws 256 bits from the operating system's CSPRNG and writes them as 64
-///   lower-case hex digits (DESIGN 3.9).
+///   lower-case hex digits (SPEC/1.0/security.md §3).
 /// - Equality ([`PartialEq`] and [`Token::verify`]) is constant-time in the token's contents
-///   (DESIGN 3.6); only the length can show through timing.
+///   (SPEC/1.0/security.md §2); only the length can show through timing.
 /// - [`Debug`](fmt::Debug) and [`Display`](fmt::Display) never print the secret, so a token can
 ///   sit in a struct that is logged; [`Token::expose_secret`] is the one way to read it, for the
 ///   `session/hello` params and for `bridge.json`.

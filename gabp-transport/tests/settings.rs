@@ -355,6 +355,17 @@ fn the_token_never_appears_in_settings_or_their_errors() {
 }
 
 #[test]
+fn a_generated_token_pasted_into_the_port_variable_is_not_quoted_even_in_part() {
+    // 64 hex digits, as `Token::generate` makes them: longer than the part of a bad port an error quotes.
+    let secret = "3f9c1e7a5b2d4c6e8a0f1b3d5c7e9a2b4d6f8e0c1a3b5d7f9e2c4a6b8d0f1e3a";
+    let vars = [("GABP_SERVER_PORT", secret), ("GABP_TOKEN", secret)];
+    let err = resolve(&vars).expect_err("bad port");
+    assert_eq!(err.variable(), Some("GABP_SERVER_PORT"));
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains(&secret[..16]), "{shown}");
+}
+
+#[test]
 fn from_env_reads_the_real_environment_without_panicking() {
     // Whatever this machine's environment holds, resolution returns a value or an error.
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,6 +1,6 @@
 //! Strict typed decoding beside an untyped `serde_json::Value` parse of the same bytes.
 //!
-//! Target (issue 2): strict decode within 1.5x of the untyped parse.
+//! Target: strict decode within 1.5x of the untyped parse.
 
 use std::hint::black_box;
 

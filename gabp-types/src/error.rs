@@ -1,5 +1,7 @@
-//! Error codes and the error object of a response.
+//! Error codes and the error object of a response, and the two rules for the text of error messages:
+//! [`shorten`] and [`without_json_position`].
 
+use std::borrow::Cow;
 use std::fmt;
 
 use schemars::JsonSchema;
@@ -206,6 +208,47 @@ impl fmt::Display for ErrorObject {
     }
 }
 
+/// `text` cut to its first `max_chars` characters, followed by `…` (U+2026) when anything was cut.
+///
+/// The one rule for quoting input, values or long texts in error messages, reports and log lines, so that their
+/// size never grows with the input. The cut falls between two characters, never inside a multi-byte one; a text
+/// of at most `max_chars` characters is returned as it is, without copying. The ellipsis comes on top of the
+/// limit: a cut text has `max_chars + 1` characters.
+///
+/// ```
+/// assert_eq!(gabp_types::shorten("loopback", 20), "loopback");
+/// assert_eq!(gabp_types::shorten("größer als", 3), "grö…");
+/// ```
+pub fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
+    match text.char_indices().nth(max_chars) {
+        None => Cow::Borrowed(text),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &text[..cut])),
+    }
+}
+
+/// A serde_json error message without the ` at line L column C` that serde_json appends to it.
+///
+/// The position means nothing for a value that was already parsed, and callers that know it report it
+/// separately. Only that exact suffix at the very end is removed, so a message quoting a value that happens to
+/// contain " at line " keeps it.
+///
+/// ```
+/// let e = serde_json::from_str::<u8>("300").unwrap_err();
+/// assert_eq!(e.to_string(), "invalid value: integer `300`, expected u8 at line 1 column 3");
+/// assert_eq!(gabp_types::without_json_position(&e.to_string()), "invalid value: integer `300`, expected u8");
+/// ```
+pub fn without_json_position(message: &str) -> &str {
+    const AT_LINE: &str = " at line ";
+    let Some(start) = message.rfind(AT_LINE) else {
+        return message;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match message[start + AT_LINE.len()..].split_once(" column ") {
+        Some((line, column)) if digits(line) && digits(column) => &message[..start],
+        _ => message,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +274,58 @@ mod tests {
     fn empty_message_is_replaced() {
         let e = ErrorObject::new(ErrorCode::TOOL_TIMEOUT, "");
         assert_eq!(e.message.as_str(), "Tool Timeout");
+    }
+    #[test]
+    fn shorten_leaves_short_texts_untouched() {
+        for text in ["", "a", "loop", "12345"] {
+            assert!(
+                matches!(shorten(text, 5), Cow::Borrowed(t) if t == text),
+                "{text}"
+            );
+        }
+        // Exactly at the limit, counted in characters, not bytes.
+        assert!(matches!(shorten("ééééé", 5), Cow::Borrowed("ééééé")));
+    }
+
+    #[test]
+    fn shorten_cuts_at_a_character_boundary() {
+        assert_eq!(shorten("abcdef", 3), "abc…");
+        assert_eq!(shorten("abcdef", 0), "…");
+        // Two-, three- and four-byte characters right at the cut.
+        assert_eq!(shorten("aé€😀b", 1), "a…");
+        assert_eq!(shorten("aé€😀b", 2), "aé…");
+        assert_eq!(shorten("aé€😀b", 3), "aé€…");
+        assert_eq!(shorten("aé€😀b", 4), "aé€😀…");
+        assert_eq!(shorten("aé€😀b", 5), "aé€😀b");
+        let long = "ü".repeat(1000);
+        let cut = shorten(&long, 120);
+        assert_eq!(cut.chars().count(), 121);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn without_json_position_removes_only_the_suffix() {
+        let e = serde_json::from_str::<Value>("{").expect_err("unterminated");
+        let message = e.to_string();
+        assert_eq!(
+            without_json_position(&message),
+            "EOF while parsing an object"
+        );
+        // A message without a position (an error of an already parsed value) stays as it is.
+        let e = serde_json::from_value::<u8>(Value::from(300)).expect_err("too large");
+        assert_eq!(without_json_position(&e.to_string()), e.to_string());
+        // Text that only looks like a position is kept.
+        for kept in [
+            "invalid type: string \"seen at line 3 column 4 of the log\", expected u8",
+            "at line 1 column 2 but no leading space",
+            "stopped at line x column 2",
+            "stopped at line 1 column ",
+        ] {
+            assert_eq!(without_json_position(kept), kept);
+        }
+        assert_eq!(
+            without_json_position("value \"a at line 1 column 2\" at line 3 column 9"),
+            "value \"a at line 1 column 2\""
+        );
     }
 }

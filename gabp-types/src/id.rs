@@ -13,7 +13,8 @@ use crate::format;
 ///
 /// Upper-, lower- and mixed-case forms are accepted, and the exact text is kept so that a response echoes the
 /// id of its request byte for byte. Two ids are equal when they name the same UUID, whatever their case.
-/// Braced (`{...}`), URN (`urn:uuid:...`) and unhyphenated forms are rejected (DESIGN.md 3.3).
+/// Braced (`{...}`), URN (`urn:uuid:...`) and unhyphenated forms are rejected
+/// (SPEC/1.0/gabp.md §3.1).
 ///
 /// ```
 /// use gabp_types::MessageId;

@@ -8,6 +8,7 @@
 //! - [`decode`]: the strict and lenient decoders, with errors that carry a JSON pointer and the GABP code to
 //!   answer with;
 //! - [`schema`]: generation of `SCHEMA/1.0/` from these types.
+//! - [`shorten`] and [`without_json_position`]: how the text of an error message is kept short.
 //!
 //! This crate has no async runtime dependency.
 //!
@@ -45,7 +46,7 @@ pub use capabilities::{
     BelowMinimum, BoundedU64, Capabilities, Extensions, InvalidExtensionKey, Limits, ToolDescriptor,
 };
 pub use decode::{DecodeError, DecodeMode};
-pub use error::{ErrorCode, ErrorObject};
+pub use error::{shorten, without_json_position, ErrorCode, ErrorObject};
 pub use id::{InvalidMessageId, MessageId};
 pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};
 pub use name::{ChannelName, InvalidName, MethodName, ToolName};

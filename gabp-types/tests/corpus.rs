@@ -321,7 +321,7 @@ fn invalid_cases_carry_the_code_to_answer_with() {
 
 #[test]
 fn liberal_cases_are_accepted_when_reading_leniently() {
-    // DESIGN.md 3.5: strictly invalid, but read from peers.
+    // SPEC/1.0/gabp.md §3.5: strictly invalid, but read from peers.
     for suffix in [
         "_tools_call_parameters_instead_of_arguments.json",
         "_response_error_null_beside_result.json",

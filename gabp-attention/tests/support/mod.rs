@@ -27,7 +27,7 @@ pub fn token() -> Token {
 
 // ---- fixtures ---------------------------------------------------------------------------------------------
 
-/// The upstream GABP 1.1.0 reference, when `../shared` exists (DESIGN.md 6); never copied into the repository.
+/// The upstream GABP 1.1.0 reference, when `../shared` exists; never copied into the repository.
 pub fn upstream() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/reference/gabp-1.1.0");
     dir.is_dir().then_some(dir)

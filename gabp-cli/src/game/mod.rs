@@ -1,5 +1,5 @@
 //! The demo game served by `gabp mod`: a 16x16x16 voxel world with one player, `steve`, that shows every
-//! feature of a GABP mod. Its surface is fixed (issue 5), because docs, examples and tests rely on it:
+//! feature of a GABP mod. Its surface is fixed, because docs, examples and tests rely on it:
 //!
 //! | tool | arguments | result | also |
 //! |---|---|---|---|
@@ -16,20 +16,21 @@
 //! `gabp://mod/info` (binary, sent base64); `state/get` with the components `world` and `player`, `state/set`
 //! of `player.position`.
 //!
-//! Attention (issue 6): [`DemoGame::new`] serves it with its own [`AttentionManager`] (`attention/current`,
+//! Attention: [`DemoGame::new`] serves it with its own [`AttentionManager`] (`attention/current`,
 //! `attention/ack` and the `attention/*` channels); `demo/raise_error` records an `error` entry in it, which
 //! opens a blocking item that gating bridges honour until it is acknowledged. A game made with
 //! [`DemoGame::with_attention`] records into the given [`AttentionSink`] instead (the caller serves
 //! attention); a game with no sink at all ([`DemoGame::default`]) answers `demo/raise_error` with `-32402`.
 //!
 //! Tools that change the world run on the game's own thread: [`DemoGame::run_loop`] starts it. It pumps the
-//! server's [`MainThread`] queue (DESIGN.md section 5) and advances the game clock 20 times a second.
+//! server's [`MainThread`] queue (SPEC/1.0/gabp.md §4.5) and advances the game clock 20 times a
+//! second.
 
 mod world;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,7 @@ use gabp_types::methods::{
     SchemaVersion, ServerInfo, StateGetParams, StateSetError, StateSetParams, StateSetResult,
 };
 use gabp_types::{ErrorCode, ErrorObject, Severity, PROTOCOL_VERSION};
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -352,10 +354,6 @@ impl DemoGame {
         self.tool_calls.load(Ordering::Relaxed)
     }
 
-    fn world(&self) -> MutexGuard<'_, World> {
-        lock(&self.world)
-    }
-
     fn count_call(&self) {
         self.tool_calls.fetch_add(1, Ordering::Relaxed);
     }
@@ -418,7 +416,7 @@ impl DemoGame {
         let game = self.clone();
         Tool::new("world/get_block", move |p: BlockPosition| {
             game.count_call();
-            let block = game.world().block(p.x, p.y, p.z);
+            let block = game.world.lock().block(p.x, p.y, p.z);
             async move {
                 let block = block.map_err(|e| tool_error(&e))?;
                 Ok(BlockAt {
@@ -441,7 +439,7 @@ impl DemoGame {
         let game = self.clone();
         Tool::on_main_thread("world/place_block", move |p: PlaceBlock| {
             game.count_call();
-            let mut world = game.world();
+            let mut world = game.world.lock();
             world
                 .place(p.x, p.y, p.z, p.block_type)
                 .map_err(|e| tool_error(&e))?;
@@ -473,7 +471,7 @@ impl DemoGame {
         Tool::new("inventory/get", move |p: PlayerArgs| {
             game.count_call();
             let slots = game
-                .world()
+                .world.lock()
                 .inventory(p.player_id.as_deref())
                 .map(<[Slot]>::to_vec);
             async move {
@@ -583,7 +581,7 @@ impl DemoGame {
         position: Position,
         events: &EventPublisher,
     ) -> Result<PlayerMoved, WorldError> {
-        let mut world = self.world();
+        let mut world = self.world.lock();
         let id = world.teleport(player_id, position)?;
         let moved = PlayerMoved {
             player_id: id.to_owned(),
@@ -607,7 +605,7 @@ impl DemoGame {
 
     /// The content of `gabp://game/world`.
     fn world_json(&self) -> String {
-        let world = self.world();
+        let world = self.world.lock();
         let counts: Map<String, Value> = world
             .counts()
             .into_iter()
@@ -626,7 +624,7 @@ impl DemoGame {
 
     /// The state by component, for `state/get` (the server filters `components` and adds the timestamp).
     fn state(&self, player_id: Option<&str>) -> Result<Map<String, Value>, ErrorObject> {
-        let world = self.world();
+        let world = self.world.lock();
         let position = world.position(player_id).map_err(|e| unknown_player(&e))?;
         let mut state = Map::new();
         state.insert(
@@ -741,7 +739,7 @@ impl DemoGame {
                     main_thread.pump(PUMP_BUDGET);
                     let now = Instant::now();
                     if now >= next_tick {
-                        lock(&world).tick();
+                        world.lock().tick();
                         next_tick = now + TICK;
                     }
                     match stopped.recv_timeout(PUMP_INTERVAL) {
@@ -755,10 +753,6 @@ impl DemoGame {
             thread: Some(thread),
         })
     }
-}
-
-fn lock(world: &Mutex<World>) -> MutexGuard<'_, World> {
-    world.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The content of `gabp://mod/info`: JSON bytes, served as binary (base64 on the wire).
@@ -977,7 +971,7 @@ mod tests {
 
     impl AttentionSink for Recorder {
         fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
-            let mut raised = self.0.lock().unwrap();
+            let mut raised = self.0.lock();
             raised.push((message.to_owned(), blocking));
             Ok(format!("att-{}", raised.len()))
         }
@@ -998,7 +992,7 @@ mod tests {
         let game = DemoGame::new().with_attention(recorder.clone());
         assert_eq!(game.raise("disk full", false).unwrap(), "att-1");
         assert_eq!(
-            recorder.0.lock().unwrap().as_slice(),
+            recorder.0.lock().as_slice(),
             [("disk full".to_owned(), false)]
         );
     }
@@ -1038,13 +1032,13 @@ mod tests {
         let server = server(&game);
         let game_loop = game.run_loop(server.main_thread()).unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
-        while game.world().ticks() < 2 {
+        while game.world.lock().ticks() < 2 {
             assert!(Instant::now() < deadline, "the game clock does not advance");
             std::thread::sleep(Duration::from_millis(10));
         }
         drop(game_loop); // stops and joins the thread
-        let ticks = game.world().ticks();
+        let ticks = game.world.lock().ticks();
         std::thread::sleep(Duration::from_millis(120));
-        assert_eq!(game.world().ticks(), ticks, "the game thread stopped");
+        assert_eq!(game.world.lock().ticks(), ticks, "the game thread stopped");
     }
 }

@@ -12,11 +12,12 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gabp_types::decode::{decode_response_to, decode_strict, DecodeMode};
 use gabp_types::{ErrorObject, Event, Message, MessageId, MethodName, Request, Response};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 /// A token of the test runs (64 lower-case hex characters, like a generated one).
@@ -134,7 +135,7 @@ fn lines<R: Read + Send + 'static>(
         for line in BufReader::new(source).lines() {
             let Ok(line) = line else { break };
             if let Some(log) = &log {
-                log.lock().expect("log").push(line.clone());
+                log.lock().push(line.clone());
             }
             if tx.send(line).is_err() && log.is_none() {
                 break;
@@ -188,7 +189,7 @@ impl ModProcess {
     }
 
     pub fn stderr_text(&self) -> String {
-        self.stderr.lock().expect("log").join("\n")
+        self.stderr.lock().join("\n")
     }
 
     pub fn pid(&self) -> u32 {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use gabp_codec::{Frame, FrameCodec, FrameError};
 use gabp_transport::ByteStream;
 use gabp_types::decode::{decode, decode_response_to, DecodeMode};
 use gabp_types::{Event, Message, MessageId, Response};
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::time::Instant;
@@ -46,16 +47,12 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    fn lock(&self) -> std::sync::MutexGuard<'_, JournalInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(crate) fn set_check(&self, check: &'static str) {
-        self.lock().check = check;
+        self.inner.lock().check = check;
     }
 
     fn record(&self, answers: Option<String>, body: Bytes) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let check = inner.check;
         inner.received.push(Received {
             check,
@@ -65,18 +62,18 @@ impl Journal {
     }
 
     fn id_violation(&self, what: String) {
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let what = format!("{what} (in {})", inner.check);
         inner.id_violations.push(what);
     }
 
     pub(crate) fn id_violations(&self) -> Vec<String> {
-        self.lock().id_violations.clone()
+        self.inner.lock().id_violations.clone()
     }
 
     /// Every received frame that breaks the strict rules, in words.
     pub(crate) fn strict_violations(&self) -> Vec<String> {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         let mut out = Vec::new();
         for frame in &inner.received {
             let checked = match &frame.answers {

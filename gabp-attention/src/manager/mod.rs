@@ -1,24 +1,22 @@
 //! The mod side: [`AttentionManager`], [`AttentionManagerBuilder`], and the optional mod-side gate
 //! ([`ModGateLayer`]).
 
-use std::convert::Infallible;
+mod mod_gate;
+
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{BoxFuture, FutureExt};
-use gabp_session::server::{EventPublisher, ModServerBuilder, ServerRequest, ToolCatalog};
+use gabp_session::server::{EventPublisher, ModServerBuilder, ServerRequest};
 use gabp_types::methods::{
     AttentionAck, AttentionAckParams, AttentionAckResult, AttentionCurrent, AttentionCurrentResult,
     Method,
 };
-use gabp_types::{
-    Attention, ErrorCode, ErrorObject, MessageId, NonEmptyString, Response, Severity,
-};
+use gabp_types::{Attention, ErrorCode, ErrorObject, MessageId, NonEmptyString, Severity};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tower::{Layer, Service};
 
+pub use self::mod_gate::{blocked_error, ModGate, ModGateLayer};
 use crate::clock::{Clock, MonotonicClock};
 use crate::item::{Core, Entry, LifecycleEvent, Recorded, CHANNELS};
 use crate::policy::{Allowlist, AttentionPolicy};
@@ -221,13 +219,9 @@ struct Inner {
     hooks: Vec<Hook>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl fmt::Debug for AttentionManager {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let core = lock(&self.inner.core);
+        let core = self.inner.core.lock();
         f.debug_struct("AttentionManager")
             .field("current", &core.current().map(|a| a.attention_id))
             .field("next_sequence", &core.next_sequence())
@@ -262,7 +256,7 @@ impl AttentionManager {
     /// to publish a trailing `attention/updated` when a window ends (it also learns the runtime from the
     /// first request it serves).
     pub fn install(&self, builder: ModServerBuilder) -> ModServerBuilder {
-        *lock(&self.inner.publisher) = Some(builder.event_publisher());
+        *self.inner.publisher.lock() = Some(builder.event_publisher());
         self.remember_runtime();
         let current = self.clone();
         let ack = self.clone();
@@ -303,7 +297,7 @@ impl AttentionManager {
     /// Records `entry`.
     pub fn record_entry(&self, entry: Entry) -> Recorded {
         self.remember_runtime();
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let now = self.inner.clock.now();
         let (recorded, event) = core.record(&entry, now);
         if let Some(event) = event {
@@ -316,19 +310,19 @@ impl AttentionManager {
     /// The open item, if any.
     #[must_use]
     pub fn current(&self) -> Option<Attention> {
-        lock(&self.inner.core).current()
+        self.inner.core.lock().current()
     }
 
     /// The open item, if it is blocking.
     #[must_use]
     pub fn blocking(&self) -> Option<Attention> {
-        lock(&self.inner.core).blocking()
+        self.inner.core.lock().blocking()
     }
 
     /// Acknowledges item `attention_id`, as `attention/ack` does: when it is the open item, clears it and
     /// publishes it on `attention/cleared`; otherwise changes nothing and returns the open item.
     pub fn ack(&self, attention_id: &NonEmptyString) -> AttentionAckResult {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let (result, event) = core.ack(attention_id, self.inner.clock.now());
         if let Some(event) = event {
             self.emit(&event);
@@ -338,7 +332,7 @@ impl AttentionManager {
 
     /// Clears the open item, if any, and publishes it on `attention/cleared`; returns it as published.
     pub fn clear(&self) -> Option<Attention> {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         let event = core.clear(self.inner.clock.now())?;
         self.emit(&event);
         Some(event.attention)
@@ -347,7 +341,7 @@ impl AttentionManager {
     /// Publishes the `attention/updated` event whose window has ended, if any. The manager does this by itself
     /// on a Tokio timer; call it when you drive the clock yourself (a [`ManualClock`](crate::ManualClock)).
     pub fn flush_due(&self) {
-        let mut core = lock(&self.inner.core);
+        let mut core = self.inner.core.lock();
         if let Some(event) = core.poll(self.inner.clock.now()) {
             self.emit(&event);
         }
@@ -356,19 +350,19 @@ impl AttentionManager {
     /// When (on the manager's clock) a pending `attention/updated` event is due, if one is.
     #[must_use]
     pub fn next_update_due(&self) -> Option<Duration> {
-        lock(&self.inner.core).next_deadline()
+        self.inner.core.lock().next_deadline()
     }
 
     /// The number the next recorded entry will take in the diagnostics sequence.
     #[must_use]
     pub fn next_sequence(&self) -> u64 {
-        lock(&self.inner.core).next_sequence()
+        self.inner.core.lock().next_sequence()
     }
 
     /// Publishes `event` and runs the hooks; called with the core locked, so that events go out in the order
     /// of the changes.
     fn emit(&self, event: &LifecycleEvent) {
-        let publisher = lock(&self.inner.publisher).clone();
+        let publisher = self.inner.publisher.lock().clone();
         if let Some(publisher) = publisher {
             if let Err(e) = publisher.publish(event.kind.channel(), &event.attention) {
                 // Before the server is built its channels are not registered yet; nobody can be subscribed.
@@ -382,7 +376,7 @@ impl AttentionManager {
 
     fn remember_runtime(&self) {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            *lock(&self.inner.runtime) = Some(handle);
+            *self.inner.runtime.lock() = Some(handle);
         }
     }
 
@@ -393,7 +387,7 @@ impl AttentionManager {
         }
         let handle = tokio::runtime::Handle::try_current()
             .ok()
-            .or_else(|| lock(&self.inner.runtime).clone());
+            .or_else(|| self.inner.runtime.lock().clone());
         let Some(handle) = handle else {
             // No runtime known: the next record, or flush_due, publishes it.
             return;
@@ -406,7 +400,7 @@ impl AttentionManager {
     async fn run_timer(self) {
         loop {
             let wait = {
-                let mut core = lock(&self.inner.core);
+                let mut core = self.inner.core.lock();
                 match core.next_deadline() {
                     Some(due) => due.saturating_sub(self.inner.clock.now()),
                     None => {
@@ -460,144 +454,21 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, ErrorObject> {
         .map_err(|e| ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("cannot serialize: {e}")))
 }
 
-/// The error object the mod-side gate answers a refused `tools/call` with: `-32401` and
-/// `data: {executed: false, reason: "blocked_by_attention", attention}`.
-///
-/// ```
-/// use gabp_attention::blocked_error;
-/// use gabp_types::{Attention, ErrorCode};
-///
-/// let attention: Attention = serde_json::from_value(serde_json::json!({
-///     "attentionId": "att-1", "state": "open", "severity": "error", "blocking": true,
-///     "stateInvalidated": true, "summary": "chunk 0,0 failed to save",
-///     "openedAtSequence": 4, "latestSequence": 4, "totalUrgentEntries": 1
-/// }))?;
-/// let error = blocked_error(&attention);
-/// assert_eq!(error.code, ErrorCode::TOOL_UNAVAILABLE);
-/// let data = error.data.unwrap();
-/// assert_eq!(data["executed"], false);
-/// assert_eq!(data["reason"], "blocked_by_attention");
-/// assert_eq!(data["attention"]["attentionId"], "att-1");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[must_use]
-pub fn blocked_error(attention: &Attention) -> ErrorObject {
-    let data = json!({
-        "executed": false,
-        "reason": BLOCKED_REASON,
-        "attention": attention,
-    });
-    ErrorObject::new(
-        ErrorCode::TOOL_UNAVAILABLE,
-        format!(
-            "blocked by attention {}; acknowledge it with attention/ack",
-            attention.attention_id
-        ),
-    )
-    .with_data(data)
-}
-
-/// The mod-side gate, added by [`AttentionManager::install`] when the manager was built with
-/// [`mod_gate`](AttentionManagerBuilder::mod_gate): while a blocking item is open, a `tools/call` of a tool
-/// the [`Allowlist`] does not let through is answered with [`blocked_error`] and never reaches the tool. Other
-/// methods, unknown tools (answered `-32400` as usual) and allowed tools pass.
-#[derive(Clone)]
-pub struct ModGateLayer {
-    manager: AttentionManager,
-    allow: Arc<Allowlist>,
-    catalog: ToolCatalog,
-}
-
-impl fmt::Debug for ModGateLayer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModGateLayer")
-            .field("allow", &self.allow)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S> Layer<S> for ModGateLayer {
-    type Service = ModGate<S>;
-
-    fn layer(&self, inner: S) -> ModGate<S> {
-        ModGate {
-            inner,
-            gate: self.clone(),
-        }
-    }
-}
-
-/// The service of [`ModGateLayer`].
-pub struct ModGate<S> {
-    inner: S,
-    gate: ModGateLayer,
-}
-
-impl<S> fmt::Debug for ModGate<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModGate")
-            .field("allow", &self.gate.allow)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ModGateLayer {
-    /// The item that refuses this request, if any.
-    fn refusal(&self, req: &ServerRequest) -> Option<Attention> {
-        let tool = req.tool_name()?;
-        let attention = self.manager.blocking()?;
-        let allowed = match self.catalog.get(tool) {
-            Some(descriptor) => self.allow.allows(tool, crate::policy::tags_of(descriptor)),
-            // An unknown tool runs nothing: the router answers -32400.
-            None => self.catalog.is_built() || self.allow.allows(tool, std::iter::empty::<&str>()),
-        };
-        (!allowed).then_some(attention)
-    }
-}
-
-impl<S> Service<ServerRequest> for ModGate<S>
-where
-    S: Service<ServerRequest, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: ServerRequest) -> Self::Future {
-        if let Some(attention) = self.gate.refusal(&req) {
-            tracing::debug!(
-                tool = req.tool_name().unwrap_or_default(),
-                attention = %attention.attention_id,
-                "tools/call refused: a blocking attention item is open"
-            );
-            let answer = req.error(blocked_error(&attention));
-            return futures::future::ready(Ok(answer)).boxed();
-        }
-        self.inner.call(req).boxed()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::item::LifecycleKind;
-    use std::sync::Mutex as StdMutex;
 
     #[test]
     fn hooks_see_the_lifecycle_in_order_and_flush_due_ends_the_window() {
         let clock = ManualClock::new();
-        let seen = Arc::new(StdMutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let manager = AttentionManager::builder()
             .clock(clock.clone())
             .id_prefix("att-unit")
-            .on_lifecycle(move |e| log.lock().unwrap().push((e.kind, e.at)))
+            .on_lifecycle(move |e| log.lock().push((e.kind, e.at)))
             .build();
         for _ in 0..1000 {
             manager.record(Severity::Error, "burst");
@@ -609,7 +480,7 @@ mod tests {
         manager.flush_due();
         let id = NonEmptyString::new("att-unit-1").unwrap();
         assert!(manager.ack(&id).acknowledged);
-        let kinds: Vec<LifecycleKind> = seen.lock().unwrap().iter().map(|(k, _)| *k).collect();
+        let kinds: Vec<LifecycleKind> = seen.lock().iter().map(|(k, _)| *k).collect();
         assert_eq!(
             kinds,
             [

@@ -1,0 +1,374 @@
+//! The checks of the suite, in run order, and the context they share.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use gabp_types::{shorten, ErrorCode, ErrorObject, Outcome as Answer, Response};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::report::Outcome;
+use super::wire::{seconds, Journal, Wire, WireError};
+use super::{CheckInfo, Options, Target};
+
+/// The `maxMessageSize` assumed when the mod advertises none (the protocol's default).
+const DEFAULT_MAX_MESSAGE_SIZE: u64 = 1024 * 1024;
+
+/// Why a check did not pass.
+pub(crate) enum Verdict {
+    Fail(String),
+    Skip(String),
+}
+
+impl From<WireError> for Verdict {
+    fn from(e: WireError) -> Self {
+        Verdict::Fail(e.to_string())
+    }
+}
+
+type CheckResult = Result<(), Verdict>;
+
+macro_rules! fail {
+    ($($arg:tt)*) => { return Err(Verdict::Fail(format!($($arg)*))) };
+}
+
+macro_rules! skip {
+    ($($arg:tt)*) => { return Err(Verdict::Skip(format!($($arg)*))) };
+}
+
+mod envelope;
+mod errors;
+mod events;
+mod framing;
+mod limits;
+mod session;
+mod tools;
+
+use self::envelope::{envelope_strictly_valid, responses_ids_match};
+use self::errors::{errors_invalid_params, errors_method_not_found, errors_responses_not_answered};
+use self::events::events_seq_contiguous;
+use self::framing::{
+    framing_bad_header_closed, framing_coalesced_frames, framing_invalid_envelope,
+    framing_oversized_refused, framing_split_frames, framing_unparseable_body,
+};
+use self::limits::{
+    concurrency_no_head_of_line_blocking, limits_advertised, limits_max_message_size_accepted,
+};
+use self::session::{
+    auth_hello_required, auth_wrong_token_refused, handshake_second_hello_refused,
+    handshake_welcome_valid, session_goodbye, session_ping, transport_connect,
+};
+use self::tools::{errors_tool_not_found, tools_arguments_validated, tools_list_valid};
+
+/// What a check needs from the earlier ones.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Nothing.
+    Nothing,
+    /// A connection could be opened (`transport.connect`).
+    Connection,
+    /// The right token opens a session (`handshake.welcome_valid` got a welcome).
+    Session,
+}
+
+pub(crate) struct Check {
+    pub(crate) info: CheckInfo,
+    needs: Needs,
+    run: fn(&mut Ctx) -> BoxFuture<'_, CheckResult>,
+}
+
+macro_rules! suite {
+    ($($func:ident: $name:literal, $needs:ident, $description:literal;)*) => {
+        pub(crate) const INFO: &[CheckInfo] = &[
+            $(CheckInfo { name: $name, description: $description },)*
+        ];
+        pub(crate) const CHECKS: &[Check] = &[
+            $(Check {
+                info: CheckInfo { name: $name, description: $description },
+                needs: Needs::$needs,
+                run: boxed::$func,
+            },)*
+        ];
+        mod boxed {
+            use super::{BoxFuture, CheckResult, Ctx};
+            $(pub(super) fn $func(ctx: &mut Ctx) -> BoxFuture<'_, CheckResult> {
+                Box::pin(super::$func(ctx))
+            })*
+        }
+    };
+}
+
+suite! {
+    transport_connect: "transport.connect", Nothing,
+        "a connection to the mod can be opened";
+    handshake_welcome_valid: "handshake.welcome_valid", Connection,
+        "session/hello with the right token is answered with a welcome that matches its schema and lists the session methods";
+    auth_hello_required: "auth.hello_required", Connection,
+        "a request before session/hello is refused with -32100 and the connection stays open";
+    auth_wrong_token_refused: "auth.wrong_token_refused", Connection,
+        "session/hello with a wrong token is refused with -32101, without echoing the token, and the connection is closed";
+    handshake_second_hello_refused: "handshake.second_hello_refused", Session,
+        "a second session/hello on an established session is refused with -32600 and the connection stays open";
+    session_ping: "session.ping", Session,
+        "session/ping is answered with a result that matches its schema";
+    tools_list_valid: "tools.list_valid", Session,
+        "tools/list is answered with tools that match their schema";
+    errors_method_not_found: "errors.method_not_found", Session,
+        "an unknown method is refused with -32601 and data.method";
+    errors_tool_not_found: "errors.tool_not_found", Session,
+        "tools/call of an unknown tool is refused with -32400";
+    errors_invalid_params: "errors.invalid_params", Session,
+        "params that fail the method's schema are refused with -32602 and data.errors";
+    tools_arguments_validated: "tools.arguments_validated", Session,
+        "tool arguments that fail the tool's inputSchema are refused with -32602 and data.errors";
+    errors_responses_not_answered: "errors.responses_not_answered", Session,
+        "responses and events from the bridge, valid or not, are never answered";
+    framing_split_frames: "framing.split_frames", Session,
+        "a frame written in small pieces is read whole";
+    framing_coalesced_frames: "framing.coalesced_frames", Session,
+        "several frames written at once are all read";
+    framing_unparseable_body: "framing.unparseable_body", Session,
+        "a body that is not JSON or not UTF-8 is answered -32700 with the nil id and the stream goes on";
+    framing_invalid_envelope: "framing.invalid_envelope", Session,
+        "JSON that is not a valid envelope is answered -32600/-32202/-32203 with the message's id and the stream goes on";
+    limits_advertised: "limits.advertised", Session,
+        "the welcome advertises capabilities.limits.maxMessageSize";
+    limits_max_message_size_accepted: "limits.max_message_size_accepted", Session,
+        "a message of exactly the advertised maxMessageSize is accepted";
+    framing_oversized_refused: "framing.oversized_refused", Session,
+        "a frame one byte over maxMessageSize is refused with -32600, the nil id and data.maxMessageSize, and the next frame works";
+    framing_bad_header_closed: "framing.bad_header_closed", Session,
+        "a malformed header block is answered -32700 (or not at all) and the connection is closed without stalling";
+    concurrency_no_head_of_line_blocking: "concurrency.no_head_of_line_blocking", Session,
+        "a fast call is answered while a slow one is still running (needs demo/sleep and demo/echo)";
+    events_seq_contiguous: "events.seq_contiguous", Session,
+        "events of a channel arrive with contiguous seq numbers (needs a tool that publishes, such as player/teleport)";
+    session_goodbye: "session.goodbye", Session,
+        "session/goodbye is answered, then the connection is closed";
+    responses_ids_match: "responses.ids_match", Session,
+        "every request is answered exactly once, with its own id echoed byte for byte, throughout the run";
+    envelope_strictly_valid: "envelope.strictly_valid", Connection,
+        "every message the mod sent during the run passes the strict decoder and its method's result schema";
+}
+
+/// What the checks share: the target, the options, what earlier checks learnt, and the journal.
+pub(crate) struct Ctx {
+    target: Target,
+    options: Options,
+    journal: Arc<Journal>,
+    connected: bool,
+    welcome: Option<Value>,
+    tools: Vec<Value>,
+    limit: Option<u64>,
+}
+
+impl Ctx {
+    pub(crate) fn new(target: Target, options: Options) -> Self {
+        Ctx {
+            target,
+            options,
+            journal: Arc::default(),
+            connected: false,
+            welcome: None,
+            tools: Vec::new(),
+            limit: None,
+        }
+    }
+
+    /// Runs one check within its time limit.
+    pub(crate) async fn run(&mut self, check: &Check) -> Outcome {
+        let unmet = match check.needs {
+            Needs::Nothing => None,
+            Needs::Connection if !self.connected => {
+                Some("cannot connect to the mod (transport.connect failed)")
+            }
+            Needs::Session if !self.connected => {
+                Some("cannot connect to the mod (transport.connect failed)")
+            }
+            Needs::Session if self.welcome.is_none() => {
+                Some("no session: the right token got no welcome (handshake.welcome_valid failed)")
+            }
+            _ => None,
+        };
+        if let Some(reason) = unmet {
+            return Outcome::Skipped(reason.to_owned());
+        }
+        self.journal.set_check(check.info.name);
+        let limit = self.options.check_timeout;
+        match tokio::time::timeout(limit, (check.run)(self)).await {
+            Ok(Ok(())) => Outcome::Passed,
+            Ok(Err(Verdict::Fail(reason))) => Outcome::Failed(reason),
+            Ok(Err(Verdict::Skip(reason))) => Outcome::Skipped(reason),
+            Err(_) => Outcome::Failed(format!(
+                "did not finish within its time limit of {} (the mod stalled)",
+                seconds(limit)
+            )),
+        }
+    }
+
+    fn answer(&self) -> Duration {
+        self.options.answer_timeout
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.answer()
+    }
+
+    fn token(&self) -> &str {
+        self.target.token().expose_secret()
+    }
+
+    /// Opens a new connection.
+    async fn open(&self) -> Result<Wire, Verdict> {
+        match tokio::time::timeout(self.answer(), self.target.open()).await {
+            Ok(Ok(stream)) => Ok(Wire::new(stream, self.journal.clone())),
+            Ok(Err(e)) => fail!("cannot connect: {e}"),
+            Err(_) => fail!(
+                "cannot connect: no connection within {}",
+                seconds(self.answer())
+            ),
+        }
+    }
+
+    /// Opens a new connection and completes the handshake.
+    async fn session(&self) -> Result<Wire, Verdict> {
+        let mut wire = self.open().await?;
+        match wire.hello(self.token(), self.answer()).await {
+            Ok(r) if r.result().is_some() => Ok(wire),
+            Ok(r) => fail!(
+                "cannot open a session: session/hello was answered {}",
+                describe(&r)
+            ),
+            Err(e) => fail!("cannot open a session: {e}"),
+        }
+    }
+
+    /// Whether the welcome lists `method`.
+    fn advertises(&self, method: &str) -> bool {
+        self.welcome
+            .as_ref()
+            .and_then(|w| w["capabilities"]["methods"].as_array())
+            .is_some_and(|m| m.iter().any(|n| n == method))
+    }
+
+    fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t["name"] == name)
+    }
+
+    fn channels(&self) -> Vec<String> {
+        self.welcome
+            .as_ref()
+            .and_then(|w| w["capabilities"]["events"].as_array())
+            .map(|e| {
+                e.iter()
+                    .filter_map(|c| c.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The advertised `maxMessageSize`, or the default and `true` when none is advertised.
+    fn message_limit(&self) -> Result<(u64, bool), Verdict> {
+        let (limit, assumed) = match self.limit {
+            Some(limit) => (limit, false),
+            None => (DEFAULT_MAX_MESSAGE_SIZE, true),
+        };
+        if limit >= self.options.max_probe_size {
+            skip!(
+                "maxMessageSize is {limit} bytes, more than the largest probe of {} bytes",
+                self.options.max_probe_size
+            );
+        }
+        Ok((limit, assumed))
+    }
+}
+
+/// A response in words: `a result ({...})` or `error -32601 (...)`.
+fn describe(r: &Response) -> String {
+    match &r.outcome {
+        Answer::Result(v) => format!("with a result ({})", short(v)),
+        Answer::Error(e) => format!("with error {} ({})", e.code.0, e.message),
+    }
+}
+
+fn short(v: &Value) -> String {
+    shorten(&v.to_string(), 80).into_owned()
+}
+
+/// The error of `r` when its code is `code`; otherwise a failure saying what came instead.
+fn expect_error<'r>(
+    r: &'r Response,
+    code: ErrorCode,
+    what: &str,
+) -> Result<&'r ErrorObject, Verdict> {
+    match r.error_object() {
+        Some(e) if e.code == code => Ok(e),
+        _ => fail!(
+            "{what} was answered {} instead of error {}",
+            describe(r),
+            code.0
+        ),
+    }
+}
+
+/// The result of `r`; otherwise a failure.
+fn expect_result<'r>(r: &'r Response, what: &str) -> Result<&'r Value, Verdict> {
+    match r.result() {
+        Some(v) => Ok(v),
+        None => fail!("{what} was answered {}", describe(r)),
+    }
+}
+
+/// Checks that `e.data.errors` is a non-empty list of `{path, message}` strings.
+fn expect_error_list(e: &ErrorObject, what: &str) -> CheckResult {
+    let errors = e.data.as_ref().and_then(|d| d.get("errors"));
+    let Some(list) = errors.and_then(Value::as_array).filter(|l| !l.is_empty()) else {
+        fail!(
+            "{what} was refused with -32602 but without a data.errors list (data: {})",
+            e.data.as_ref().map_or_else(|| "none".to_owned(), short)
+        );
+    };
+    for item in list {
+        if !(item["path"].is_string() && item["message"].is_string()) {
+            fail!(
+                "{what}: data.errors holds {} (each entry must be {{\"path\": string, \"message\": string}})",
+                short(item)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A wire error in the words of a check that expected the connection to stay open.
+fn kept_open(e: WireError, what: &str) -> Verdict {
+    match e {
+        WireError::Closed => Verdict::Fail(format!(
+            "the mod closed the connection after {what} (it must answer and keep reading)"
+        )),
+        other => Verdict::Fail(format!("after {what}: {other}")),
+    }
+}
+
+/// Pings on `wire` and expects a result: the connection still works after `what`.
+async fn still_works(wire: &mut Wire, ctx: &Ctx, what: &str) -> CheckResult {
+    let r = wire
+        .call("session/ping", None, ctx.answer())
+        .await
+        .map_err(|e| kept_open(e, what))?;
+    expect_result(&r, &format!("session/ping after {what}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suite_tables_agree() {
+        assert_eq!(INFO.len(), CHECKS.len());
+        for (info, check) in INFO.iter().zip(CHECKS) {
+            assert_eq!(info, &check.info);
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Frames on a link: reading them whole, forwarding or corrupting them, and writing them out
+//! (SPEC/1.0/transport.md §1).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_transport::ByteStream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::sync::mpsc;
+use tokio_util::codec::FramedRead;
+
+use super::link::Link;
+use super::messages::{bridge_frame, mod_frame};
+use super::{frame, Out, MALFORMED_HEADER};
+use crate::fault::Kind;
+use crate::record::Direction;
+
+pub(super) async fn write_side(
+    link: Arc<Link>,
+    mut io: WriteHalf<ByteStream>,
+    mut queue: mpsc::Receiver<Out>,
+    direction: Direction,
+) {
+    loop {
+        let item = tokio::select! {
+            () = link.cancel.cancelled() => break,
+            item = queue.recv() => item,
+        };
+        let Some(Out::Bytes(bytes)) = item else { break };
+        let delay = link.faults.take(|k| match k {
+            Kind::Delay(d, delay) if *d == direction => Some(*delay),
+            _ => None,
+        });
+        if let Some(delay) = delay {
+            tokio::select! {
+                () = link.cancel.cancelled() => break,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+        let written = tokio::select! {
+            () = link.cancel.cancelled() => break,
+            written = async { io.write_all(&bytes).await?; io.flush().await } => written,
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    // Nothing more goes this way: the peer sees the end of the stream.
+    queue.close();
+    let _ = io.shutdown().await;
+}
+
+pub(super) async fn read_side(
+    link: Arc<Link>,
+    io: ReadHalf<ByteStream>,
+    direction: Direction,
+    max_frame: usize,
+) {
+    let mut frames = FramedRead::new(io, FrameCodec::new().with_max_body_size(max_frame));
+    let mut changes = link.faults.subscribe();
+    loop {
+        if link.faults.reading_stopped(direction) {
+            tokio::select! {
+                () = link.cancel.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+            continue;
+        }
+        let next = tokio::select! {
+            // Biased: a fault armed before a frame arrived applies to that frame.
+            biased;
+            () = link.cancel.cancelled() => return,
+            // Re-check the faults when they change (a stop_reading must take effect at once).
+            _ = changes.changed() => continue,
+            next = frames.next() => next,
+        };
+        match next {
+            Some(Ok(Frame::Body(body))) => {
+                if !on_body(&link, direction, body).await {
+                    return;
+                }
+            }
+            Some(Ok(Frame::Oversized { declared, .. })) => {
+                link.recorder
+                    .record(direction, link.connection, Bytes::new(), declared, false);
+                if !forward_filler(&link, direction, declared).await {
+                    return;
+                }
+            }
+            Some(Err(
+                FrameError::TruncatedHeader { .. }
+                | FrameError::TruncatedBody { .. }
+                | FrameError::Io(_),
+            ))
+            | None => {
+                link.close(direction).await;
+                return;
+            }
+            Some(Err(error)) => {
+                tracing::debug!(%error, %direction, "malformed header through the proxy");
+                let stall = direction == Direction::BridgeToMod
+                    && link
+                        .faults
+                        .take(|k| matches!(k, Kind::StallOnMalformedHeader).then_some(()))
+                        .is_some();
+                if !stall {
+                    link.forward(direction, Bytes::from_static(MALFORMED_HEADER))
+                        .await;
+                }
+                // The next frame cannot be found: discard the rest until the sender closes.
+                let mut io = frames.into_inner();
+                let mut sink = vec![0u8; 8192];
+                loop {
+                    let read = tokio::select! {
+                        () = link.cancel.cancelled() => return,
+                        read = io.read(&mut sink) => read,
+                    };
+                    if !matches!(read, Ok(n) if n > 0) {
+                        break;
+                    }
+                }
+                if stall {
+                    link.cancel.cancel();
+                } else {
+                    link.close(direction).await;
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Forwards a frame the proxy itself could not buffer: the header, then `declared` bytes of spaces.
+async fn forward_filler(link: &Link, direction: Direction, declared: u64) -> bool {
+    let header = format!("Content-Length: {declared}\r\n\r\n");
+    if !link
+        .forward(direction, Bytes::from(header.into_bytes()))
+        .await
+    {
+        return false;
+    }
+    let chunk = Bytes::from(vec![b' '; 64 * 1024]);
+    let mut left = declared;
+    while left > 0 {
+        let n = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
+        if !link.forward(direction, chunk.slice(..n)).await {
+            return false;
+        }
+        left -= n as u64;
+    }
+    true
+}
+
+/// Handles one body from the peer `direction` starts at; false when the link must stop reading.
+async fn on_body(link: &Arc<Link>, direction: Direction, body: Bytes) -> bool {
+    link.recorder.record(
+        direction,
+        link.connection,
+        body.clone(),
+        body.len() as u64,
+        false,
+    );
+    if link.faults.drop_now() {
+        link.drop_connection().await;
+        return false;
+    }
+    let body = match direction {
+        Direction::BridgeToMod => match bridge_frame(link, body).await {
+            Some(body) => body,
+            None => return !link.cancel.is_cancelled(),
+        },
+        Direction::ModToBridge => match mod_frame(link, body) {
+            Some(body) => body,
+            None => return true,
+        },
+    };
+    let body = if link
+        .faults
+        .take(|k| matches!(k, Kind::Corrupt(d) if *d == direction).then_some(()))
+        .is_some()
+    {
+        corrupt(&body)
+    } else {
+        body
+    };
+    if !link.forward(direction, frame(&body)).await {
+        return false;
+    }
+    if link.faults.count_message() {
+        link.drop_connection().await;
+        return false;
+    }
+    true
+}
+
+/// Bytes of the same length that are not JSON.
+pub(super) fn corrupt(body: &[u8]) -> Bytes {
+    let mut out = vec![b'!'; body.len().max(1)];
+    out[0] = b'{';
+    Bytes::from(out)
+}

@@ -1,0 +1,211 @@
+//! Messages on a link: the faults applied to what the bridge and the mod send, and the hello the proxy
+//! answers itself when a fault says so.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use gabp_transport::Token;
+use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
+use serde_json::{json, Map, Value};
+
+use super::link::Link;
+use super::{frame, PREAUTH_TIMEOUT};
+use crate::fault::Kind;
+use crate::record::Direction;
+
+fn parse_object(body: &[u8]) -> Option<Map<String, Value>> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+fn encode(map: &Map<String, Value>) -> Bytes {
+    Bytes::from(serde_json::to_vec(map).unwrap_or_default())
+}
+
+/// Applies the faults on a frame from the bridge; `None` when it must not be forwarded.
+pub(super) async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes> {
+    let mut body = body;
+    let is_hello = |map: &Map<String, Value>| {
+        map.get("type").and_then(Value::as_str) == Some("request")
+            && map.get("method").and_then(Value::as_str) == Some("session/hello")
+    };
+
+    // Answer-before-hello: the bridge's first hello is answered here.
+    let preauth = {
+        let state = link.state.lock();
+        state
+            .preauth
+            .as_ref()
+            .filter(|p| !p.bridge_hello_done)
+            .map(|p| p.token.clone())
+    };
+    if let Some(token) = preauth {
+        if let Some(map) = parse_object(&body).filter(|m| is_hello(m)) {
+            if let Some(p) = link.state.lock().preauth.as_mut() {
+                p.bridge_hello_done = true;
+            }
+            answer_hello(link, &map, &token).await;
+            return None;
+        }
+    }
+
+    if let Some(mut map) = parse_object(&body).filter(|m| is_hello(m)) {
+        let token = link.faults.take(|k| match k {
+            Kind::AcceptAnyToken(token) => Some(token.clone()),
+            _ => None,
+        });
+        if let (Some(token), Some(Value::Object(params))) = (token, map.get_mut("params")) {
+            params.insert(
+                "token".into(),
+                Value::String(token.expose_secret().to_owned()),
+            );
+            body = encode(&map);
+        }
+    }
+
+    if let Ok(value) = serde_json::from_slice::<Value>(&body) {
+        if link
+            .faults
+            .take(|k| matches!(k, Kind::ExecuteOversized).then_some(()))
+            .is_some()
+        {
+            body = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        }
+    }
+    Some(body)
+}
+
+/// Answers the bridge's hello on the mod's behalf (answer-before-hello fault).
+async fn answer_hello(link: &Arc<Link>, hello: &Map<String, Value>, token: &Token) {
+    let Some(id) = hello
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| MessageId::parse(s).ok())
+    else {
+        return;
+    };
+    let offered = hello
+        .get("params")
+        .and_then(|p| p.get("token"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !token.verify(offered) {
+        let refusal = Response::error(
+            id,
+            ErrorObject::new(ErrorCode::AUTHENTICATION_FAILED, "authentication failed"),
+        );
+        link.forward(
+            Direction::ModToBridge,
+            frame(&Message::from(refusal).to_vec()),
+        )
+        .await;
+        link.close(Direction::ModToBridge).await;
+        link.close(Direction::BridgeToMod).await;
+        return;
+    }
+    let mut welcome = link.welcome.subscribe();
+    let result = tokio::select! {
+        () = link.cancel.cancelled() => return,
+        () = tokio::time::sleep(PREAUTH_TIMEOUT) => return,
+        result = welcome.wait_for(Option::is_some) => match result {
+            Ok(result) => result.clone().unwrap_or(Value::Null),
+            Err(_) => return,
+        },
+    };
+    let answer = Response::success(id, result);
+    link.forward(
+        Direction::ModToBridge,
+        frame(&Message::from(answer).to_vec()),
+    )
+    .await;
+}
+
+/// Applies the faults on a frame from the mod; `None` when it must not be forwarded.
+pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
+    let own_id = link.state.lock().preauth.as_ref().map(|p| p.own_id);
+    let wants_parse = own_id.is_some()
+        || link
+            .faults
+            .peek(|k| {
+                matches!(
+                    k,
+                    Kind::WrongResponseId | Kind::SkipEventSeq | Kind::UnknownEnvelopeField
+                )
+                .then_some(())
+            })
+            .is_some();
+    if !wants_parse {
+        return Some(body);
+    }
+    let Some(mut map) = parse_object(&body) else {
+        return Some(body);
+    };
+    let kind = map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let id = map
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| MessageId::parse(s).ok());
+    let mut changed = false;
+
+    if kind == "response" {
+        if let (Some(own), Some(id)) = (own_id, id) {
+            if own == id {
+                // The welcome to the proxy's own hello: kept for the bridge, never forwarded.
+                let result = map.remove("result").unwrap_or(Value::Null);
+                link.welcome.send_replace(Some(result));
+                return None;
+            }
+        }
+        if id.is_some_and(|id| !id.is_nil())
+            && link
+                .faults
+                .take(|k| matches!(k, Kind::WrongResponseId).then_some(()))
+                .is_some()
+        {
+            map.insert("id".into(), json!(MessageId::new_v4()));
+            changed = true;
+        }
+    }
+
+    if kind == "event" {
+        let channel = map
+            .get("channel")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let skip = link
+            .faults
+            .take(|k| matches!(k, Kind::SkipEventSeq).then_some(()))
+            .is_some();
+        let offset = {
+            let mut state = link.state.lock();
+            let offset = state.seq_offsets.entry(channel).or_insert(0);
+            if skip {
+                *offset += 1;
+            }
+            *offset
+        };
+        if offset > 0 {
+            if let Some(seq) = map.get("seq").and_then(Value::as_u64) {
+                map.insert("seq".into(), json!(seq + offset));
+                changed = true;
+            }
+        }
+    }
+
+    if link
+        .faults
+        .take(|k| matches!(k, Kind::UnknownEnvelopeField).then_some(()))
+        .is_some()
+    {
+        map.insert("extra".into(), Value::Bool(true));
+        changed = true;
+    }
+    Some(if changed { encode(&map) } else { body })
+}

@@ -1,0 +1,439 @@
+//! The two decoders: strict (what `gabp validate` and conformance checks use) and lenient (how we read peers).
+//!
+//! Both take the bytes of one message body and return a [`Message`] or a [`DecodeError`] that names the JSON
+//! pointer of the offending value and the GABP error code the receiving side should answer with.
+//!
+//! ```
+//! use gabp_types::decode::{decode, DecodeMode};
+//! use gabp_types::ErrorCode;
+//!
+//! let body = br#"{"v":"gabp/1","id":"550e8400-e29b-41d4-a716-446655440000","type":"request",
+//!                "method":"tools/call","params":{"name":"inventory.get"}}"#;
+//! let err = decode(body, DecodeMode::Strict).unwrap_err();
+//! assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
+//! assert_eq!(err.pointer(), "/params/name");
+//! assert_eq!(err.id().unwrap().as_str(), "550e8400-e29b-41d4-a716-446655440000");
+//! ```
+
+mod error;
+mod fast;
+mod params;
+
+use serde_json::{Map, Value};
+
+pub use self::error::DecodeError;
+pub use self::params::{check_params, check_result};
+use self::params::{escape_pointer, typed};
+use crate::methods::{self, Method};
+use crate::{
+    Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
+    MethodName, Outcome, Request, Response, Timestamp, PROTOCOL_VERSION,
+};
+
+/// How strictly to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum DecodeMode {
+    /// Everything the schemas require: no unknown fields, canonical names, UUID `launchId`, valid timestamps.
+    #[default]
+    Strict,
+    /// Liberal reading of peers (SPEC/1.0/gabp.md §3.5): unknown top-level fields are ignored;
+    /// `tools/call` may carry `parameters` instead of `arguments` (`arguments` wins when both are present);
+    /// `"error": null` beside a `result` is ignored; `launchId` may be any string; channel names need only be
+    /// non-empty; an invalid event `timestamp` is dropped.
+    Lenient,
+}
+
+/// Decodes one message body.
+pub fn decode(body: &[u8], mode: DecodeMode) -> Result<Message, DecodeError> {
+    if let Some(message) = fast::decode(body, mode) {
+        return Ok(message);
+    }
+    let value = parse(body)?;
+    decode_value(value, mode)
+}
+
+/// Decodes one message body strictly.
+pub fn decode_strict(body: &[u8]) -> Result<Message, DecodeError> {
+    decode(body, DecodeMode::Strict)
+}
+
+/// Decodes one message body leniently.
+pub fn decode_lenient(body: &[u8]) -> Result<Message, DecodeError> {
+    decode(body, DecodeMode::Lenient)
+}
+
+/// Decodes a body and, when it is a success response, also checks its `result` against the result schema of
+/// `method` (the request method it answers; unknown methods' results are not checked).
+pub fn decode_response_to(
+    body: &[u8],
+    method: &str,
+    mode: DecodeMode,
+) -> Result<Message, DecodeError> {
+    let message = decode(body, mode)?;
+    if let Message::Response(Response {
+        id,
+        outcome: Outcome::Result(result),
+    }) = &message
+    {
+        check_result(method, result)
+            .map_err(|e| e.with_kind(Some(MessageKind::Response)).with_id(Some(*id)))?;
+    }
+    Ok(message)
+}
+
+fn parse(body: &[u8]) -> Result<Value, DecodeError> {
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(DecodeError::new(
+            ErrorCode::PARSE_ERROR,
+            "",
+            format!("body is not valid UTF-8 (byte {})", e.valid_up_to()),
+        ));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(DecodeError::new(
+            ErrorCode::PARSE_ERROR,
+            "",
+            "body is empty",
+        ));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| DecodeError::new(ErrorCode::PARSE_ERROR, "", format!("body is not JSON: {e}")))
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn json_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+const REQUEST_FIELDS: &[&str] = &["v", "id", "type", "method", "params"];
+const RESPONSE_FIELDS: &[&str] = &["v", "id", "type", "result", "error"];
+const EVENT_FIELDS: &[&str] = &["v", "id", "type", "channel", "seq", "payload", "timestamp"];
+const ENVELOPE_FIELDS: &[&str] = &[
+    "v",
+    "id",
+    "type",
+    "method",
+    "params",
+    "result",
+    "error",
+    "channel",
+    "seq",
+    "payload",
+    "timestamp",
+];
+
+/// Decodes an already parsed JSON value.
+pub fn decode_value(value: Value, mode: DecodeMode) -> Result<Message, DecodeError> {
+    let Value::Object(mut map) = value else {
+        return Err(DecodeError::new(
+            ErrorCode::INVALID_REQUEST,
+            "",
+            format!(
+                "a message must be a JSON object, not {}",
+                json_type_name(&value)
+            ),
+        ));
+    };
+    let id = map
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|s| MessageId::parse(s).ok());
+    let kind = match map.get("type").and_then(Value::as_str) {
+        Some("request") => Some(MessageKind::Request),
+        Some("response") => Some(MessageKind::Response),
+        Some("event") => Some(MessageKind::Event),
+        _ => None,
+    };
+    envelope(&mut map, mode, id).map_err(|e| e.with_kind(kind).with_id(id))
+}
+
+fn missing(field: &str) -> DecodeError {
+    DecodeError::new(
+        ErrorCode::MISSING_REQUIRED_FIELD,
+        format!("/{field}"),
+        format!("required field `{field}` is missing"),
+    )
+}
+
+fn envelope(
+    map: &mut Map<String, Value>,
+    mode: DecodeMode,
+    id: Option<MessageId>,
+) -> Result<Message, DecodeError> {
+    match map.get("v") {
+        None => return Err(missing("v")),
+        Some(Value::String(v)) if v == PROTOCOL_VERSION => {}
+        Some(other) => {
+            return Err(DecodeError::new(
+                ErrorCode::PROTOCOL_VERSION_MISMATCH,
+                "/v",
+                format!("unsupported protocol version {other}, expected \"{PROTOCOL_VERSION}\""),
+            ))
+        }
+    }
+    let (kind, allowed) = match map.get("type") {
+        None => return Err(missing("type")),
+        Some(Value::String(t)) => match t.as_str() {
+            "request" => (0, REQUEST_FIELDS),
+            "response" => (1, RESPONSE_FIELDS),
+            "event" => (2, EVENT_FIELDS),
+            _ => {
+                return Err(DecodeError::new(
+                    ErrorCode::INVALID_MESSAGE_TYPE,
+                    "/type",
+                    format!("unknown message type {t:?} (expected request, response or event)"),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_MESSAGE_TYPE,
+                "/type",
+                format!("`type` must be a string, not {}", json_type_name(other)),
+            ))
+        }
+    };
+    let id = match (map.get("id"), id) {
+        (None, _) => return Err(missing("id")),
+        (Some(_), Some(id)) => id,
+        (Some(other), None) => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                "/id",
+                format!("`id` must be a hyphenated UUID string, got {other}"),
+            ))
+        }
+    };
+    let type_name = ["request", "response", "event"][kind];
+    if mode == DecodeMode::Lenient
+        && kind == 1
+        && map.get("error") == Some(&Value::Null)
+        && map.contains_key("result")
+    {
+        map.remove("error");
+    }
+    if map.len() > allowed.len() || map.keys().any(|k| !allowed.contains(&k.as_str())) {
+        let mut unknown = Vec::new();
+        for key in map.keys() {
+            if allowed.contains(&key.as_str()) {
+                continue;
+            }
+            if ENVELOPE_FIELDS.contains(&key.as_str()) {
+                return Err(DecodeError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("/{}", escape_pointer(key)),
+                    format!("field `{key}` is not allowed in a {type_name}"),
+                ));
+            }
+            unknown.push(key.clone());
+        }
+        if !unknown.is_empty() {
+            if mode == DecodeMode::Strict {
+                return Err(DecodeError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("/{}", escape_pointer(&unknown[0])),
+                    format!("unknown field `{}` in a {type_name}", unknown[0]),
+                ));
+            }
+            for key in unknown {
+                map.remove(&key);
+            }
+        }
+    }
+    match kind {
+        0 => request(map, mode, id).map(Message::Request),
+        1 => response(map, id).map(Message::Response),
+        _ => event(map, mode, id).map(Message::Event),
+    }
+}
+
+fn request(
+    map: &mut Map<String, Value>,
+    mode: DecodeMode,
+    id: MessageId,
+) -> Result<Request, DecodeError> {
+    request_from(map.remove("method"), map.remove("params"), mode, id)
+}
+
+/// A request from its `method` and `params` fields (`None`: absent).
+fn request_from(
+    method: Option<Value>,
+    params: Option<Value>,
+    mode: DecodeMode,
+    id: MessageId,
+) -> Result<Request, DecodeError> {
+    let method = match method {
+        None => return Err(missing("method")),
+        Some(Value::String(m)) => MethodName::new(m).map_err(|e| {
+            DecodeError::new(ErrorCode::INVALID_FIELD_VALUE, "/method", e.to_string())
+        })?,
+        Some(other) => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                "/method",
+                format!("`method` must be a string, not {}", json_type_name(&other)),
+            ))
+        }
+    };
+    let mut params = match params {
+        None => None,
+        Some(Value::Object(p)) => Some(p),
+        Some(other) => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_PARAMS,
+                "/params",
+                format!("`params` must be an object, not {}", json_type_name(&other)),
+            ))
+        }
+    };
+    if mode == DecodeMode::Lenient && method.as_str() == methods::ToolsCall::NAME {
+        if let Some(p) = params.as_mut() {
+            if let Some(parameters) = p.remove("parameters") {
+                p.entry("arguments").or_insert(parameters);
+            }
+        }
+    }
+    check_params(method.as_str(), params.as_ref(), mode)?;
+    Ok(Request { id, method, params })
+}
+
+fn response(map: &mut Map<String, Value>, id: MessageId) -> Result<Response, DecodeError> {
+    response_from(map.remove("result"), map.remove("error"), id)
+}
+
+/// A response from its `result` and `error` fields (`None`: absent).
+fn response_from(
+    result: Option<Value>,
+    error: Option<Value>,
+    id: MessageId,
+) -> Result<Response, DecodeError> {
+    let outcome =
+        match (result, error) {
+            (Some(_), Some(_)) => {
+                return Err(DecodeError::new(
+                    ErrorCode::INVALID_REQUEST,
+                    "",
+                    "a response carries exactly one of `result` and `error`, not both",
+                ))
+            }
+            (None, None) => return Err(DecodeError::new(
+                ErrorCode::MISSING_REQUIRED_FIELD,
+                "",
+                "a response carries exactly one of `result` and `error`, and this one has neither",
+            )),
+            (Some(result), None) => Outcome::Result(result),
+            (None, Some(error)) => {
+                let error: ErrorObject = typed(&error, "/error", ErrorCode::INVALID_FIELD_VALUE)?;
+                Outcome::Error(error)
+            }
+        };
+    Ok(Response { id, outcome })
+}
+
+fn event(
+    map: &mut Map<String, Value>,
+    mode: DecodeMode,
+    id: MessageId,
+) -> Result<Event, DecodeError> {
+    let fields = EventFields {
+        channel: map.remove("channel"),
+        seq: map.remove("seq"),
+        payload: map.remove("payload"),
+        timestamp: map.remove("timestamp"),
+    };
+    event_from(fields, mode, id)
+}
+
+/// The fields of an event beyond the envelope (`None`: absent).
+struct EventFields {
+    channel: Option<Value>,
+    seq: Option<Value>,
+    payload: Option<Value>,
+    timestamp: Option<Value>,
+}
+
+/// An event from its fields.
+fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Event, DecodeError> {
+    let EventFields {
+        channel,
+        seq,
+        payload,
+        timestamp,
+    } = fields;
+    let channel = match channel {
+        None => return Err(missing("channel")),
+        Some(Value::String(c)) => {
+            let name = if mode == DecodeMode::Strict {
+                ChannelName::new(c)
+            } else {
+                ChannelName::new_lenient(c)
+            };
+            name.map_err(|e| {
+                DecodeError::new(ErrorCode::INVALID_FIELD_VALUE, "/channel", e.to_string())
+            })?
+        }
+        Some(other) => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                "/channel",
+                format!("`channel` must be a string, not {}", json_type_name(&other)),
+            ))
+        }
+    };
+    let seq = match seq {
+        None => return Err(missing("seq")),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                "/seq",
+                format!("`seq` must be an integer >= 0, got {v}"),
+            )
+        })?,
+    };
+    let Some(payload) = payload else {
+        return Err(missing("payload"));
+    };
+    let timestamp = match timestamp {
+        None => None,
+        Some(Value::String(t)) => match Timestamp::new(t) {
+            Ok(t) => Some(t),
+            Err(e) if mode == DecodeMode::Strict => {
+                return Err(DecodeError::new(
+                    ErrorCode::INVALID_FIELD_VALUE,
+                    "/timestamp",
+                    e.to_string(),
+                ))
+            }
+            Err(_) => None,
+        },
+        Some(other) if mode == DecodeMode::Strict => {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                "/timestamp",
+                format!(
+                    "`timestamp` must be an RFC 3339 string, not {}",
+                    json_type_name(&other)
+                ),
+            ))
+        }
+        Some(_) => None,
+    };
+    if channel.is_attention() {
+        typed::<Attention>(&payload, "/payload", ErrorCode::INVALID_FIELD_VALUE)?;
+    }
+    Ok(Event {
+        id,
+        channel,
+        seq,
+        payload,
+        timestamp,
+    })
+}

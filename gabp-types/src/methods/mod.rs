@@ -1,0 +1,134 @@
+//! Params and result types of every core method, and the [`Method`] trait that ties them to a method name.
+
+mod attention;
+mod events;
+mod resources;
+mod session;
+mod state;
+mod tools;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+pub use self::attention::{
+    AttentionAckParams, AttentionAckResult, AttentionCurrentParams, AttentionCurrentResult,
+};
+pub use self::events::{ChannelsParams, SubscribeResult, UnsubscribeResult};
+pub use self::resources::{
+    ContentEncoding, ResourceInfo, ResourcesListParams, ResourcesListResult, ResourcesReadParams,
+    ResourcesReadResult,
+};
+pub use self::session::{
+    AppInfo, ClientInfo, GoodbyeParams, GoodbyeResult, HelloParams, HelloToken,
+    InvalidSchemaVersion, PingParams, PingResult, Platform, SchemaVersion, ServerInfo, ShortToken,
+    WelcomeResult,
+};
+pub use self::state::{
+    StateGetParams, StateGetResult, StateSetError, StateSetParams, StateSetResult,
+};
+pub use self::tools::{ToolFilter, ToolsCallParams, ToolsListParams, ToolsListResult};
+
+/// A core method: its name and the types of its params and result.
+///
+/// ```
+/// use gabp_types::methods::{Method, ToolsCall};
+/// assert_eq!(ToolsCall::NAME, "tools/call");
+/// assert!(ToolsCall::PARAMS_REQUIRED);
+/// ```
+pub trait Method {
+    /// The method name on the wire.
+    const NAME: &'static str;
+    /// Whether a request must carry `params`.
+    const PARAMS_REQUIRED: bool;
+    /// The params type.
+    type Params: Serialize + DeserializeOwned + JsonSchema;
+    /// The success result type.
+    type Result: Serialize + DeserializeOwned + JsonSchema;
+}
+
+macro_rules! method {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $required:literal, $params:ty, $result:ty) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $ty;
+
+        impl Method for $ty {
+            const NAME: &'static str = $name;
+            const PARAMS_REQUIRED: bool = $required;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+}
+
+method!(
+    /// `session/hello`: authenticate and open the session; answered by the welcome.
+    SessionHello, "session/hello", true, HelloParams, WelcomeResult
+);
+method!(
+    /// `session/ping`: keep-alive.
+    SessionPing, "session/ping", false, PingParams, PingResult
+);
+method!(
+    /// `session/goodbye`: graceful close; the mod answers, then closes.
+    SessionGoodbye, "session/goodbye", false, GoodbyeParams, GoodbyeResult
+);
+method!(
+    /// `tools/list`: the mod's tools, optionally filtered.
+    ToolsList, "tools/list", false, ToolsListParams, ToolsListResult
+);
+method!(
+    /// `tools/call`: invoke a tool; the result is the tool's own value.
+    ToolsCall, "tools/call", true, ToolsCallParams, Value
+);
+method!(
+    /// `events/subscribe`: subscribe to channels.
+    EventsSubscribe, "events/subscribe", true, ChannelsParams, SubscribeResult
+);
+method!(
+    /// `events/unsubscribe`: unsubscribe from channels.
+    EventsUnsubscribe, "events/unsubscribe", true, ChannelsParams, UnsubscribeResult
+);
+method!(
+    /// `resources/list`: readable resources, optionally filtered.
+    ResourcesList, "resources/list", false, ResourcesListParams, ResourcesListResult
+);
+method!(
+    /// `resources/read`: read one resource.
+    ResourcesRead, "resources/read", true, ResourcesReadParams, ResourcesReadResult
+);
+method!(
+    /// `state/get`: the game state or some of its components.
+    StateGet, "state/get", false, StateGetParams, StateGetResult
+);
+method!(
+    /// `state/set`: apply state updates.
+    StateSet, "state/set", true, StateSetParams, StateSetResult
+);
+method!(
+    /// `attention/current`: the open attention item, if any.
+    AttentionCurrent, "attention/current", false, AttentionCurrentParams, AttentionCurrentResult
+);
+method!(
+    /// `attention/ack`: acknowledge an attention item.
+    AttentionAck, "attention/ack", true, AttentionAckParams, AttentionAckResult
+);
+
+/// Names of every core method, in registry order.
+pub const CORE_METHODS: &[&str] = &[
+    SessionHello::NAME,
+    SessionPing::NAME,
+    SessionGoodbye::NAME,
+    ToolsList::NAME,
+    ToolsCall::NAME,
+    EventsSubscribe::NAME,
+    EventsUnsubscribe::NAME,
+    ResourcesList::NAME,
+    ResourcesRead::NAME,
+    StateGet::NAME,
+    StateSet::NAME,
+    AttentionCurrent::NAME,
+    AttentionAck::NAME,
+];

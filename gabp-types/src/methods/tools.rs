@@ -1,0 +1,64 @@
+//! Params and results of `tools/list` and `tools/call`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::strict::present;
+use crate::{ToolDescriptor, ToolName};
+
+/// Filter of `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Keep tools that carry any of these tags.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub tags: Option<Vec<String>>,
+    /// Keep tools whose name matches this glob.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub name_pattern: Option<String>,
+}
+
+/// Params of `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsListParams {
+    /// Optional filter.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub filter: Option<ToolFilter>,
+}
+
+/// Result of `tools/list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsListResult {
+    /// The tools.
+    pub tools: Vec<ToolDescriptor>,
+}
+
+/// Params of `tools/call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsCallParams {
+    /// The tool to invoke.
+    pub name: ToolName,
+    /// The tool's arguments (absent reads as `{}`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub arguments: Option<Map<String, Value>>,
+}
