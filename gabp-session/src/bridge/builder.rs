@@ -14,7 +14,6 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service};
 
 use super::events::Reorder;
-use super::link::lock;
 use super::session;
 use super::shared::Shared;
 use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
@@ -258,7 +257,7 @@ pub(crate) enum CallPath {
     /// One instance shared by every call: a call polls it ready and calls it under the lock (no clone, no
     /// allocation); a call that finds it not ready takes that instance away and leaves a fresh clone (see
     /// [`CallPath::start`]).
-    Layered(std::sync::Mutex<LayeredService>),
+    Layered(parking_lot::Mutex<LayeredService>),
 }
 
 /// How a layered call goes on after [`CallPath::start`].
@@ -278,7 +277,7 @@ impl CallPath {
         let CallPath::Layered(shared) = self else {
             return Err(request);
         };
-        let mut service = lock(shared);
+        let mut service = shared.lock();
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         Ok(match service.poll_ready(&mut cx) {
             Poll::Ready(Ok(())) => Started::Called(service.call(request)),
@@ -595,7 +594,7 @@ where
     }
     match slot {
         Some(service) => {
-            CallPath::Layered(std::sync::Mutex::new(BoxCloneSyncService::new(service)))
+            CallPath::Layered(parking_lot::Mutex::new(BoxCloneSyncService::new(service)))
         }
         None => CallPath::Direct,
     }

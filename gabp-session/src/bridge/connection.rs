@@ -14,7 +14,7 @@ use tokio::time::{Instant, Sleep};
 use crate::cancel::Cancelled;
 use crate::engine::{Answer, Ended, Engine, Role, Signal};
 
-use super::link::{lock, Link};
+use super::link::Link;
 use super::shared::Shared;
 use super::DisconnectReason;
 
@@ -85,7 +85,7 @@ impl Role for BridgeRole {
 
     fn on_event(&mut self, event: gabp_types::Event) {
         let deadline = {
-            let mut router = lock(&self.shared.router);
+            let mut router = self.shared.router.lock();
             router.dispatch(event, Instant::now());
             router.next_deadline()
         };
@@ -112,7 +112,7 @@ impl Role for BridgeRole {
         if let Some(reorder) = &mut self.reorder {
             if reorder.as_mut().poll(cx).is_ready() {
                 let deadline = {
-                    let mut router = lock(&self.shared.router);
+                    let mut router = self.shared.router.lock();
                     router.release_expired(Instant::now());
                     router.next_deadline()
                 };

@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,22 +21,6 @@ use crate::engine::{Delivery, Outgoing};
 
 use super::builder::{Keepalive, Settings};
 use super::{BridgeError, DisconnectReason, ProtocolError};
-
-/// Locks a mutex, ignoring poisoning (no code here panics while holding a lock, and the data stays usable).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-pub(super) fn read<T: Clone>(lock: &RwLock<T>) -> T {
-    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
-}
-
-pub(super) fn write<T>(lock: &RwLock<T>, value: T) -> T {
-    std::mem::replace(
-        &mut *lock.write().unwrap_or_else(PoisonError::into_inner),
-        value,
-    )
-}
 
 /// What the welcome of a connection says, once it has arrived.
 pub(super) struct LinkInfo {
@@ -67,7 +53,7 @@ impl Link {
     /// Ends the connection for `reason` (the first reason given wins).
     pub(super) fn shut(&self, reason: DisconnectReason) {
         {
-            let mut r = lock(&self.reason);
+            let mut r = self.reason.lock();
             if r.is_none() {
                 *r = Some(reason);
             }
@@ -76,7 +62,8 @@ impl Link {
     }
 
     pub(super) fn reason(&self) -> DisconnectReason {
-        lock(&self.reason)
+        self.reason
+            .lock()
             .clone()
             .unwrap_or(DisconnectReason::Shutdown)
     }

@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use gabp_transport::Connection;
 use gabp_types::methods::{
@@ -21,7 +23,7 @@ use crate::engine::{self, Engine, Queues};
 
 use super::builder::{Connector, ReconnectPolicy, Settings};
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
-use super::link::{call_link, keep_alive, lock, write, Link, LinkInfo};
+use super::link::{call_link, keep_alive, Link, LinkInfo};
 use super::service::to_object;
 use super::shared::{channels_request, subscribe_result, Shared};
 use super::welcome::parse_welcome;
@@ -208,11 +210,13 @@ pub(super) async fn handshake(
             after: settings.handshake_timeout,
         })?;
     if reconnect {
-        lock(&shared.router).mark_reconnected();
+        shared.router.lock().mark_reconnected();
     }
     let mut asked: HashSet<String> = HashSet::new();
     loop {
-        let wanted: Vec<String> = lock(&shared.router)
+        let wanted: Vec<String> = shared
+            .router
+            .lock()
             .channels()
             .into_iter()
             .filter(|c| !asked.contains(c))
@@ -222,7 +226,7 @@ pub(super) async fn handshake(
         }
         if !link.allows(EventsSubscribe::NAME) {
             tracing::warn!(channels = ?wanted, "the mod does not offer events/subscribe; subscriptions dropped");
-            lock(&shared.router).retain_granted_all(&HashSet::new());
+            shared.router.lock().retain_granted_all(&HashSet::new());
             break;
         }
         let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
@@ -235,7 +239,7 @@ pub(super) async fn handshake(
             .filter(|c| !granted.contains(c))
             .collect();
         if !refused.is_empty() {
-            let mut router = lock(&shared.router);
+            let mut router = shared.router.lock();
             let all = router.channels();
             let keep: HashSet<&str> = all
                 .iter()
@@ -247,8 +251,8 @@ pub(super) async fn handshake(
         asked.extend(wanted);
     }
     shared.generation.store(link.generation, Ordering::SeqCst);
-    write(&shared.welcome, Some(welcome.clone()));
-    write(&shared.current, Some(link.clone()));
+    *shared.welcome.write() = Some(welcome.clone());
+    *shared.current.write() = Some(link.clone());
     shared.state.send_replace(ConnectionState::Connected {
         generation: link.generation,
     });
@@ -267,10 +271,7 @@ pub(super) async fn teardown(shared: &Shared, running: Running) -> DisconnectRea
     link.kill.cancel();
     let _ = reader.await;
     {
-        let mut current = shared
-            .current
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut current = shared.current.write();
         if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &link)) {
             *current = None;
         }
@@ -279,7 +280,7 @@ pub(super) async fn teardown(shared: &Shared, running: Running) -> DisconnectRea
     if let Some(keepalive) = keepalive {
         keepalive.abort();
     }
-    lock(&shared.router).reset_order();
+    shared.router.lock().reset_order();
     link.reason()
 }
 
@@ -323,7 +324,7 @@ pub(super) async fn supervise(
 
 pub(super) fn finish(shared: &Shared, state: ConnectionState) {
     let closed = matches!(state, ConnectionState::Closed);
-    lock(&shared.router).close_all(|| {
+    shared.router.lock().close_all(|| {
         if closed {
             BridgeError::Closed
         } else {

@@ -3,7 +3,9 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 use std::time::Duration;
 
 use gabp_transport::Token;
@@ -19,7 +21,7 @@ use tracing::Instrument;
 
 use super::builder::Settings;
 use super::events::Router;
-use super::link::{call_link, call_link_slot, lock, read, write, Link, Slot};
+use super::link::{call_link, call_link_slot, Link, Slot};
 use super::session::finish;
 use super::{
     BridgeError, BridgeRequest, BridgeResponse, ConnectionState, ProtocolError, Subscription,
@@ -69,12 +71,12 @@ impl Shared {
     }
 
     pub(crate) fn configure(&self, settings: Settings) {
-        lock(&self.router).set_reorder(settings.reorder);
-        write(&self.settings, Arc::new(settings));
+        self.router.lock().set_reorder(settings.reorder);
+        *self.settings.write() = Arc::new(settings);
     }
 
     pub(crate) fn settings(&self) -> Arc<Settings> {
-        read(&self.settings)
+        self.settings.read().clone()
     }
 
     /// Gives up before any connection (the first connection failed, or the builder was dropped): ends the
@@ -84,11 +86,11 @@ impl Shared {
     }
 
     pub(crate) fn welcome(&self) -> Option<Arc<WelcomeResult>> {
-        read(&self.welcome)
+        self.welcome.read().clone()
     }
 
     pub(crate) fn is_advertised(&self, method: &str) -> bool {
-        match read(&self.current) {
+        match self.current.read().clone() {
             Some(link) => link.allows(method),
             None => {
                 method.starts_with("session/")
@@ -101,7 +103,10 @@ impl Shared {
 
     /// How many calls on the current connection wait for their response.
     pub(crate) fn pending_calls(&self) -> usize {
-        read(&self.current).map_or(0, |link| link.pending.load(Ordering::Acquire))
+        self.current
+            .read()
+            .clone()
+            .map_or(0, |link| link.pending.load(Ordering::Acquire))
     }
 
     pub(crate) fn begin_close(&self) {
@@ -123,7 +128,10 @@ impl Shared {
         if self.shutdown.is_cancelled() {
             return Err(BridgeError::Closed);
         }
-        read(&self.current).ok_or_else(|| self.no_link_error())
+        self.current
+            .read()
+            .clone()
+            .ok_or_else(|| self.no_link_error())
     }
 
     /// The bare call path: the request goes out on the current connection. The checks run at once; the
@@ -196,10 +204,10 @@ impl Shared {
             return Err(self.no_link_error_terminal());
         }
         let capacity = self.settings().subscription_queue;
-        let (id, queue) = lock(&self.router).add(unique, capacity);
+        let (id, queue) = self.router.lock().add(unique, capacity);
         // From here on, dropping `subscription` (this future cancelled) undoes the registration.
         let mut subscription = Subscription::new(id, queue, self.clone());
-        if read(&self.current).is_none() {
+        if self.current.read().clone().is_none() {
             // Connecting or reconnecting: the next handshake asks the mod, before reporting itself connected.
             return Ok(subscription);
         }
@@ -209,12 +217,12 @@ impl Shared {
         {
             Ok(result) => {
                 let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
-                lock(&self.router).retain_granted(id, &granted);
+                self.router.lock().retain_granted(id, &granted);
                 Ok(subscription)
             }
             Err(e) => {
                 subscription.detach();
-                lock(&self.router).remove(id);
+                self.router.lock().remove(id);
                 Err(e)
             }
         }
@@ -232,11 +240,11 @@ impl Shared {
     /// Removes a subscription and unsubscribes the channels nobody listens to any more.
     pub(crate) async fn unsubscribe(&self, id: u64) -> Result<(), BridgeError> {
         let _order = self.subscriptions.lock().await;
-        let emptied = lock(&self.router).remove(id);
+        let emptied = self.router.lock().remove(id);
         if emptied.is_empty() {
             return Ok(());
         }
-        let Some(link) = read(&self.current) else {
+        let Some(link) = self.current.read().clone() else {
             return Ok(());
         };
         if !link.allows(EventsUnsubscribe::NAME) {
@@ -261,7 +269,7 @@ impl Shared {
                 });
             }
             Err(_) => {
-                lock(&self.router).remove(id);
+                self.router.lock().remove(id);
             }
         }
     }

@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
 
 use bytes::Bytes;
 use gabp_types::{Attention, ChannelName, Event, Message, MessageId, Timestamp};
@@ -144,20 +146,16 @@ impl EventPublisher {
     #[must_use]
     pub fn next_seq(&self, channel: &str) -> Option<u64> {
         let ch = self.hub.channel(channel)?;
-        let state = ch.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = ch.state.lock();
         Some(state.next_seq)
     }
 
     /// How many connections are subscribed to `channel` (0 for an unknown channel).
     #[must_use]
     pub fn subscriber_count(&self, channel: &str) -> usize {
-        self.hub.channel(channel).map_or(0, |ch| {
-            ch.state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .subscribers
-                .len()
-        })
+        self.hub
+            .channel(channel)
+            .map_or(0, |ch| ch.state.lock().subscribers.len())
     }
 }
 
@@ -235,10 +233,7 @@ impl EventHub {
 
     /// Registers a channel; `false` if it was already registered.
     pub(crate) fn register(&self, name: ChannelName) -> bool {
-        let mut channels = self
-            .channels
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut channels = self.channels.write();
         if channels.contains_key(&name) {
             return false;
         }
@@ -256,20 +251,11 @@ impl EventHub {
     }
 
     pub(crate) fn channel_names(&self) -> Vec<ChannelName> {
-        self.channels
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect()
+        self.channels.read().keys().cloned().collect()
     }
 
     fn channel(&self, name: &str) -> Option<Arc<Channel>> {
-        self.channels
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-            .cloned()
+        self.channels.read().get(name).cloned()
     }
 
     fn publish(
@@ -297,7 +283,7 @@ impl EventHub {
             payload,
             timestamp,
         };
-        let mut state = ch.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = ch.state.lock();
         event.seq = state.next_seq;
         let body = Bytes::from(Message::Event(event).to_vec());
         if body.len() > limit {
@@ -336,7 +322,7 @@ impl EventHub {
     /// Expands the requested names into registered channels: exact names, and glob patterns when the
     /// channel-pattern extension is on. Unknown names and patterns that match nothing are left out.
     fn expand(&self, requested: &[String]) -> Vec<Arc<Channel>> {
-        let channels = self.channels.read().unwrap_or_else(PoisonError::into_inner);
+        let channels = self.channels.read();
         let mut out: Vec<Arc<Channel>> = Vec::new();
         let mut seen = BTreeSet::new();
         let mut push = |ch: &Arc<Channel>, out: &mut Vec<Arc<Channel>>| {
@@ -361,15 +347,11 @@ impl EventHub {
     /// Subscribes `sub` to the requested channels; returns the channels now subscribed among them.
     pub(crate) fn subscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
         let targets = self.expand(requested);
-        let mut current = sub.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = sub.channels.lock();
         let mut subscribed = Vec::with_capacity(targets.len());
         for ch in targets {
             if current.insert(ch.name.clone()) {
-                ch.state
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .subscribers
-                    .push(sub.queue.clone());
+                ch.state.lock().subscribers.push(sub.queue.clone());
             }
             subscribed.push(ch.name.to_string());
         }
@@ -380,7 +362,7 @@ impl EventHub {
     /// is subscribed any more.
     pub(crate) fn unsubscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
         let targets = self.expand(requested);
-        let mut current = sub.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = sub.channels.lock();
         let mut unsubscribed = Vec::with_capacity(targets.len());
         for ch in targets {
             if current.remove(&ch.name) {
@@ -393,10 +375,9 @@ impl EventHub {
 
     /// Removes `sub` from every channel (the connection is closing).
     pub(crate) fn unsubscribe_all(&self, sub: &Subscriptions) {
-        let names: Vec<ChannelName> =
-            std::mem::take(&mut *sub.channels.lock().unwrap_or_else(PoisonError::into_inner))
-                .into_iter()
-                .collect();
+        let names: Vec<ChannelName> = std::mem::take(&mut *sub.channels.lock())
+            .into_iter()
+            .collect();
         for name in names {
             if let Some(ch) = self.channel(&name) {
                 remove_subscriber(&ch, &sub.queue);
@@ -408,7 +389,6 @@ impl EventHub {
 fn remove_subscriber(ch: &Channel, queue: &Arc<SubscriberQueue>) {
     ch.state
         .lock()
-        .unwrap_or_else(PoisonError::into_inner)
         .subscribers
         .retain(|q| !Arc::ptr_eq(q, queue));
 }
@@ -434,7 +414,6 @@ impl Subscriptions {
     pub(crate) fn channels(&self) -> Vec<String> {
         self.channels
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .map(ToString::to_string)
             .collect()

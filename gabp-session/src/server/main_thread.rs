@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
 use std::time::Duration;
 
 use gabp_types::ErrorObject;
@@ -106,10 +108,6 @@ struct Queue {
 #[derive(Debug)]
 pub(crate) struct QueueFull;
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl MainThread {
     pub(crate) fn new(capacity: usize) -> Self {
         MainThread {
@@ -134,7 +132,7 @@ impl MainThread {
     ) -> Result<oneshot::Receiver<Result<Value, ErrorObject>>, QueueFull> {
         let (reply, rx) = oneshot::channel();
         {
-            let mut queue = lock(&self.inner.queue);
+            let mut queue = self.inner.queue.lock();
             if queue.items.len() >= self.inner.capacity.load(Ordering::Relaxed) {
                 return Err(QueueFull);
             }
@@ -145,7 +143,7 @@ impl MainThread {
             });
         }
         self.inner.arrived.notify_all();
-        let notify = lock(&self.inner.notify).clone();
+        let notify = self.inner.notify.lock().clone();
         if let Some(notify) = notify {
             notify();
         }
@@ -155,32 +153,32 @@ impl MainThread {
     /// How many calls are queued.
     #[must_use]
     pub fn pending(&self) -> usize {
-        lock(&self.inner.queue).items.len()
+        self.inner.queue.lock().items.len()
     }
 
     /// Blocks the calling thread until a call is queued, [`MainThread::wake`] is called, or `timeout` passes;
     /// `true` if calls are queued. For a game loop that would otherwise sleep until its next frame.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let queue = lock(&self.inner.queue);
+        let mut queue = self.inner.queue.lock();
         let wakes = queue.wakes;
-        let (queue, _) = self
-            .inner
-            .arrived
-            .wait_timeout_while(queue, timeout, |q| q.items.is_empty() && q.wakes == wakes)
-            .unwrap_or_else(PoisonError::into_inner);
+        self.inner.arrived.wait_while_for(
+            &mut queue,
+            |q| q.items.is_empty() && q.wakes == wakes,
+            timeout,
+        );
         !queue.items.is_empty()
     }
 
     /// Makes every [`MainThread::wait`] in progress return now (to stop a game loop, say).
     pub fn wake(&self) {
-        lock(&self.inner.queue).wakes += 1;
+        self.inner.queue.lock().wakes += 1;
         self.inner.arrived.notify_all();
     }
 
     /// Calls `notify` whenever a call is queued (from the connection's thread): for a game loop that waits on
     /// an event source of its own, to wake it. Replaces any earlier callback; keep it short.
     pub fn on_work(&self, notify: impl Fn() + Send + Sync + 'static) {
-        *lock(&self.inner.notify) = Some(Arc::new(notify));
+        *self.inner.notify.lock() = Some(Arc::new(notify));
     }
 
     /// [`MainThread::pump_with`] for tools that take no game state.
@@ -199,7 +197,7 @@ impl MainThread {
             if budget.is_zero() || (report.ran > 0 && start.elapsed() >= budget) {
                 break;
             }
-            let item = lock(&self.inner.queue).items.pop_front();
+            let item = self.inner.queue.lock().items.pop_front();
             let Some(item) = item else { break };
             if item.reply.is_closed() {
                 report.cancelled += 1;

@@ -3,7 +3,9 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::task::Context;
 
 use futures::task::AtomicWaker;
@@ -210,22 +212,14 @@ impl Session {
 
     /// Marks the session established (called by the authentication layer once the token matched).
     pub fn establish(&self, bridge: BridgeInfo) {
-        *self
-            .inner
-            .bridge
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(bridge);
+        *self.inner.bridge.lock() = Some(bridge);
         self.inner.established.store(true, Ordering::Release);
     }
 
     /// What the bridge said about itself in `session/hello`.
     #[must_use]
     pub fn bridge(&self) -> Option<BridgeInfo> {
-        self.inner
-            .bridge
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inner.bridge.lock().clone()
     }
 
     /// Asks the connection to close: it stops reading, answers the requests in flight, then closes.
@@ -235,11 +229,7 @@ impl Session {
 
     pub(crate) fn close_with(&self, reason: CloseReason) {
         {
-            let mut slot = self
-                .inner
-                .close_reason
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut slot = self.inner.close_reason.lock();
             if slot.is_none() {
                 *slot = Some(reason);
             }
@@ -258,11 +248,7 @@ impl Session {
     pub(crate) fn poll_close_requested(&self, cx: &mut Context<'_>) -> Option<CloseReason> {
         self.inner.waker.register(cx.waker());
         if self.is_closing() {
-            self.inner
-                .close_reason
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone()
+            self.inner.close_reason.lock().clone()
         } else {
             None
         }

@@ -31,7 +31,6 @@ use futures::Stream;
 use gabp_types::{ChannelName, Event};
 
 use super::BridgeError;
-use crate::bridge::link::lock;
 use crate::bridge::shared::Shared;
 
 mod order;
@@ -126,7 +125,7 @@ impl Stream for Subscription {
     type Item = Result<SubscriptionItem, BridgeError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut q = lock(&self.queue.inner);
+        let mut q = self.queue.inner.lock();
         if let Some(item) = q.items.pop_front() {
             return Poll::Ready(Some(Ok(item)));
         }

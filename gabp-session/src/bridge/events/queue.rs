@@ -1,13 +1,12 @@
 //! One subscription's bounded queue: the reader never waits for it.
 
+use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::task::Waker;
 
 use gabp_types::ChannelName;
 
 use super::BridgeError;
-use crate::bridge::link::lock;
 
 use super::*;
 
@@ -51,7 +50,7 @@ impl SubQueue {
 
     /// Queues an item without ever waiting; returns the waker to wake, if any.
     pub(crate) fn push(&self, item: SubscriptionItem) -> Option<Waker> {
-        let mut q = lock(&self.inner);
+        let mut q = self.inner.lock();
         if !matches!(q.end, End::Open) {
             return None;
         }
@@ -82,7 +81,7 @@ impl SubQueue {
     }
 
     pub(crate) fn close(&self, error: BridgeError) -> Option<Waker> {
-        let mut q = lock(&self.inner);
+        let mut q = self.inner.lock();
         if matches!(q.end, End::Open) {
             q.end = End::Pending(error);
         }
@@ -90,11 +89,11 @@ impl SubQueue {
     }
 
     pub(crate) fn channels(&self) -> Vec<String> {
-        lock(&self.inner).channels.clone()
+        self.inner.lock().channels.clone()
     }
 
     pub(crate) fn remove_channel(&self, channel: &str) {
-        lock(&self.inner).channels.retain(|c| c != channel);
+        self.inner.lock().channels.retain(|c| c != channel);
     }
 }
 

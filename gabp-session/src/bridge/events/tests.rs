@@ -115,13 +115,13 @@ fn full_queue_counts_and_reports_lag() {
     for s in 0..5 {
         q.push(SubscriptionItem::Event(ev("a/b", s)));
     }
-    let mut inner = lock(&q.inner);
+    let mut inner = q.inner.lock();
     assert_eq!(inner.items.len(), 2);
     assert_eq!(inner.dropped[0].1, 3);
     inner.items.pop_front();
     drop(inner);
     q.push(SubscriptionItem::Event(ev("a/b", 5)));
-    let inner = lock(&q.inner);
+    let inner = q.inner.lock();
     assert_eq!(
         describe(inner.items.make_contiguous_clone().as_slice()),
         ["1", "lag3", "5"]
@@ -147,8 +147,8 @@ fn router_routes_by_channel_and_tracks_subscribers() {
     r.dispatch(ev("x/a", 0), now);
     r.dispatch(ev("x/b", 0), now);
     r.dispatch(ev("x/c", 0), now);
-    assert_eq!(lock(&qa.inner).items.len(), 2);
-    assert_eq!(lock(&qb.inner).items.len(), 1);
+    assert_eq!(qa.inner.lock().items.len(), 2);
+    assert_eq!(qb.inner.lock().items.len(), 1);
     assert_eq!(r.channels(), ["x/a", "x/b"]);
     assert_eq!(r.remove(a), ["x/a"]);
     assert_eq!(r.remove(b), ["x/b"]);
