@@ -31,8 +31,7 @@ mod state;
 mod tools;
 mod world;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -63,8 +62,6 @@ pub const WORLD_URI: &str = "gabp://game/world";
 /// The mod-info resource (binary: JSON bytes, sent base64).
 pub const MOD_INFO_URI: &str = "gabp://mod/info";
 
-/// How often the game thread runs queued tool calls.
-const PUMP_INTERVAL: Duration = Duration::from_millis(10);
 /// How long one pump may run queued calls.
 const PUMP_BUDGET: Duration = Duration::from_millis(5);
 /// One game tick (20 ticks a second).
@@ -215,34 +212,36 @@ impl DemoGame {
         }
     }
 
-    /// Starts the game thread: it runs the calls queued on `main_thread` (the world-changing tools) every
-    /// 10 ms and advances the game clock 20 times a second, until the returned [`GameLoop`] is dropped.
+    /// Starts the game thread: it advances the game clock 20 times a second and, between ticks, waits for
+    /// calls queued on `main_thread` (the world-changing tools) and runs them as soon as they arrive, until the
+    /// returned [`GameLoop`] is dropped.
     ///
     /// # Errors
     ///
     /// When the thread cannot be started.
     pub fn run_loop(&self, main_thread: MainThread) -> std::io::Result<GameLoop> {
-        let (stop, stopped) = mpsc::channel::<()>();
+        let stop = Arc::new(AtomicBool::new(false));
         let world = self.world.clone();
+        let (stopping, queue) = (stop.clone(), main_thread.clone());
         let thread = std::thread::Builder::new()
             .name("gabp-demo-game".into())
             .spawn(move || {
                 let mut next_tick = Instant::now() + TICK;
-                loop {
-                    main_thread.pump(PUMP_BUDGET);
+                while !stopping.load(Ordering::Acquire) {
                     let now = Instant::now();
                     if now >= next_tick {
                         world.lock().tick();
                         next_tick = now + TICK;
+                        continue;
                     }
-                    match stopped.recv_timeout(PUMP_INTERVAL) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    }
+                    // Sleeps until the next tick unless a call arrives first: an idle game answers at once.
+                    queue.wait(next_tick - now);
+                    queue.pump(PUMP_BUDGET);
                 }
             })?;
         Ok(GameLoop {
-            stop: Some(stop),
+            stop,
+            main_thread,
             thread: Some(thread),
         })
     }
@@ -251,13 +250,15 @@ impl DemoGame {
 /// The running game thread of [`DemoGame::run_loop`]; dropping it stops the thread and waits for it.
 #[derive(Debug)]
 pub struct GameLoop {
-    stop: Option<mpsc::Sender<()>>,
+    stop: Arc<AtomicBool>,
+    main_thread: MainThread,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Drop for GameLoop {
     fn drop(&mut self) {
-        drop(self.stop.take());
+        self.stop.store(true, Ordering::Release);
+        self.main_thread.wake();
         if let Some(thread) = self.thread.take() {
             if thread.join().is_err() {
                 tracing::error!("the game thread panicked");
