@@ -237,6 +237,22 @@ async fn dropping_the_last_subscription_of_a_channel_unsubscribes_it() {
     result.unwrap();
 }
 
+/// A dropped subscription unsubscribes from a background task, with a call of the bridge's own: it counts as
+/// pending from the drop until the mod answers, so "no call pending" only holds while subscriptions live.
+#[tokio::test]
+async fn the_unsubscribe_of_a_dropped_subscription_counts_as_pending() {
+    let (bridge, mut mock) = connected().await;
+    let sub = subscribe(&bridge, &mut mock, &["player/move"], &["player/move"]).await;
+    assert_eq!(bridge.pending_calls(), 0);
+    drop(sub);
+    let request = mock.expect("events/unsubscribe").await;
+    assert_eq!(bridge.pending_calls(), 1);
+    mock.reply(request.id, json!({"unsubscribed": ["player/move"]}))
+        .await;
+    sync(&bridge, &mut mock).await;
+    assert_eq!(bridge.pending_calls(), 0);
+}
+
 #[tokio::test]
 async fn subscribing_fails_cleanly() {
     let (bridge, mut mock) = connected().await;
