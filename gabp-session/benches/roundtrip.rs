@@ -14,7 +14,7 @@
 //! - `throughput/{duplex,tcp}`: the same with 1, 16 and 64 calls in flight; criterion reports calls per
 //!   second (`Throughput::Elements`). The bridge side keeps `n` calls going with `buffer_unordered(n)`; the
 //!   floor client keeps `n` frames outstanding on its one connection (writing them in one burst, one flush).
-//!   `floor` is the echo task as the issue states it (read a frame, send it back: one flush per frame);
+//!   `floor` is the plain echo task (read a frame, send it back: one flush per frame);
 //!   `floor_batched` is a stronger floor whose echo flushes only when no further frame is ready to read, as
 //!   the mod's driver does.
 //!

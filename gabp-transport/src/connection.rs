@@ -100,8 +100,8 @@ impl Connection {
         self.framed.codec_mut()
     }
 
-    /// Split into a reading half and a writing half that can live in different tasks (DESIGN's
-    /// "one reader, one writer"). Bytes already read but not yet decoded move to the reader; bytes
+    /// Split into a reading half and a writing half that can live in different tasks (one reader, one
+    /// writer). Bytes already read but not yet decoded move to the reader; bytes
     /// queued but not yet written move to the writer; nothing is lost.
     #[must_use]
     pub fn into_split(self) -> (FrameReader, FrameWriter) {

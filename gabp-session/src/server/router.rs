@@ -116,11 +116,8 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
     }
     req.request.params_as::<P>().map_err(|e| {
         let message = e.to_string();
-        let message = match message.find(" at line ") {
-            Some(i) => message[..i].to_owned(),
-            None => message,
-        };
-        invalid_params("/params", &message)
+        let message = gabp_types::without_json_position(&message);
+        invalid_params("/params", message)
     })
 }
 

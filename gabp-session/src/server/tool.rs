@@ -216,10 +216,7 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
 
 fn invalid_arguments(e: &serde_json::Error) -> ToolError {
     let message = e.to_string();
-    let message = match message.find(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message,
-    };
+    let message = gabp_types::without_json_position(&message);
     ToolError::new(format!("invalid arguments: {message}"))
         .with_code(ErrorCode::INVALID_PARAMS)
         .with_data(json!({ "errors": [{ "path": "/params/arguments", "message": message }] }))

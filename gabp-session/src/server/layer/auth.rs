@@ -171,10 +171,7 @@ where
             Err(e) => {
                 // The token matched, so naming the failure cannot leak it; the message never quotes it.
                 let message = e.to_string();
-                let message = match message.find(" at line ") {
-                    Some(i) => message[..i].to_owned(),
-                    None => message,
-                };
+                let message = gabp_types::without_json_position(&message);
                 ready(
                     req.error(
                         ErrorObject::new(
