@@ -11,6 +11,8 @@ use futures::StreamExt;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::{Decoder, FramedRead};
 
+use gabp_codec::{Frame, FrameCodec, FrameError};
+
 /// One step of a [`ScriptedReader`].
 #[derive(Debug, Clone)]
 pub enum Step {
@@ -97,4 +99,34 @@ pub fn frame(body: impl AsRef<[u8]>) -> Vec<u8> {
     .into_bytes();
     out.extend_from_slice(body);
     out
+}
+
+pub fn body(frame: &Result<Frame, FrameError>) -> &[u8] {
+    match frame {
+        Ok(Frame::Body(body)) => body,
+        other => panic!("expected a body, got {other:?}"),
+    }
+}
+
+/// Decodes a script with the default codec and returns the items.
+pub async fn decode(reader: ScriptedReader) -> Vec<Result<Frame, FrameError>> {
+    read_all(FrameCodec::new(), reader).await
+}
+
+/// Decodes one whole input (in one read) with the default codec.
+pub async fn decode_bytes(input: &[u8]) -> Vec<Result<Frame, FrameError>> {
+    decode(ScriptedReader::new([data(input)])).await
+}
+
+/// Asserts that decoding `input` yields exactly one error, checked by `check`.
+pub async fn assert_fatal(input: &[u8], check: impl FnOnce(&FrameError) -> bool) {
+    // Followed by a valid frame that must never be reached: the error ends the stream.
+    let mut input = input.to_vec();
+    input.extend_from_slice(&frame("{}"));
+    let items = decode_bytes(&input).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    match &items[0] {
+        Err(err) => assert!(check(err), "unexpected error {err:?}"),
+        Ok(frame) => panic!("expected an error, got {frame:?}"),
+    }
 }

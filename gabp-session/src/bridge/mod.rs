@@ -70,6 +70,7 @@ mod connection;
 mod error;
 pub mod events;
 mod link;
+mod reconnect;
 mod service;
 mod session;
 mod shared;
@@ -98,9 +99,9 @@ use tokio_util::sync::DropGuard;
 use tower::ServiceExt;
 
 pub use builder::{
-    BridgeBuilder, Connector, Keepalive, ReconnectPolicy, DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_REORDER_CAPACITY, DEFAULT_REORDER_WINDOW,
-    DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIPTION_QUEUE,
+    BridgeBuilder, Connector, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_REORDER_CAPACITY, DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SUBSCRIPTION_QUEUE,
 };
 pub use error::{
     BridgeError, ParamError, ProtocolError, LIBGAB_AUTHENTICATION_FAILED, LIBGAB_NOT_ESTABLISHED,
@@ -111,6 +112,7 @@ pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
 pub use state::{ConnectionState, DisconnectReason};
 
 use builder::{CallPath, Started};
+pub use reconnect::{Keepalive, ReconnectPolicy};
 
 /// A client connection to a mod: handshake done, calls and subscriptions ready.
 ///
