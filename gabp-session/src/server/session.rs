@@ -211,7 +211,7 @@ impl Session {
     }
 
     /// Marks the session established (called by the authentication layer once the token matched).
-    pub fn establish(&self, bridge: BridgeInfo) {
+    pub(crate) fn establish(&self, bridge: BridgeInfo) {
         *self.inner.bridge.lock() = Some(bridge);
         self.inner.established.store(true, Ordering::Release);
     }
