@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Delivery, Outgoing};
 
-use super::builder::Settings;
 use super::reconnect::Keepalive;
+use super::settings::Settings;
 use super::{BridgeError, DisconnectReason, ProtocolError};
 
 /// What the welcome of a connection says, once it has arrived.

@@ -73,6 +73,7 @@ mod link;
 mod reconnect;
 mod service;
 mod session;
+mod settings;
 mod shared;
 mod state;
 mod welcome;
@@ -98,17 +99,17 @@ use tokio::sync::watch;
 use tokio_util::sync::DropGuard;
 use tower::ServiceExt;
 
-pub use builder::{
-    BridgeBuilder, Connector, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_REORDER_CAPACITY, DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_SUBSCRIPTION_QUEUE,
-};
+pub use builder::{BridgeBuilder, Connector};
 pub use error::{
     BridgeError, ParamError, ProtocolError, LIBGAB_AUTHENTICATION_FAILED, LIBGAB_NOT_ESTABLISHED,
     LIBGAB_TOOL_NOT_FOUND,
 };
 pub use events::{Subscription, SubscriptionItem};
 pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
+pub use settings::{
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REORDER_CAPACITY,
+    DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIPTION_QUEUE,
+};
 pub use state::{ConnectionState, DisconnectReason};
 
 use builder::{CallPath, Started};

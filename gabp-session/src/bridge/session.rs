@@ -21,11 +21,12 @@ use tracing::Instrument;
 
 use crate::engine::{self, Engine, Queues};
 
-use super::builder::{Connector, Settings};
+use super::builder::Connector;
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
 use super::link::{call_link, keep_alive, Link, LinkInfo};
 use super::reconnect::ReconnectPolicy;
 use super::service::to_object;
+use super::settings::Settings;
 use super::shared::{channels_request, subscribe_result, Shared};
 use super::welcome::parse_welcome;
 use super::{BridgeError, ConnectionState, DisconnectReason};

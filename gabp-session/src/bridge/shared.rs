@@ -19,10 +19,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::builder::Settings;
 use super::events::Router;
 use super::link::{call_link, call_link_slot, Link, Slot};
 use super::session::finish;
+use super::settings::Settings;
 use super::{
     BridgeError, BridgeRequest, BridgeResponse, ConnectionState, ProtocolError, Subscription,
 };

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use gabp_types::{ErrorCode, MessageId};
 use tokio_util::sync::CancellationToken;
 
+use super::error::ToolError;
 use super::events::EventPublisher;
 use super::session::Session;
-use super::tool::ToolError;
 
 /// Values shared by every handler of a mod, one per type, registered with
 /// [`ModServerBuilder::with_state`](super::ModServerBuilder::with_state).

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::context::{CallContext, FromContext};
-use super::tool::ToolError;
+use super::error::ToolError;
 
 /// An async function that serves a tool: `async fn(extractors..., args: In) -> Result<Out, ToolError>`, with up
 /// to three extractors ([`FromContext`]: [`CallContext`], [`State<T>`](super::State), ...). `In` and `Out`

@@ -58,6 +58,7 @@ mod builder;
 mod catalog;
 mod connection;
 mod context;
+mod error;
 mod events;
 mod handler;
 pub mod layer;
@@ -72,9 +73,10 @@ mod tool;
 mod welcome;
 
 pub use build_error::BuildError;
-pub use builder::{ModServerBuilder, CHANNEL_PATTERNS_EXTENSION};
+pub use builder::ModServerBuilder;
 pub use catalog::ToolCatalog;
 pub use context::{CallContext, FromContext, State};
+pub use error::ToolError;
 pub use events::{EventPublisher, PublishError, Published};
 pub use handler::{MainThreadHandler, ToolHandler};
 pub use limits::ServerLimits;
@@ -83,7 +85,8 @@ pub use resource::Resource;
 pub use router::Router;
 pub use serve::{ModServer, ServeHandle};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
-pub use tool::{Tool, ToolError};
+pub use tool::Tool;
+pub use welcome::CHANNEL_PATTERNS_EXTENSION;
 
 /// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
 #[cfg(doctest)]

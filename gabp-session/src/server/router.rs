@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tower::Service;
 
 use super::context::{CallContext, StateMap};
+use super::error::ToolError;
 use super::events::{EventHub, EventPublisher};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
@@ -31,7 +32,7 @@ use super::main_thread::MainThread;
 use super::pattern::NamePattern;
 use super::resource::RegisteredResource;
 use super::session::{internal_error, CloseReason, Session};
-use super::tool::{Handler, RegisteredTool, ToolError};
+use super::tool::{Handler, RegisteredTool};
 use super::ServerRequest;
 
 pub(crate) type StateGetHandler = Arc<

@@ -8,8 +8,10 @@ use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec
 use serde_json::{json, Map, Value};
 
 use super::build_error::BuildError;
-use super::builder::CHANNEL_PATTERNS_EXTENSION;
 use super::limits::ServerLimits;
+
+/// The name under which channel patterns are advertised in `capabilities.extensions`.
+pub const CHANNEL_PATTERNS_EXTENSION: &str = "channel-patterns";
 
 /// What the welcome is made of.
 pub(crate) struct Parts<'a> {

@@ -105,9 +105,6 @@ impl Default for ModServerBuilder {
     }
 }
 
-/// The name under which channel patterns are advertised in `capabilities.extensions`.
-pub const CHANNEL_PATTERNS_EXTENSION: &str = "channel-patterns";
-
 impl ModServerBuilder {
     /// A builder with default limits and nothing registered. [`ModServer::builder`] is the same.
     #[must_use]

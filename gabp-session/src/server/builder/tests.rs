@@ -1,6 +1,7 @@
 //! The builder's rules: tokens, what the welcome advertises, registration errors.
 
 use super::*;
+use crate::server::CHANNEL_PATTERNS_EXTENSION;
 
 fn token() -> Token {
     Token::new("t".repeat(40)).unwrap()
