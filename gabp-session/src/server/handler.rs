@@ -1,5 +1,5 @@
 //! The functions that serve tools: [`ToolHandler`] (async, on the runtime) and [`MainThreadHandler`]
-//! (synchronous, on the game's thread, with the game's state). Both take extractors ([`FromContext`]) before
+//! (synchronous, on the game's thread, with the game's state), and [`ResourceHandler`]. All take extractors ([`FromContext`]) before
 //! the typed arguments, the way axum handlers do.
 
 use std::any::{type_name, Any};
@@ -8,8 +8,8 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::future::Either;
-use gabp_types::ErrorCode;
+use futures::future::{BoxFuture, Either};
+use gabp_types::{ErrorCode, ErrorObject};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -171,6 +171,53 @@ macro_rules! main_thread_handler {
 main_thread_handler!();
 main_thread_handler!(E1);
 main_thread_handler!(E1, E2);
+
+/// An async function that reads a resource: `async fn(extractors...) -> Result<T, ErrorObject>`, with up to
+/// two extractors ([`FromContext`]), where `T` is `String` for a text resource and `Vec<u8>` for a binary one.
+/// Implemented for every such function or closure.
+pub trait ResourceHandler<Marker, T>: Send + Sync + 'static {
+    /// Reads the resource once.
+    fn read(&self, context: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>>;
+}
+
+impl<F, Fut, T> ResourceHandler<(), T> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, ErrorObject>> + Send + 'static,
+{
+    fn read(&self, _: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>> {
+        Box::pin(self())
+    }
+}
+
+macro_rules! resource_handler {
+    ($($e:ident),*) => {
+        impl<F, Fut, T, $($e,)*> ResourceHandler<($($e,)*), T> for F
+        where
+            F: Fn($($e,)*) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<T, ErrorObject>> + Send + 'static,
+            T: Send + 'static,
+            $($e: FromContext,)*
+        {
+            #[allow(non_snake_case)]
+            fn read(&self, context: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>> {
+                $(
+                    let $e = match $e::from_context(context) {
+                        Ok(value) => value,
+                        Err(error) => {
+                            let error = error.into_error_object();
+                            return Box::pin(async move { Err(error) });
+                        }
+                    };
+                )*
+                Box::pin(self($($e,)*))
+            }
+        }
+    };
+}
+
+resource_handler!(E1);
+resource_handler!(E1, E2);
 
 fn wrong_state<S>() -> ToolError {
     ToolError::new(format!(

@@ -78,7 +78,7 @@ pub use catalog::ToolCatalog;
 pub use context::{CallContext, FromContext, State};
 pub use error::ToolError;
 pub use events::{EventPublisher, PublishError, Published};
-pub use handler::{MainThreadHandler, ToolHandler};
+pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
 pub use resource::Resource;

@@ -1,20 +1,22 @@
 //! Resources: [`Resource`], read by `resources/read` and listed by `resources/list`.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use futures::future::BoxFuture;
-use futures::FutureExt;
 use gabp_types::methods::{ContentEncoding, ResourceInfo, ResourcesReadResult};
 use gabp_types::{ErrorObject, Uri};
 use serde_json::Value;
 
+use super::context::CallContext;
+use super::handler::ResourceHandler;
 use super::BuildError;
 
-type TextReader = Arc<dyn Fn() -> BoxFuture<'static, Result<String, ErrorObject>> + Send + Sync>;
-type BinaryReader = Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<u8>, ErrorObject>> + Send + Sync>;
+type TextReader =
+    Arc<dyn Fn(&CallContext) -> BoxFuture<'static, Result<String, ErrorObject>> + Send + Sync>;
+type BinaryReader =
+    Arc<dyn Fn(&CallContext) -> BoxFuture<'static, Result<Vec<u8>, ErrorObject>> + Send + Sync>;
 
 #[derive(Clone)]
 enum Reader {
@@ -62,22 +64,25 @@ impl fmt::Debug for Resource {
 }
 
 impl Resource {
-    /// A text resource whose content `read` provides.
-    pub fn text<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<String, ErrorObject>> + Send + 'static,
-    {
-        Self::with_reader(uri, name, Reader::Text(Arc::new(move || read().boxed())))
+    /// A text resource whose content `read` provides; `read` may take extractors
+    /// ([`CallContext`], [`State<T>`](super::State), ...).
+    pub fn text<M>(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        read: impl ResourceHandler<M, String>,
+    ) -> Self {
+        let reader: TextReader = Arc::new(move |context| read.read(context));
+        Self::with_reader(uri, name, Reader::Text(reader))
     }
 
-    /// A binary resource whose bytes `read` provides (sent base64-encoded).
-    pub fn binary<F, Fut>(uri: impl Into<String>, name: impl Into<String>, read: F) -> Self
-    where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Vec<u8>, ErrorObject>> + Send + 'static,
-    {
-        Self::with_reader(uri, name, Reader::Binary(Arc::new(move || read().boxed())))
+    /// A binary resource whose bytes `read` provides (sent base64-encoded); `read` may take extractors.
+    pub fn binary<M>(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        read: impl ResourceHandler<M, Vec<u8>>,
+    ) -> Self {
+        let reader: BinaryReader = Arc::new(move |context| read.read(context));
+        Self::with_reader(uri, name, Reader::Binary(reader))
     }
 
     fn with_reader(uri: impl Into<String>, name: impl Into<String>, reader: Reader) -> Self {
@@ -149,16 +154,16 @@ impl RegisteredResource {
         rest.split('/').next().unwrap_or_default()
     }
 
-    pub(crate) async fn read(&self) -> Result<Value, ErrorObject> {
+    pub(crate) async fn read(&self, context: &CallContext) -> Result<Value, ErrorObject> {
         let result = match &self.reader {
             Reader::Text(read) => ResourcesReadResult {
-                content: Value::String(read().await?),
+                content: Value::String(read(context).await?),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Utf8),
             },
             Reader::Binary(read) => ResourcesReadResult {
                 content: Value::String(
-                    base64::engine::general_purpose::STANDARD.encode(read().await?),
+                    base64::engine::general_purpose::STANDARD.encode(read(context).await?),
                 ),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Base64),
@@ -171,6 +176,40 @@ impl RegisteredResource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::context::StateMap;
+    use crate::server::events::{EventHub, EventPublisher};
+    use crate::server::{Session, State};
+
+    fn context(state: StateMap) -> CallContext {
+        CallContext::new(
+            Session::detached(),
+            gabp_types::MessageId::nil(),
+            tokio_util::sync::CancellationToken::new(),
+            EventPublisher::new(Arc::new(EventHub::new(1024))),
+            Arc::new(state),
+        )
+    }
+
+    #[tokio::test]
+    async fn readers_take_extractors() {
+        let mut state = StateMap::default();
+        state.insert(42_u32);
+        let resource = Resource::text(
+            "gabp://game/answer",
+            "Answer",
+            |State(n): State<u32>| async move { Ok(n.to_string()) },
+        )
+        .register()
+        .unwrap();
+        let v = resource.read(&context(state)).await.unwrap();
+        assert_eq!(v["content"], "42");
+        // Without the state the read fails with the extractor's error, not a panic.
+        let error = resource
+            .read(&context(StateMap::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, gabp_types::ErrorCode::INTERNAL_ERROR);
+    }
 
     #[tokio::test]
     async fn text_and_binary_content() {
@@ -179,7 +218,7 @@ mod tests {
             .register()
             .unwrap();
         assert_eq!(text.namespace(), "game");
-        let v = text.read().await.unwrap();
+        let v = text.read(&context(StateMap::default())).await.unwrap();
         assert_eq!(
             v,
             serde_json::json!({"content": "hi", "mimeType": "text/plain", "encoding": "utf-8"})
@@ -189,7 +228,7 @@ mod tests {
         })
         .register()
         .unwrap();
-        let v = bin.read().await.unwrap();
+        let v = bin.read(&context(StateMap::default())).await.unwrap();
         assert_eq!(
             v,
             serde_json::json!({"content": "AAEC/w==", "encoding": "base64"})

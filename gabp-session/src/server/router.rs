@@ -302,8 +302,17 @@ impl Router {
             .with_data(json!({ "uri": p.uri.as_str() })));
         };
         let id = req.id();
+        let cancellation = req.session.cancellation().child_token();
+        let context = CallContext::new(
+            req.session.clone(),
+            id,
+            cancellation.clone(),
+            EventPublisher::new(self.routes.hub.clone()),
+            self.routes.state.clone(),
+        );
         Ok(async move {
-            Ok(match resource.read().await {
+            let _cancel_on_drop = cancellation.drop_guard();
+            Ok(match resource.read(&context).await {
                 Ok(content) => Response::success(id, content),
                 Err(e) => Response::error(id, e),
             })
