@@ -507,7 +507,7 @@ fn panicked(id: MessageId) -> Response {
 }
 
 /// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
-pub(crate) fn encode(response: Response, max: usize) -> Bytes {
+fn encode(response: Response, max: usize) -> Bytes {
     let id = response.id;
     let body = Message::Response(response).to_vec();
     if body.len() <= max {

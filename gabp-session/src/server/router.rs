@@ -15,11 +15,12 @@ use gabp_types::methods::{
     ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
     SubscribeResult, ToolsListParams, ToolsListResult, UnsubscribeResult,
 };
-use gabp_types::{ErrorCode, ErrorObject, Response};
+use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use super::context::{CallContext, StateMap};
@@ -169,6 +170,22 @@ impl Router {
         to_value(ToolsListResult { tools })
     }
 
+    /// What a handler of request `id` on `session` may know.
+    fn context(
+        &self,
+        session: Session,
+        id: MessageId,
+        cancellation: CancellationToken,
+    ) -> CallContext {
+        CallContext::new(
+            session,
+            id,
+            cancellation,
+            EventPublisher::new(self.routes.hub.clone()),
+            self.routes.state.clone(),
+        )
+    }
+
     fn call_tool(&self, mut req: ServerRequest) -> Result<ResponseFuture, ErrorObject> {
         let Some(mut p) = req.request.params.take() else {
             return Err(invalid_params("/params", "`tools/call` requires params"));
@@ -201,15 +218,6 @@ impl Router {
         };
         let id = req.id();
         let session = req.session;
-        let context = |session: Session, cancellation| {
-            CallContext::new(
-                session,
-                id,
-                cancellation,
-                EventPublisher::new(self.routes.hub.clone()),
-                self.routes.state.clone(),
-            )
-        };
         match &tool.handler {
             Handler::Async(handler, takes_context) => {
                 // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
@@ -220,11 +228,16 @@ impl Router {
                 } else {
                     (session.cancellation().clone(), None)
                 };
-                Ok(handler(context(session, cancellation), guard, id, args))
+                Ok(handler(
+                    self.context(session, id, cancellation),
+                    guard,
+                    id,
+                    args,
+                ))
             }
             Handler::MainThread(handler) => {
                 let cancellation = session.cancellation().child_token();
-                let context = context(session, cancellation.clone());
+                let context = self.context(session, id, cancellation.clone());
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
                 let handler = handler.clone();
@@ -303,13 +316,7 @@ impl Router {
         };
         let id = req.id();
         let cancellation = req.session.cancellation().child_token();
-        let context = CallContext::new(
-            req.session.clone(),
-            id,
-            cancellation.clone(),
-            EventPublisher::new(self.routes.hub.clone()),
-            self.routes.state.clone(),
-        );
+        let context = self.context(req.session.clone(), id, cancellation.clone());
         Ok(async move {
             let _cancel_on_drop = cancellation.drop_guard();
             Ok(match resource.read(&context).await {
