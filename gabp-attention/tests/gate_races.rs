@@ -128,7 +128,10 @@ async fn ack_racing_a_new_error_answer_first() {
         async move { gate.ack().await }
     });
     let request = mock.expect("attention/ack").await;
-    assert_eq!(request.params.as_ref().unwrap()["attentionId"], "att-3");
+    assert_eq!(
+        request.params.as_ref().unwrap().to_value()["attentionId"],
+        "att-3"
+    );
     // The mod clears att-3, answers, then a new error opens att-4.
     mock.reply(
         request.id,
@@ -228,7 +231,10 @@ async fn allowlisted_and_ungated_calls_pass_while_blocked() {
         async move { bridge.call_tool("game/status", Value::Null).await }
     });
     let request = mock.expect("tools/call").await;
-    assert_eq!(request.params.as_ref().unwrap()["name"], "game/status");
+    assert_eq!(
+        request.params.as_ref().unwrap().to_value()["name"],
+        "game/status"
+    );
     mock.reply(request.id, json!({"ok": true})).await;
     assert_eq!(status.await.unwrap().unwrap()["ok"], true);
     // tools/list and attention/current are never gated.
@@ -372,7 +378,7 @@ async fn reconnect_while_an_item_is_open() {
     let mut mock = mocks.recv().await.unwrap();
     mock.handshake().await;
     let restore = mock.expect("events/subscribe").await;
-    let channels = restore.params.as_ref().unwrap()["channels"].clone();
+    let channels = restore.params.as_ref().unwrap().to_value()["channels"].clone();
     mock.reply(restore.id, json!({"subscribed": channels}))
         .await;
     states
@@ -400,7 +406,7 @@ async fn reconnect_while_an_item_is_open() {
     let mut mock = mocks.recv().await.unwrap();
     mock.handshake().await;
     let restore = mock.expect("events/subscribe").await;
-    let channels = restore.params.as_ref().unwrap()["channels"].clone();
+    let channels = restore.params.as_ref().unwrap().to_value()["channels"].clone();
     mock.reply(restore.id, json!({"subscribed": channels}))
         .await;
     states

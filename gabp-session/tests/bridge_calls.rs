@@ -29,7 +29,7 @@ async fn concurrent_calls_with_out_of_order_responses_are_each_answered_once() {
         // Answer in reverse, interleaved with an unknown id and a duplicate.
         requests.reverse();
         for (k, request) in requests.iter().enumerate() {
-            let value = request.params.as_ref().unwrap()["arguments"]["value"].clone();
+            let value = request.params.as_ref().unwrap().to_value()["arguments"]["value"].clone();
             mock.reply(request.id, json!({"value": value})).await;
             if k == 3 {
                 mock.reply(MessageId::new_v4(), json!("stray")).await;
@@ -144,7 +144,7 @@ async fn disconnect_fails_every_pending_call_at_once_after_draining() {
     // Answer two, then vanish at once: the two answers are already on the wire when the stream ends.
     let mut answered = HashSet::new();
     for request in &requests[..2] {
-        let value = request.params.as_ref().unwrap()["arguments"]["value"].clone();
+        let value = request.params.as_ref().unwrap().to_value()["arguments"]["value"].clone();
         answered.insert(value.as_u64().unwrap() as usize);
         mock.reply(request.id, json!({"value": value})).await;
     }

@@ -220,7 +220,7 @@ async fn dropping_the_last_subscription_of_a_channel_unsubscribes_it() {
     drop(a);
     let request = mock.expect("events/unsubscribe").await;
     assert_eq!(
-        request.params.as_ref().unwrap()["channels"],
+        request.params.as_ref().unwrap().to_value()["channels"],
         json!(["world/block_change"])
     );
     mock.reply(request.id, json!({"unsubscribed": ["world/block_change"]}))
@@ -228,7 +228,7 @@ async fn dropping_the_last_subscription_of_a_channel_unsubscribes_it() {
     let (result, ()) = tokio::join!(b.unsubscribe(), async {
         let request = mock.expect("events/unsubscribe").await;
         assert_eq!(
-            request.params.as_ref().unwrap()["channels"],
+            request.params.as_ref().unwrap().to_value()["channels"],
             json!(["player/move"])
         );
         mock.reply(request.id, json!({"unsubscribed": ["player/move"]}))

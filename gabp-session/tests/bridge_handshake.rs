@@ -16,7 +16,7 @@ async fn hello_carries_token_version_platform_launch_id_and_client_info() {
     let builder = Bridge::builder(token()).client_info("test-agent", "9.9.9");
     let (bridge, hello) = tokio::join!(builder.over(conn), mock.handshake(ALL_METHODS));
     let bridge = bridge.unwrap();
-    let params = hello.params.unwrap();
+    let params = hello.params.unwrap().to_value();
     assert_eq!(params["token"], TOKEN);
     assert_eq!(params["bridgeVersion"], env!("CARGO_PKG_VERSION"));
     assert!(["linux", "macos", "windows"].contains(&params["platform"].as_str().unwrap()));

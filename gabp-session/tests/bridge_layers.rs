@@ -88,7 +88,7 @@ where
     }
 
     fn call(&mut self, request: BridgeRequest) -> Self::Future {
-        let tool = request.tool_name().map(str::to_owned);
+        let tool = request.tool_name().map(std::borrow::Cow::into_owned);
         self.gate.seen.lock().unwrap().push(Seen::Request {
             method: request.method().to_string(),
             tool: tool.clone(),
@@ -138,7 +138,10 @@ async fn a_layer_sees_requests_and_results_and_can_refuse_locally() {
         async {
             // The first frame is this call: the refused one was never sent.
             let request = mock.recv().await;
-            assert_eq!(request.params.as_ref().unwrap()["name"], "world/get_block");
+            assert_eq!(
+                request.params.as_ref().unwrap().to_value()["name"],
+                "world/get_block"
+            );
             mock.reply(request.id, json!({"block": "stone"})).await;
         }
     );
@@ -409,7 +412,7 @@ async fn a_layer_that_is_not_ready_holds_calls_back_until_it_is() {
 
     for _ in 0..2 {
         let r = mock.expect("tools/call").await;
-        let value = r.params.as_ref().unwrap()["arguments"]["value"].clone();
+        let value = r.params.as_ref().unwrap().to_value()["arguments"]["value"].clone();
         assert!(
             mock.try_recv(Duration::from_millis(50)).await.is_none(),
             "two calls in flight through a limit of one"

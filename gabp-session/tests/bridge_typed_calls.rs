@@ -19,7 +19,7 @@ async fn typed_calls_for_every_core_method() {
             let (result, params) = tokio::join!($call, async {
                 let request = mock.expect($method).await;
                 mock.reply(request.id, $result).await;
-                request.params.unwrap_or_default()
+                request.params.unwrap_or_default().to_value()
             });
             (result.unwrap(), params)
         }};
@@ -29,7 +29,7 @@ async fn typed_calls_for_every_core_method() {
         "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}, "tags": ["read-only"]});
     let (tools, params) = exchange!(bridge.list_tools(), "tools/list", json!({"tools": [tool]}));
     assert_eq!(tools[0].name.as_str(), "world/get_block");
-    assert!(params.is_empty());
+    assert_eq!(params, json!({}));
 
     let filter = ToolFilter {
         tags: Some(vec!["read-only".into()]),
@@ -145,7 +145,10 @@ async fn typed_calls_for_every_core_method() {
     // Goodbye: answered, then closed; no reconnect.
     let (bye, ()) = tokio::join!(bridge.goodbye(Some("done")), async {
         let request = mock.expect("session/goodbye").await;
-        assert_eq!(request.params.as_ref().unwrap()["reason"], "done");
+        assert_eq!(
+            request.params.as_ref().unwrap().to_value()["reason"],
+            "done"
+        );
         mock.reply(request.id, json!({})).await;
     });
     bye.unwrap();

@@ -165,7 +165,7 @@ async fn the_listener_enforces_the_connection_limit() {
 async fn interceptors_answer_authenticated_requests_only() {
     let server = fixture::register(server_support::builder())
         .layer(InterceptLayer::new(|req: &ServerRequest| {
-            (req.tool_name() == Some("demo/echo")).then(|| {
+            (req.tool_name().as_deref() == Some("demo/echo")).then(|| {
                 req.error(ErrorObject::new(
                     ErrorCode::ACCESS_DENIED,
                     "echo is disabled",

@@ -85,7 +85,7 @@ impl PairBuilder {
     ///     .connect()
     ///     .await?;
     /// let hello = &pair.recorder.requests("session/hello")[0];
-    /// assert_eq!(hello.params.as_ref().unwrap()["clientInfo"]["name"], "my-test");
+    /// assert_eq!(hello.params.as_ref().unwrap().to_value()["clientInfo"]["name"], "my-test");
     /// # Ok(())
     /// # }
     /// ```

@@ -136,7 +136,7 @@ impl std::panic::RefUnwindSafe for RecorderInner {}
 ///
 /// let calls = pair.recorder.requests("tools/call");
 /// assert_eq!(calls.len(), 1);
-/// assert_eq!(calls[0].params.as_ref().unwrap()["name"], "demo/echo");
+/// assert_eq!(calls[0].params.as_ref().unwrap().to_value()["name"], "demo/echo");
 /// assert_eq!(pair.recorder.responses_to("tools/call")[0].result(), Some(&json!({"value": 7})));
 /// pair.recorder.assert_sent_strictly_valid();
 /// # Ok(())
@@ -267,9 +267,8 @@ impl Recorder {
             .filter(|r| {
                 r.params
                     .as_ref()
-                    .and_then(|p| p.get("name"))
-                    .and_then(|n| n.as_str())
-                    == Some(name)
+                    .and_then(|p| p.str_member("name"))
+                    .is_some_and(|n| n == name)
             })
             .collect()
     }

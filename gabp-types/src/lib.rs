@@ -37,6 +37,7 @@ mod id;
 mod message;
 pub mod methods;
 mod name;
+pub mod params;
 pub mod schema;
 mod strict;
 
@@ -50,6 +51,7 @@ pub use error::{shorten, without_json_position, ErrorCode, ErrorObject};
 pub use id::{InvalidMessageId, MessageId};
 pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};
 pub use name::{ChannelName, InvalidName, MethodName, ToolName};
+pub use params::Params;
 pub use strict::{
     EmptyString, InvalidItems, InvalidTimestamp, InvalidUri, NonEmptyString, Timestamp, UniqueVec,
     Uri,

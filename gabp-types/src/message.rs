@@ -4,7 +4,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{ChannelName, ErrorObject, MessageId, MethodName, Timestamp};
+use crate::{ChannelName, ErrorObject, MessageId, MethodName, Params, Timestamp};
 
 /// The wire version every message carries in `v`.
 pub const PROTOCOL_VERSION: &str = "gabp/1";
@@ -110,13 +110,18 @@ pub struct Request {
     pub id: MessageId,
     /// The method to invoke.
     pub method: MethodName,
-    /// The parameters, when present (`params` is always an object on the wire).
-    pub params: Option<Map<String, Value>>,
+    /// The parameters, when present (`params` is always an object on the wire), as their JSON text.
+    pub params: Option<Params>,
 }
 
 impl Request {
     /// A request with a fresh random id.
     pub fn new(method: MethodName, params: Option<Map<String, Value>>) -> Self {
+        Request::with_raw_params(method, params.map(Params::from))
+    }
+
+    /// A request with a fresh random id and params already in their wire form.
+    pub fn with_raw_params(method: MethodName, params: Option<Params>) -> Self {
         Request {
             id: MessageId::new_v4(),
             method,
@@ -125,25 +130,22 @@ impl Request {
     }
 
     /// A request whose params are the serialization of `params`, which must serialize to a JSON object
-    /// (anything else is an error).
+    /// (anything else is an error). The params are written straight to JSON text, with no tree of values.
     pub fn with_params<P: Serialize>(
         method: MethodName,
         params: &P,
     ) -> Result<Self, serde_json::Error> {
-        match serde_json::to_value(params)? {
-            Value::Object(map) => Ok(Request::new(method, Some(map))),
-            other => Err(serde::ser::Error::custom(format!(
-                "params must serialize to a JSON object, not {}",
-                crate::decode::json_type_name(&other)
-            ))),
-        }
+        Ok(Request::with_raw_params(
+            method,
+            Some(Params::from_serialize(params)?),
+        ))
     }
 
     /// Deserializes the params into `P` (an absent `params` reads as `{}`).
     pub fn params_as<P: serde::de::DeserializeOwned>(&self) -> Result<P, serde_json::Error> {
         match &self.params {
-            Some(map) => P::deserialize(crate::strict::BorrowedMap(map)),
-            None => P::deserialize(crate::strict::BorrowedMap(&Map::new())),
+            Some(params) => params.decode(),
+            None => serde_json::from_str("{}"),
         }
     }
 }

@@ -22,30 +22,6 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
-/// A deserializer over a borrowed JSON object, so typed params can be read without cloning the map.
-pub(crate) struct BorrowedMap<'a>(pub(crate) &'a serde_json::Map<String, serde_json::Value>);
-
-impl<'de> Deserializer<'de> for BorrowedMap<'de> {
-    type Error = serde_json::Error;
-
-    fn deserialize_any<V: serde::de::Visitor<'de>>(
-        self,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        let iter = self.0.iter().map(|(k, v)| (k.as_str(), v));
-        let mut de = serde::de::value::MapDeserializer::new(iter);
-        let value = visitor.visit_map(&mut de)?;
-        de.end()?;
-        Ok(value)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
-    }
-}
-
 /// The schema of a required value that may be `null`: `T`, or `null`.
 pub(crate) fn nullable_schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     let inner = generator.subschema_for::<T>();

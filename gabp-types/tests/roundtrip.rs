@@ -8,7 +8,8 @@ use gabp_types::methods::CORE_METHODS;
 use gabp_types::schema::{applicable_schemas, schema_files};
 use gabp_types::{
     Attention, AttentionSample, AttentionState, BoundedU64, ChannelName, ErrorCode, ErrorObject,
-    Event, Message, MessageId, MethodName, NonEmptyString, Request, Response, Severity, Timestamp,
+    Event, Message, MessageId, MethodName, NonEmptyString, Params, Request, Response, Severity,
+    Timestamp,
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -192,8 +193,8 @@ fn request() -> impl Strategy<Value = Request> {
         id,
         method: MethodName::new(method).expect("valid name"),
         params: params.map(|p| match p {
-            Value::Object(m) => m,
-            _ => Map::new(),
+            Value::Object(m) => Params::from(m),
+            _ => Params::default(),
         }),
     })
 }

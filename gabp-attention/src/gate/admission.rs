@@ -37,12 +37,13 @@ impl Shared {
             if let Some(attention) = core.blocking() {
                 let tool = request.tool_name();
                 let allowed = tool
+                    .as_deref()
                     .is_some_and(|t| self.allow.allows(t, core.tags.get(t).into_iter().flatten()));
                 if !allowed {
                     return Admission::Blocked(BlockedByAttention {
                         attention: attention.clone(),
                         method: request.method().as_str().to_owned(),
-                        tool: tool.map(str::to_owned),
+                        tool: tool.map(std::borrow::Cow::into_owned),
                     });
                 }
             }

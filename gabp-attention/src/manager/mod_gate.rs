@@ -100,6 +100,7 @@ impl ModGateLayer {
     /// The item that refuses this request, if any.
     fn refusal(&self, req: &ServerRequest) -> Option<Attention> {
         let tool = req.tool_name()?;
+        let tool = tool.as_ref();
         let attention = self.manager.blocking()?;
         let allowed = match self.catalog.get(tool) {
             Some(descriptor) => self.allow.allows(tool, crate::policy::tags_of(descriptor)),
@@ -126,7 +127,7 @@ where
     fn call(&mut self, req: ServerRequest) -> Self::Future {
         if let Some(attention) = self.gate.refusal(&req) {
             tracing::debug!(
-                tool = req.tool_name().unwrap_or_default(),
+                tool = req.tool_name().as_deref().unwrap_or_default(),
                 attention = %attention.attention_id,
                 "tools/call refused: a blocking attention item is open"
             );

@@ -299,7 +299,7 @@ impl MockMod {
 
     pub async fn handshake_with(&mut self, methods: &[&str], events: &[&str]) {
         let hello = self.expect("session/hello").await;
-        assert_eq!(hello.params.as_ref().unwrap()["token"], TOKEN);
+        assert_eq!(hello.params.as_ref().unwrap().to_value()["token"], TOKEN);
         self.reply(
             hello.id,
             json!({
@@ -318,7 +318,7 @@ impl MockMod {
         if subscribe {
             // The subscription comes first: the refresh must see every event after it.
             let r = self.expect("events/subscribe").await;
-            let channels = r.params.as_ref().unwrap()["channels"].clone();
+            let channels = r.params.as_ref().unwrap().to_value()["channels"].clone();
             self.reply(r.id, json!({ "subscribed": channels })).await;
         }
         while !left.is_empty() {

@@ -8,10 +8,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
-use bytes::Bytes;
 use gabp_types::methods::{Method, SessionPing};
-use gabp_types::{MessageId, MethodName, Outcome};
-use serde_json::{Map, Value};
+use gabp_types::{MessageId, MethodName, Outcome, Params};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -148,7 +147,7 @@ pub(super) enum Slot {
 pub(super) async fn call_link(
     link: &Link,
     method: MethodName,
-    params: Option<Map<String, Value>>,
+    params: Option<Params>,
     timeout: Duration,
 ) -> Result<Value, BridgeError> {
     call_link_slot(link, method, params, timeout, Slot::Take).await
@@ -157,13 +156,13 @@ pub(super) async fn call_link(
 pub(super) async fn call_link_slot(
     link: &Link,
     method: MethodName,
-    params: Option<Map<String, Value>>,
+    params: Option<Params>,
     timeout: Duration,
     slot: Slot,
 ) -> Result<Value, BridgeError> {
     // One request value for the whole call (no copies of the method or params kept beside it): every layered
     // call boxes this future, and a small one is cheaper to allocate and move.
-    let request = gabp_types::Request::new(method, params);
+    let request = gabp_types::Request::with_raw_params(method, params);
     match tokio::time::timeout(timeout, exchange(link, &request, slot)).await {
         Ok(result) => result,
         Err(_) => Err(BridgeError::Timeout {
@@ -190,7 +189,7 @@ pub(super) async fn exchange(
         }),
         Slot::Bypass => None,
     };
-    let body = serde_json::to_vec(request)
+    let body = crate::engine::to_body(request)
         .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
     let limit = link.max_body();
     if body.len() > limit {
@@ -202,7 +201,7 @@ pub(super) async fn exchange(
     let (reply, rx) = oneshot::channel();
     let call = Outgoing::Call {
         id: request.id,
-        body: Bytes::from(body),
+        body,
         reply,
     };
     match link.outgoing.try_send(call) {
@@ -220,15 +219,11 @@ pub(super) async fn exchange(
     match delivery {
         Ok(Delivery::Outcome(Outcome::Result(value))) => Ok(value),
         Ok(Delivery::Outcome(Outcome::Error(error))) => {
-            let tool = request
-                .params
-                .as_ref()
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str);
+            let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
             Err(BridgeError::from_remote(
                 error,
                 request.method.as_str(),
-                tool,
+                tool.as_deref(),
             ))
         }
         Ok(Delivery::Invalid(reason)) => Err(ProtocolError::InvalidResponse {

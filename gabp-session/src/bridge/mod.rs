@@ -380,8 +380,8 @@ impl Bridge {
         A: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let arguments = Value::Object(service::to_object(arguments)?);
-        let value = self.call_tool(name, arguments).await?;
+        let request = BridgeRequest::tool_call_as(name, arguments)?;
+        let value = self.send(request).await?.into_result();
         decode_result(gabp_types::methods::ToolsCall::NAME, value)
     }
 

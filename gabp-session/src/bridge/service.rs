@@ -2,6 +2,7 @@
 //! innermost service, [`BridgeService`].
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -11,9 +12,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use gabp_types::methods::WelcomeResult;
 use gabp_types::methods::{Method, ToolsCall};
-use gabp_types::MethodName;
+use gabp_types::{MethodName, Params};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use tower::Service;
 
@@ -101,21 +102,21 @@ impl fmt::Debug for Extensions {
 /// let request = BridgeRequest::tool_call("world/get_block", json!({"x": 1, "y": 2, "z": 3}))?
 ///     .with_timeout(Duration::from_secs(5));
 /// assert_eq!(request.method(), "tools/call");
-/// assert_eq!(request.tool_name(), Some("world/get_block"));
+/// assert_eq!(request.tool_name().as_deref(), Some("world/get_block"));
 /// assert_eq!(request.timeout(), Some(Duration::from_secs(5)));
 /// # Ok::<(), gabp_session::bridge::BridgeError>(())
 /// ```
 #[derive(Debug)]
 pub struct BridgeRequest {
     method: MethodName,
-    params: Option<Map<String, Value>>,
+    params: Option<Params>,
     timeout: Option<Duration>,
     extensions: Extensions,
 }
 
 impl BridgeRequest {
     /// A request for `method` with optional params.
-    pub fn new(method: MethodName, params: Option<Map<String, Value>>) -> Self {
+    pub fn new(method: MethodName, params: Option<Params>) -> Self {
         BridgeRequest {
             method,
             params,
@@ -134,7 +135,7 @@ impl BridgeRequest {
             MethodName::new(method).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let params = match params {
             Value::Null => None,
-            Value::Object(map) => Some(map),
+            Value::Object(map) => Some(Params::from_map(&map)),
             other => {
                 return Err(BridgeError::invalid_request(format!(
                     "params must be a JSON object or null, not {other}"
@@ -153,8 +154,8 @@ impl BridgeRequest {
     pub fn typed<M: Method>(params: &M::Params) -> Result<Self, BridgeError> {
         let method =
             MethodName::new(M::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
-        let params = to_object(params)?;
-        let params = if params.is_empty() && !M::PARAMS_REQUIRED {
+        let params = to_params(params)?;
+        let params = if params.as_json() == "{}" && !M::PARAMS_REQUIRED {
             None
         } else {
             Some(params)
@@ -174,17 +175,52 @@ impl BridgeRequest {
                 gabp_types::format::NAME_PATTERN
             )));
         }
-        let mut params = Map::new();
-        params.insert("name".into(), Value::String(name.to_owned()));
         match arguments {
-            Value::Null => {}
-            Value::Object(args) => {
-                params.insert("arguments".into(), Value::Object(args));
-            }
-            other => {
-                return Err(BridgeError::invalid_request(format!(
-                    "tool arguments must be a JSON object or null, not {other}"
-                )))
+            Value::Null => BridgeRequest::tool_call_params::<Value>(name, None),
+            Value::Object(args) => BridgeRequest::tool_call_as(name, &args),
+            other => Err(BridgeError::invalid_request(format!(
+                "tool arguments must be a JSON object or null, not {other}"
+            ))),
+        }
+    }
+
+    /// A `tools/call` request for tool `name` with typed `arguments`, which must serialize to a JSON object;
+    /// the params are written straight to their JSON text.
+    ///
+    /// # Errors
+    ///
+    /// [`BridgeError::InvalidRequest`] when `name` is not a valid tool name or the arguments do not serialize
+    /// to an object.
+    pub fn tool_call_as<A: Serialize + ?Sized>(
+        name: &str,
+        arguments: &A,
+    ) -> Result<Self, BridgeError> {
+        BridgeRequest::tool_call_params(name, Some(arguments))
+    }
+
+    fn tool_call_params<A: Serialize + ?Sized>(
+        name: &str,
+        arguments: Option<&A>,
+    ) -> Result<Self, BridgeError> {
+        #[derive(Serialize)]
+        struct Call<'a, A: ?Sized> {
+            name: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            arguments: Option<&'a A>,
+        }
+        if !gabp_types::format::is_registry_name(name) {
+            return Err(BridgeError::invalid_request(format!(
+                "tool name {name:?} does not match {}",
+                gabp_types::format::NAME_PATTERN
+            )));
+        }
+        let params = to_params(&Call { name, arguments })?;
+        match params.member("arguments").map(|a| a.get().starts_with('{')) {
+            Some(true) | None => {}
+            Some(false) => {
+                return Err(BridgeError::invalid_request(
+                    "tool arguments must serialize to a JSON object",
+                ))
             }
         }
         let method = MethodName::new(ToolsCall::NAME)
@@ -198,21 +234,21 @@ impl BridgeRequest {
     }
 
     /// The params.
-    pub fn params(&self) -> Option<&Map<String, Value>> {
+    pub fn params(&self) -> Option<&Params> {
         self.params.as_ref()
     }
 
     /// The params, mutably (a layer may rewrite them).
-    pub fn params_mut(&mut self) -> &mut Option<Map<String, Value>> {
+    pub fn params_mut(&mut self) -> &mut Option<Params> {
         &mut self.params
     }
 
     /// For a `tools/call`, the tool's name.
-    pub fn tool_name(&self) -> Option<&str> {
+    pub fn tool_name(&self) -> Option<Cow<'_, str>> {
         if self.method.as_str() != ToolsCall::NAME {
             return None;
         }
-        self.params.as_ref()?.get("name")?.as_str()
+        self.params.as_ref()?.str_member("name")
     }
 
     /// This call's time limit, if it has its own (else the bridge's default).
@@ -242,7 +278,7 @@ impl BridgeRequest {
         &mut self.extensions
     }
 
-    pub(crate) fn into_parts(self) -> (MethodName, Option<Map<String, Value>>, Option<Duration>) {
+    pub(crate) fn into_parts(self) -> (MethodName, Option<Params>, Option<Duration>) {
         (self.method, self.params, self.timeout)
     }
 }
@@ -284,18 +320,10 @@ impl BridgeResponse {
     }
 }
 
-pub(crate) fn to_object<T: Serialize + ?Sized>(
-    value: &T,
-) -> Result<Map<String, Value>, BridgeError> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(BridgeError::invalid_request(format!(
-            "params must serialize to a JSON object, not {other}"
-        ))),
-        Err(e) => Err(BridgeError::invalid_request(format!(
-            "params do not serialize: {e}"
-        ))),
-    }
+pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, BridgeError> {
+    Params::from_serialize(value).map_err(|e| {
+        BridgeError::invalid_request(format!("params do not serialize to an object: {e}"))
+    })
 }
 
 /// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.
@@ -432,8 +460,18 @@ mod tests {
         assert!(BridgeRequest::tool_call("Bad Name", Value::Null).is_err());
         assert!(BridgeRequest::tool_call("a/b", json!(5)).is_err());
         let r = BridgeRequest::tool_call("a/b", Value::Null).unwrap();
-        assert_eq!(r.tool_name(), Some("a/b"));
-        assert!(!r.params().unwrap().contains_key("arguments"));
+        assert_eq!(r.tool_name().as_deref(), Some("a/b"));
+        assert_eq!(r.params().unwrap().as_json(), r#"{"name":"a/b"}"#);
+        #[derive(Serialize)]
+        struct At {
+            x: i64,
+        }
+        let typed = BridgeRequest::tool_call_as("a/b", &At { x: 1 }).unwrap();
+        assert_eq!(
+            typed.params().unwrap().as_json(),
+            r#"{"name":"a/b","arguments":{"x":1}}"#
+        );
+        assert!(BridgeRequest::tool_call_as("a/b", &[1, 2]).is_err());
         assert!(BridgeRequest::from_json("x/y", json!([1])).is_err());
         assert!(BridgeRequest::from_json("x/y", Value::Null)
             .unwrap()

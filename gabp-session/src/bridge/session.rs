@@ -25,7 +25,7 @@ use super::builder::Connector;
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
 use super::link::{call_link, keep_alive, Link, LinkInfo};
 use super::reconnect::ReconnectPolicy;
-use super::service::to_object;
+use super::service::to_params;
 use super::settings::Settings;
 use super::shared::{channels_request, subscribe_result, Shared};
 use super::welcome::parse_welcome;
@@ -171,7 +171,7 @@ pub(super) async fn handshake(
             version: Some(settings.client_version.clone()),
         }),
     };
-    let params = to_object(&hello)?;
+    let params = to_params(&hello)?;
     let method = MethodName::new(SessionHello::NAME)
         .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
     let value = call_link(link, method, Some(params), settings.handshake_timeout).await?;

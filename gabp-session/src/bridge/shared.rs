@@ -13,8 +13,8 @@ use gabp_types::decode::DecodeMode;
 use gabp_types::methods::{
     ChannelsParams, EventsSubscribe, EventsUnsubscribe, Method, SubscribeResult, WelcomeResult,
 };
-use gabp_types::{MessageId, MethodName, NonEmptyString, UniqueVec};
-use serde_json::{Map, Value};
+use gabp_types::{MessageId, MethodName, NonEmptyString, Params, UniqueVec};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -31,7 +31,7 @@ use super::{
 pub(super) struct Prepared {
     pub(super) link: Arc<Link>,
     pub(super) method: MethodName,
-    pub(super) params: Option<Map<String, Value>>,
+    pub(super) params: Option<Params>,
     pub(super) timeout: Duration,
 }
 

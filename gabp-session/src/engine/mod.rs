@@ -20,6 +20,7 @@
 //! Every queue is bounded: requests handled by the role's limit, answers by the backlog bound (plus the
 //! requests in flight), requests sent by the caller's channel, events by the role's event queue.
 
+mod body;
 mod calls;
 
 use std::collections::VecDeque;
@@ -43,6 +44,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
+pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 
 use calls::Calls;
@@ -509,9 +511,9 @@ fn panicked(id: MessageId) -> Response {
 /// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
 fn encode(response: Response, max: usize) -> Bytes {
     let id = response.id;
-    let body = Message::Response(response).to_vec();
+    let body = to_body(&Message::Response(response)).unwrap_or_default();
     if body.len() <= max {
-        return Bytes::from(body);
+        return body;
     }
     tracing::warn!(len = body.len(), max, "an answer exceeds maxMessageSize");
     let error = ErrorObject::new(
@@ -522,7 +524,7 @@ fn encode(response: Response, max: usize) -> Bytes {
         ),
     )
     .with_data(serde_json::json!({ "maxMessageSize": max }));
-    Bytes::from(Message::Response(Response::error(id, error)).to_vec())
+    to_body(&Message::Response(Response::error(id, error))).unwrap_or_default()
 }
 
 /// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).

@@ -285,7 +285,7 @@ impl EventHub {
         };
         let mut state = ch.state.lock();
         event.seq = state.next_seq;
-        let body = Bytes::from(Message::Event(event).to_vec());
+        let body = crate::engine::to_body(&Message::Event(event)).unwrap_or_default();
         if body.len() > limit {
             return Err(PublishError::TooLarge {
                 len: body.len(),

@@ -53,6 +53,7 @@
 //! # }
 //! ```
 
+mod arguments;
 mod build_error;
 mod builder;
 mod catalog;

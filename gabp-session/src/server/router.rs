@@ -1,10 +1,9 @@
 //! [`Router`]: the tower service that answers every method.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -18,11 +17,13 @@ use gabp_types::methods::{
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
+use super::arguments::Arguments;
 use super::context::{CallContext, StateMap};
 use super::error::ToolError;
 use super::events::{EventHub, EventPublisher};
@@ -123,6 +124,18 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
     })
 }
 
+/// `{}`, for a call without `arguments`.
+fn no_arguments() -> &'static RawValue {
+    static EMPTY: OnceLock<Box<RawValue>> = OnceLock::new();
+    EMPTY.get_or_init(|| serde_json::value::to_raw_value(&Map::new()).unwrap_or_default())
+}
+
+/// The arguments as a value, for a validator (they are valid JSON: the decoder read them).
+fn parse_arguments(arguments: &RawValue) -> Result<Value, ErrorObject> {
+    serde_json::from_str(arguments.get())
+        .map_err(|e| invalid_params("/params/arguments", &e.to_string()))
+}
+
 fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
     serde_json::to_value(value).map_err(|e| internal_error(format!("cannot serialize: {e}")))
 }
@@ -186,24 +199,24 @@ impl Router {
         )
     }
 
-    fn call_tool(&self, mut req: ServerRequest) -> Result<ResponseFuture, ErrorObject> {
-        let Some(mut p) = req.request.params.take() else {
+    fn call_tool(&self, req: ServerRequest) -> Result<ResponseFuture, ErrorObject> {
+        let Some(params) = &req.request.params else {
             return Err(invalid_params("/params", "`tools/call` requires params"));
         };
-        let name = match p.remove("name") {
-            Some(Value::String(name)) => name,
-            Some(_) => return Err(invalid_params("/params/name", "must be a tool name string")),
+        let name = match params.member("name") {
             None => return Err(invalid_params("/params", "missing field `name`")),
+            Some(raw) => gabp_types::params::json_str(raw.get())
+                .ok_or_else(|| invalid_params("/params/name", "must be a tool name string"))?,
         };
-        let arguments = match p.remove("arguments") {
-            None => Value::Object(Map::new()),
-            Some(Value::Object(args)) => Value::Object(args),
+        let arguments = match params.member("arguments") {
+            None => no_arguments(),
+            Some(raw) if raw.get().starts_with('{') => raw,
             Some(_) => return Err(invalid_params("/params/arguments", "must be an object")),
         };
         let Some(tool) = self
             .routes
             .tool_index
-            .get(&name)
+            .get(name.as_ref())
             .map(|&i| self.routes.tools[i].clone())
         else {
             return Err(ErrorObject::new(
@@ -212,12 +225,27 @@ impl Router {
             )
             .with_data(json!({ "tool": name })));
         };
-        tool.check_arguments(&arguments)?;
-        let Value::Object(args) = arguments else {
-            return Err(invalid_params("/params/arguments", "must be an object"));
+        // Read once: a schema the type enforces is checked by decoding the text; any other is validated
+        // on the parsed value first (SPEC/1.0 gabp.md §4.5).
+        let args = if tool.checked_by_type {
+            Arguments::Raw(arguments)
+        } else {
+            let value = parse_arguments(arguments)?;
+            tool.check_arguments(&value)?;
+            Arguments::Value(value)
+        };
+        // When decoding fails, the validator says where, as it would have for a schema it checks.
+        let explain = |e: ToolError| {
+            if !tool.checked_by_type {
+                return e.into_error_object();
+            }
+            match parse_arguments(arguments).map(|v| tool.check_arguments(&v)) {
+                Ok(Err(checked)) | Err(checked) => checked,
+                Ok(Ok(())) => e.into_error_object(),
+            }
         };
         let id = req.id();
-        let session = req.session;
+        let session = &req.session;
         match &tool.handler {
             Handler::Async(handler, takes_context) => {
                 // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
@@ -228,22 +256,15 @@ impl Router {
                 } else {
                     (session.cancellation().clone(), None)
                 };
-                Ok(handler(
-                    self.context(session, id, cancellation),
-                    guard,
-                    id,
-                    args,
-                ))
+                let context = self.context(session.clone(), id, cancellation);
+                handler(context, guard, id, args).map_err(explain)
             }
             Handler::MainThread(handler) => {
                 let cancellation = session.cancellation().child_token();
-                let context = self.context(session, id, cancellation.clone());
+                let context = self.context(session.clone(), id, cancellation.clone());
+                let job = handler(context, args).map_err(explain)?;
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
-                let handler = handler.clone();
-                let job = Box::new(move |state: &mut dyn Any| {
-                    handler(state, &context, args).map_err(ToolError::into_error_object)
-                });
                 let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
                     return Err(ErrorObject::new(
                         ErrorCode::TOOL_UNAVAILABLE,
@@ -251,13 +272,16 @@ impl Router {
                     )
                     .with_data(json!({ "retryable": true })));
                 };
+                let tool = tool.clone();
                 Ok(async move {
                     let _cancel_on_drop = cancellation.drop_guard();
                     Ok(match tokio::time::timeout_at(deadline, rx).await {
                         Ok(Ok(Ok(result))) => Response::success(id, result),
                         Ok(Ok(Err(e))) => Response::error(id, e),
                         // Dropped by the pump (deadline passed before it started), or the deadline hit.
-                        Ok(Err(_)) | Err(_) => Response::error(id, tool_timeout(&name, limit)),
+                        Ok(Err(_)) | Err(_) => {
+                            Response::error(id, tool_timeout(tool.descriptor.name.as_str(), limit))
+                        }
                     })
                 }
                 .boxed())

@@ -1,6 +1,7 @@
 //! What every service in the mod's stack receives: [`ServerRequest`], the request plus its connection's
 //! [`Session`].
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -61,11 +62,11 @@ impl ServerRequest {
 
     /// For `tools/call`, the name of the tool being called.
     #[must_use]
-    pub fn tool_name(&self) -> Option<&str> {
+    pub fn tool_name(&self) -> Option<Cow<'_, str>> {
         if self.method() != "tools/call" {
             return None;
         }
-        self.request.params.as_ref()?.get("name")?.as_str()
+        self.request.params.as_ref()?.str_member("name")
     }
 
     /// A success response to this request.
@@ -319,7 +320,7 @@ mod tests {
             Request::new(MethodName::new("tools/call").unwrap(), Some(params.clone())),
             Session::detached(),
         );
-        assert_eq!(r.tool_name(), Some("a/b"));
+        assert_eq!(r.tool_name().as_deref(), Some("a/b"));
         let r = ServerRequest::new(
             Request::new(MethodName::new("x/y").unwrap(), Some(params)),
             Session::detached(),

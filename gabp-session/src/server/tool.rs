@@ -10,28 +10,33 @@ use gabp_types::{
 };
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::DropGuard;
 
+use super::arguments::{checked_by_type, Arguments};
 use super::context::CallContext;
 use super::error::ToolError;
 use super::handler::{MainThreadHandler, ToolHandler};
 use super::layer::ResponseFuture;
+use super::main_thread::Job;
 use super::BuildError;
 
-/// Serves one call: the context, what cancels it when the answer is dropped, the request id, the arguments.
+/// Serves one call: the context, what cancels it when the answer is dropped, the request id, the arguments;
+/// fails only when the arguments do not decode.
 pub(crate) type AsyncHandler = Arc<
-    dyn Fn(CallContext, Option<DropGuard>, MessageId, Map<String, Value>) -> ResponseFuture
+    dyn Fn(
+            CallContext,
+            Option<DropGuard>,
+            MessageId,
+            Arguments<'_>,
+        ) -> Result<ResponseFuture, ToolError>
         + Send
         + Sync,
 >;
-pub(crate) type SyncHandler = Arc<
-    dyn Fn(&mut dyn Any, &CallContext, Map<String, Value>) -> Result<Value, ToolError>
-        + Send
-        + Sync,
->;
+/// Decodes the arguments of one call and returns the job the game thread runs.
+pub(crate) type SyncHandler =
+    Arc<dyn Fn(CallContext, Arguments<'_>) -> Result<Job, ToolError> + Send + Sync>;
 
 #[derive(Clone)]
 pub(crate) enum Handler {
@@ -82,6 +87,7 @@ pub struct Tool {
     version: Option<String>,
     timeout: Option<Duration>,
     input_schema: Value,
+    input_schema_given: bool,
     output_schema: Value,
     handler: Handler,
 }
@@ -114,23 +120,11 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
     value
 }
 
-fn invalid_arguments(e: &serde_json::Error) -> ToolError {
-    let message = e.to_string();
-    let message = gabp_types::without_json_position(&message);
-    ToolError::new(format!("invalid arguments: {message}"))
-        .with_code(ErrorCode::INVALID_PARAMS)
-        .with_data(json!({ "errors": [{ "path": "/params/arguments", "message": message }] }))
-}
-
 fn to_result<Out: Serialize>(out: Out) -> Result<Value, ToolError> {
     serde_json::to_value(out).map_err(|e| {
         ToolError::new(format!("the tool's result does not serialize: {e}"))
             .with_code(ErrorCode::INTERNAL_ERROR)
     })
-}
-
-fn from_arguments<In: DeserializeOwned>(args: Map<String, Value>) -> Result<In, ToolError> {
-    serde_json::from_value::<In>(Value::Object(args)).map_err(|e| invalid_arguments(&e))
 }
 
 impl Tool {
@@ -149,6 +143,7 @@ impl Tool {
             version: None,
             timeout: None,
             input_schema,
+            input_schema_given: false,
             output_schema,
             handler,
         }
@@ -158,19 +153,15 @@ impl Tool {
     /// the typed arguments; it returns a typed result or a [`ToolError`].
     pub fn new<M, H: ToolHandler<M>>(name: impl Into<String>, handler: H) -> Self {
         let run: AsyncHandler = Arc::new(move |context, cancel_on_drop, id, args| {
+            let call = handler.call(context, args.decode::<H::Args>()?);
             // One allocation per call: the future that answers it.
-            let call = from_arguments::<H::Args>(args).map(|input| handler.call(context, input));
-            Box::pin(async move {
+            Ok(Box::pin(async move {
                 let _cancel_on_drop = cancel_on_drop;
-                let result = match call {
-                    Ok(call) => call.await.and_then(to_result),
-                    Err(e) => Err(e),
-                };
-                Ok(match result {
+                Ok(match call.await.and_then(to_result) {
                     Ok(value) => Response::success(id, value),
                     Err(e) => Response::error(id, e.into_error_object()),
                 })
-            })
+            }))
         });
         Self::with_handler(
             name.into(),
@@ -186,9 +177,16 @@ impl Tool {
     /// connection never waits for the game thread: the call is queued with a deadline (the tool's timeout)
     /// and answered `-32403` if it has not started by then.
     pub fn on_main_thread<M, H: MainThreadHandler<M>>(name: impl Into<String>, handler: H) -> Self {
-        let run: SyncHandler = Arc::new(move |state, context, args| {
-            let input = from_arguments::<H::Args>(args)?;
-            handler.call(state, context, input).and_then(to_result)
+        let handler = Arc::new(handler);
+        let run: SyncHandler = Arc::new(move |context, args| {
+            let input = args.decode::<H::Args>()?;
+            let handler = handler.clone();
+            Ok(Box::new(move |state: &mut dyn Any| {
+                handler
+                    .call(state, &context, input)
+                    .and_then(to_result)
+                    .map_err(ToolError::into_error_object)
+            }))
         });
         Self::with_handler(
             name.into(),
@@ -203,6 +201,7 @@ impl Tool {
     #[must_use]
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = schema;
+        self.input_schema_given = true;
         self
     }
 
@@ -288,6 +287,8 @@ impl Tool {
                 reason: format!("{which} must be a JSON Schema object, not {other}"),
             }),
         };
+        // A schema derived from the argument type, with nothing serde does not enforce, is checked by decoding.
+        let checked_by_type = !self.input_schema_given && checked_by_type(&self.input_schema);
         let input_schema = schema_object(self.input_schema, "inputSchema")?;
         let output_schema = schema_object(self.output_schema, "outputSchema")?;
         let validator = compile(&input_schema).map_err(|reason| BuildError::InvalidSchema {
@@ -323,6 +324,7 @@ impl Tool {
         Ok(RegisteredTool {
             descriptor,
             validator,
+            checked_by_type,
             timeout: self.timeout,
             handler: self.handler,
         })
@@ -343,6 +345,8 @@ fn compile(schema: &Map<String, Value>) -> Result<jsonschema::Validator, String>
 pub(crate) struct RegisteredTool {
     pub(crate) descriptor: ToolDescriptor,
     validator: jsonschema::Validator,
+    /// Whether decoding into the handler's type checks everything the input schema states.
+    pub(crate) checked_by_type: bool,
     pub(crate) timeout: Option<Duration>,
     pub(crate) handler: Handler,
 }

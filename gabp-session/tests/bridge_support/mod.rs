@@ -163,7 +163,7 @@ impl MockMod {
     /// Reads `session/hello`, checks the token, answers with `welcome`.
     pub async fn handshake_with(&mut self, welcome: Value) -> Request {
         let hello = self.expect("session/hello").await;
-        assert_eq!(hello.params.as_ref().unwrap()["token"], TOKEN);
+        assert_eq!(hello.params.as_ref().unwrap().to_value()["token"], TOKEN);
         self.reply(hello.id, welcome).await;
         hello
     }
@@ -171,7 +171,7 @@ impl MockMod {
     /// Reads `events/subscribe` and grants the channels in `grant` that were asked for.
     pub async fn grant_subscribe(&mut self, grant: &[&str]) -> Vec<String> {
         let request = self.expect("events/subscribe").await;
-        let asked: Vec<String> = request.params.as_ref().unwrap()["channels"]
+        let asked: Vec<String> = request.params.as_ref().unwrap().to_value()["channels"]
             .as_array()
             .unwrap()
             .iter()

@@ -9,9 +9,10 @@
 use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{event_from, request_from, response_from, DecodeMode, EventFields};
+use super::{event_from, request_from, response_from, DecodeMode, EventFields, ParamsField};
 use crate::{Message, MessageId, PROTOCOL_VERSION};
 
 /// Every field a message may have; `deny_unknown_fields` and the derive's duplicate check send anything
@@ -27,8 +28,8 @@ struct Envelope<'a> {
     kind: Cow<'a, str>,
     #[serde(default, deserialize_with = "present")]
     method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    params: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default, deserialize_with = "present")]
@@ -48,6 +49,13 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
     Value::deserialize(deserializer).map(Some)
 }
 
+/// `params`, kept as its text.
+fn present_raw<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(deserializer).map(Some)
+}
+
 pub(super) fn decode(body: &[u8], mode: DecodeMode) -> Option<Message> {
     let text = std::str::from_utf8(body).ok()?;
     let e: Envelope<'_> = serde_json::from_str(text).ok()?;
@@ -61,13 +69,13 @@ pub(super) fn decode(body: &[u8], mode: DecodeMode) -> Option<Message> {
             if others.iter().any(|f| f.is_some()) || e.timestamp.is_some() {
                 return None;
             }
-            request_from(e.method, e.params, mode, id)
+            request_from(e.method, e.params.map(ParamsField::Raw), mode, id)
                 .ok()
                 .map(Message::Request)
         }
         "response" => {
-            let others = [&e.method, &e.params, &e.channel, &e.seq, &e.payload];
-            if others.iter().any(|f| f.is_some()) || e.timestamp.is_some() {
+            let others = [&e.method, &e.channel, &e.seq, &e.payload];
+            if others.iter().any(|f| f.is_some()) || e.params.is_some() || e.timestamp.is_some() {
                 return None;
             }
             if e.result.is_some() && e.error.is_some() {
@@ -79,8 +87,8 @@ pub(super) fn decode(body: &[u8], mode: DecodeMode) -> Option<Message> {
                 .map(Message::Response)
         }
         "event" => {
-            let others = [&e.method, &e.params, &e.result, &e.error];
-            if others.iter().any(|f| f.is_some()) {
+            let others = [&e.method, &e.result, &e.error];
+            if others.iter().any(|f| f.is_some()) || e.params.is_some() {
                 return None;
             }
             let fields = EventFields {

@@ -19,6 +19,7 @@ mod error;
 mod fast;
 mod params;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use self::error::DecodeError;
@@ -27,7 +28,7 @@ use self::params::{escape_pointer, typed};
 use crate::methods::{self, Method};
 use crate::{
     Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
-    MethodName, Outcome, Request, Response, Timestamp, PROTOCOL_VERSION,
+    MethodName, Outcome, Params, Request, Response, Timestamp, PROTOCOL_VERSION,
 };
 
 /// How strictly to read.
@@ -260,13 +261,37 @@ fn request(
     mode: DecodeMode,
     id: MessageId,
 ) -> Result<Request, DecodeError> {
-    request_from(map.remove("method"), map.remove("params"), mode, id)
+    request_from(
+        map.remove("method"),
+        map.remove("params").map(ParamsField::Value),
+        mode,
+        id,
+    )
+}
+
+/// The `params` field as read: a value of the general path or raw text of the fast one.
+pub(super) enum ParamsField<'a> {
+    Value(Value),
+    Raw(&'a RawValue),
+}
+
+impl ParamsField<'_> {
+    fn into_params(self) -> Result<Params, &'static str> {
+        match self {
+            ParamsField::Value(Value::Object(map)) => Ok(Params::from_map(&map)),
+            ParamsField::Value(other) => Err(json_type_name(&other)),
+            ParamsField::Raw(raw) if raw.get().starts_with('{') => {
+                Params::from_raw(raw.to_owned()).map_err(|_| "an object")
+            }
+            ParamsField::Raw(raw) => Err(crate::params::raw_type_name(raw.get())),
+        }
+    }
 }
 
 /// A request from its `method` and `params` fields (`None`: absent).
 fn request_from(
     method: Option<Value>,
-    params: Option<Value>,
+    params: Option<ParamsField<'_>>,
     mode: DecodeMode,
     id: MessageId,
 ) -> Result<Request, DecodeError> {
@@ -283,22 +308,24 @@ fn request_from(
             ))
         }
     };
-    let mut params = match params {
-        None => None,
-        Some(Value::Object(p)) => Some(p),
-        Some(other) => {
+    let mut params = match params.map(ParamsField::into_params).transpose() {
+        Ok(params) => params,
+        Err(type_name) => {
             return Err(DecodeError::new(
                 ErrorCode::INVALID_PARAMS,
                 "/params",
-                format!("`params` must be an object, not {}", json_type_name(&other)),
+                format!("`params` must be an object, not {type_name}"),
             ))
         }
     };
     if mode == DecodeMode::Lenient && method.as_str() == methods::ToolsCall::NAME {
-        if let Some(p) = params.as_mut() {
-            if let Some(parameters) = p.remove("parameters") {
-                p.entry("arguments").or_insert(parameters);
+        // Lib.GAB names the arguments `parameters` (SPEC/1.0 gabp.md §3.5).
+        if let Some(p) = params.as_mut().filter(|p| p.member("parameters").is_some()) {
+            let mut map = p.to_map();
+            if let Some(parameters) = map.remove("parameters") {
+                map.entry("arguments").or_insert(parameters);
             }
+            *p = Params::from_map(&map);
         }
     }
     check_params(method.as_str(), params.as_ref(), mode)?;

@@ -1,12 +1,16 @@
 //! The params of a request and the result of a response, checked against the types of their method:
 //! [`check_params`] and [`check_result`].
 
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 
-use super::{json_type_name, DecodeError, DecodeMode};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{DecodeError, DecodeMode};
 use crate::methods::{self, Method};
-use crate::{without_json_position, ErrorCode};
+use crate::params::{json_str, raw_type_name, Key};
+use crate::{without_json_position, ErrorCode, Params};
 
 /// Escapes a JSON pointer reference token (RFC 6901).
 pub(super) fn escape_pointer(token: &str) -> String {
@@ -27,17 +31,18 @@ pub(super) fn typed<T: DeserializeOwned>(
     })
 }
 
-/// Like [`typed`] for a params object, without cloning the map into a `Value`.
-fn typed_map<T: DeserializeOwned>(map: &Map<String, Value>) -> Result<T, DecodeError> {
-    T::deserialize(crate::strict::BorrowedMap(map)).or_else(|_| {
-        serde_path_to_error::deserialize::<_, T>(crate::strict::BorrowedMap(map))
+/// Like [`typed`] for params, read straight from their text.
+fn typed_params<T: DeserializeOwned>(params: &Params) -> Result<T, DecodeError> {
+    params.decode::<T>().or_else(|_| {
+        let mut de = serde_json::Deserializer::from_str(params.as_json());
+        serde_path_to_error::deserialize::<_, T>(&mut de)
             .map_err(|e| path_error(e, "/params", ErrorCode::INVALID_PARAMS))
     })
 }
 
-/// `tools/call` params, checked without building [`methods::ToolsCallParams`]: this is the hot path of every
-/// session, and deserializing the typed struct would copy the whole `arguments` object just to drop it.
-fn check_tools_call(params: Option<&Map<String, Value>>) -> Result<(), DecodeError> {
+/// `tools/call` params, checked member by member without building [`methods::ToolsCallParams`]: this is the
+/// hot path of every session, and the typed struct would copy the whole `arguments` object just to drop it.
+fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
     let invalid = |pointer: &str, reason: String| {
         DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
     };
@@ -47,41 +52,43 @@ fn check_tools_call(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
             format!("`{}` requires params", methods::ToolsCall::NAME),
         ));
     };
+    let mut de = serde_json::Deserializer::from_str(p.as_json());
+    let members = serde::Deserializer::deserialize_map(&mut de, Members)
+        .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
     let mut has_name = false;
-    for (key, value) in p {
-        match (key.as_str(), value) {
-            ("name", Value::String(name)) if crate::format::is_registry_name(name) => {
-                has_name = true
-            }
-            ("name", Value::String(name)) => {
-                return Err(invalid(
-                    "/params/name",
-                    format!(
-                        "tool name {name:?} does not match {}",
-                        crate::format::NAME_PATTERN
-                    ),
-                ))
-            }
-            ("name", other) => {
-                return Err(invalid(
-                    "/params/name",
-                    format!(
-                        "invalid type: {}, expected a tool name string",
-                        json_type_name(other)
-                    ),
-                ))
-            }
-            ("arguments", Value::Object(_)) => {}
-            ("arguments", other) => {
+    for (key, raw) in members.iter() {
+        let text = raw.get();
+        let key: &str = key;
+        match key {
+            "name" => match json_str(text) {
+                Some(name) if crate::format::is_registry_name(&name) => has_name = true,
+                Some(name) => {
+                    return Err(invalid(
+                        "/params/name",
+                        format!(
+                            "tool name {name:?} does not match {}",
+                            crate::format::NAME_PATTERN
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(invalid(
+                        "/params/name",
+                        format!(
+                            "invalid type: {}, expected a tool name string",
+                            raw_type_name(text)
+                        ),
+                    ))
+                }
+            },
+            "arguments" if text.starts_with('{') => {}
+            "arguments" => {
                 return Err(invalid(
                     "/params/arguments",
-                    format!(
-                        "invalid type: {}, expected an object",
-                        json_type_name(other)
-                    ),
+                    format!("invalid type: {}, expected an object", raw_type_name(text)),
                 ))
             }
-            (other, _) => {
+            other => {
                 return Err(invalid(
                     "/params",
                     format!("unknown field `{other}`, expected `name` or `arguments`"),
@@ -93,6 +100,47 @@ fn check_tools_call(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
         Ok(())
     } else {
         Err(invalid("/params", "missing field `name`".to_owned()))
+    }
+}
+
+/// How many members are kept without allocating: more than `tools/call` params have.
+const INLINE_MEMBERS: usize = 3;
+
+/// Reads the members of an object, their values unparsed.
+struct Members;
+
+/// The members of an object in order: the first few inline, any others in `more`.
+#[derive(Default)]
+struct MemberList<'de> {
+    inline: [Option<(Cow<'de, str>, &'de RawValue)>; INLINE_MEMBERS],
+    more: Vec<(Cow<'de, str>, &'de RawValue)>,
+}
+
+impl<'de> MemberList<'de> {
+    fn iter(&self) -> impl Iterator<Item = &(Cow<'de, str>, &'de RawValue)> + '_ {
+        self.inline.iter().flatten().chain(self.more.iter())
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Members {
+    type Value = MemberList<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut list = MemberList::default();
+        let mut n = 0;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let value = map.next_value::<&'de RawValue>()?;
+            match list.inline.get_mut(n) {
+                Some(slot) => *slot = Some((key, value)),
+                None => list.more.push((key, value)),
+            }
+            n += 1;
+        }
+        Ok(list)
     }
 }
 
@@ -124,7 +172,7 @@ fn path_error(
     DecodeError::new(code, pointer, without_json_position(&reason))
 }
 
-fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeError> {
+fn check<M: Method>(params: Option<&Params>) -> Result<(), DecodeError> {
     match params {
         None if M::PARAMS_REQUIRED => Err(DecodeError::new(
             ErrorCode::INVALID_PARAMS,
@@ -132,7 +180,7 @@ fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
             format!("`{}` requires params", M::NAME),
         )),
         None => Ok(()),
-        Some(p) => typed_map::<M::Params>(p).map(drop),
+        Some(p) => typed_params::<M::Params>(p).map(drop),
     }
 }
 
@@ -142,13 +190,14 @@ fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
 ///
 /// ```
 /// use gabp_types::decode::{check_params, DecodeMode};
-/// use gabp_types::ErrorCode;
+/// use gabp_types::{ErrorCode, Params};
 ///
-/// let params = serde_json::json!({"name": "world/get_block", "parameters": {}});
-/// let err = check_params("tools/call", params.as_object(), DecodeMode::Strict).unwrap_err();
+/// let params = Params::from_serialize(&serde_json::json!({"name": "world/get_block", "parameters": {}}))?;
+/// let err = check_params("tools/call", Some(&params), DecodeMode::Strict).unwrap_err();
 /// assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
 /// assert!(check_params("tools/list", None, DecodeMode::Strict).is_ok());
-/// assert!(check_params("custom/thing", params.as_object(), DecodeMode::Strict).is_ok());
+/// assert!(check_params("custom/thing", Some(&params), DecodeMode::Strict).is_ok());
+/// # Ok::<(), serde_json::Error>(())
 /// ```
 ///
 /// # Errors
@@ -156,7 +205,7 @@ fn check<M: Method>(params: Option<&Map<String, Value>>) -> Result<(), DecodeErr
 /// A [`DecodeError`] with code -32602 and the JSON pointer of the offending value.
 pub fn check_params(
     method: &str,
-    params: Option<&Map<String, Value>>,
+    params: Option<&Params>,
     mode: DecodeMode,
 ) -> Result<(), DecodeError> {
     use methods::*;
@@ -165,10 +214,9 @@ pub fn check_params(
             check::<SessionHello>(params)?;
             if mode == DecodeMode::Strict {
                 let launch_id = params
-                    .and_then(|p| p.get("launchId"))
-                    .and_then(Value::as_str)
+                    .and_then(|p| p.str_member("launchId"))
                     .unwrap_or_default();
-                if !crate::format::is_hyphenated_uuid(launch_id) {
+                if !crate::format::is_hyphenated_uuid(&launch_id) {
                     return Err(DecodeError::new(
                         ErrorCode::INVALID_PARAMS,
                         "/params/launchId",

@@ -146,10 +146,9 @@ where
             .request
             .params
             .as_ref()
-            .and_then(|p| p.get("token"))
-            .and_then(|t| t.as_str())
+            .and_then(|p| p.str_member("token"))
             .unwrap_or_default();
-        if !self.token.verify(candidate) {
+        if !self.token.verify(&candidate) {
             tracing::warn!(
                 peer = req.session.peer(),
                 "session/hello with a wrong token"

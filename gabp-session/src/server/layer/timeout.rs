@@ -121,7 +121,7 @@ where
     }
 
     fn call(&mut self, req: ServerRequest) -> ResponseFuture {
-        let tool = req.tool_name().map(str::to_owned);
+        let tool = req.tool_name().map(std::borrow::Cow::into_owned);
         let limit = tool
             .as_deref()
             .and_then(|t| self.layer.tools.get(t).copied())

@@ -75,7 +75,7 @@ where
             "gabp.request",
             method = req.method(),
             id = %req.id(),
-            tool = req.tool_name(),
+            tool = req.tool_name().as_deref(),
         );
         let fut = span.in_scope(|| self.inner.call(req));
         async move {

@@ -1,0 +1,293 @@
+//! [`Params`]: a request's `params` object, kept as the JSON text it arrived as until a handler reads it
+//! (SPEC/1.0 gabp.md §3.4: `params` is always an object).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The `params` of a request: a JSON object held as its compact or received text.
+///
+/// Decoding a message keeps the params as they were on the wire (one copy, no tree of values); a handler
+/// reads them once, into its own type with [`Params::decode`], or into a map with [`Params::to_map`].
+/// Equality compares the JSON values, not the text.
+///
+/// ```
+/// use gabp_types::Params;
+/// use serde_json::json;
+///
+/// let params = Params::from_serialize(&json!({"name": "world/get_block", "arguments": {"x": 1}}))?;
+/// assert_eq!(params.as_json(), r#"{"arguments":{"x":1},"name":"world/get_block"}"#);
+/// assert_eq!(params.to_value()["arguments"]["x"], 1);
+/// assert!(Params::from_serialize(&[1, 2]).is_err());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Params(Box<RawValue>);
+
+impl Params {
+    /// The params of a map.
+    #[must_use]
+    pub fn from_map(map: &Map<String, Value>) -> Params {
+        // A map of JSON values always serializes.
+        Params(serde_json::value::to_raw_value(map).unwrap_or_else(|_| empty()))
+    }
+
+    /// The serialization of `value`, which must be a JSON object.
+    ///
+    /// # Errors
+    ///
+    /// When `value` does not serialize, or not to an object.
+    pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
+        Params::from_raw(serde_json::value::to_raw_value(value)?)
+    }
+
+    /// Params from raw JSON, which must be an object.
+    ///
+    /// # Errors
+    ///
+    /// When `raw` is not an object.
+    pub fn from_raw(raw: Box<RawValue>) -> Result<Params, serde_json::Error> {
+        if raw.get().starts_with('{') {
+            Ok(Params(raw))
+        } else {
+            Err(serde_json::Error::custom(format!(
+                "params must be a JSON object, not {}",
+                raw_type_name(raw.get())
+            )))
+        }
+    }
+
+    /// Whether the object has no members.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.get()[1..].trim_start().starts_with('}')
+    }
+
+    /// The JSON text.
+    #[must_use]
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The raw JSON value.
+    #[must_use]
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// Deserializes the params into `T`, straight from the text.
+    ///
+    /// # Errors
+    ///
+    /// When the params do not fit `T`.
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+
+    /// The params as a map (parses the text).
+    #[must_use]
+    pub fn to_map(&self) -> Map<String, Value> {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// The params as a JSON value (parses the text).
+    #[must_use]
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.to_map())
+    }
+
+    /// The raw value of the member `key`, if present, read without parsing the other members' values.
+    #[must_use]
+    pub fn member(&self, key: &str) -> Option<&RawValue> {
+        let mut de = serde_json::Deserializer::from_str(self.0.get());
+        de.deserialize_map(Member { key }).ok().flatten()
+    }
+
+    /// The string member `key`, if present and a string.
+    #[must_use]
+    pub fn str_member(&self, key: &str) -> Option<Cow<'_, str>> {
+        let raw = self.member(key)?;
+        json_str(raw.get())
+    }
+}
+
+/// The JSON string `text`, borrowed unless it has escapes; `None` when `text` is not a string.
+pub fn json_str(text: &str) -> Option<Cow<'_, str>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = de.deserialize_str(Text).ok()?;
+    de.end().ok()?;
+    Some(value)
+}
+
+/// A JSON string, borrowed from the input when it can be.
+pub(crate) struct Text;
+
+impl<'de> Visitor<'de> for Text {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+/// A map key read with [`Text`].
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(Text).map(Key)
+    }
+}
+
+fn empty() -> Box<RawValue> {
+    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable_empty())
+}
+
+#[cold]
+fn unreachable_empty() -> Box<RawValue> {
+    // `{}` is valid JSON; `from_string` cannot fail on it.
+    serde_json::from_str("{}").unwrap_or_else(|_| Box::<RawValue>::default())
+}
+
+/// The JSON type of raw text, for messages.
+pub(crate) fn raw_type_name(raw: &str) -> &'static str {
+    match raw.as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+/// Finds one member of an object, skipping the others' values unparsed.
+struct Member<'k> {
+    key: &'k str,
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let value = map.next_value::<&'de RawValue>()?;
+            if key == self.key && found.is_none() {
+                found = Some(value);
+            }
+        }
+        Ok(found)
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get() || self.to_map() == other.to_map()
+    }
+}
+
+impl fmt::Debug for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Params").field(&self.0.get()).finish()
+    }
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params(empty())
+    }
+}
+
+impl From<Map<String, Value>> for Params {
+    fn from(map: Map<String, Value>) -> Self {
+        Params::from_map(&map)
+    }
+}
+
+impl Serialize for Params {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        Params::from_raw(raw).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn members_are_found_without_reading_the_rest() {
+        let params: Params =
+            serde_json::from_str(r#"{"arguments": {"deep": [1, 2]}, "name": "a\/b"}"#).unwrap();
+        assert_eq!(
+            params.member("arguments").unwrap().get(),
+            r#"{"deep": [1, 2]}"#
+        );
+        assert_eq!(params.str_member("name").as_deref(), Some("a/b"));
+        assert!(params.member("other").is_none());
+        assert!(matches!(params.str_member("name"), Some(Cow::Owned(_))));
+        let plain: Params = serde_json::from_str(r#"{"name": "a/b"}"#).unwrap();
+        assert!(matches!(
+            plain.str_member("name"),
+            Some(Cow::Borrowed("a/b"))
+        ));
+        assert!(params.str_member("arguments").is_none());
+    }
+
+    #[test]
+    fn equality_is_by_value() {
+        let spaced: Params = serde_json::from_str(r#"{ "a" : 1, "b": [true] }"#).unwrap();
+        let compact = Params::from_serialize(&json!({"b": [true], "a": 1})).unwrap();
+        assert_eq!(spaced, compact);
+        assert_ne!(spaced, Params::default());
+    }
+
+    #[test]
+    fn only_objects_are_params() {
+        for bad in ["[]", "1", "\"x\"", "null", "true"] {
+            let err = serde_json::from_str::<Params>(bad).unwrap_err();
+            assert!(
+                err.to_string().contains("must be a JSON object"),
+                "{bad}: {err}"
+            );
+        }
+        assert_eq!(Params::default().as_json(), "{}");
+        assert!(Params::default().is_empty());
+        assert!(serde_json::from_str::<Params>("{ \n }").unwrap().is_empty());
+        assert!(!serde_json::from_str::<Params>(r#"{"a":1}"#)
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            Params::default().decode::<Map<String, Value>>().unwrap(),
+            Map::new()
+        );
+    }
+}
