@@ -37,16 +37,27 @@ use super::session::{internal_error, CloseReason, Session};
 use super::tool::{Handler, RegisteredTool};
 use super::ServerRequest;
 
-pub(crate) type StateGetHandler = Arc<
-    dyn Fn(StateGetParams) -> BoxFuture<'static, Result<Map<String, Value>, ErrorObject>>
+/// Serves `state/get` with the call's context.
+pub(crate) type StateGetFn = Arc<
+    dyn Fn(
+            &CallContext,
+            StateGetParams,
+        ) -> BoxFuture<'static, Result<Map<String, Value>, ErrorObject>>
         + Send
         + Sync,
 >;
-pub(crate) type StateSetHandler = Arc<
-    dyn Fn(StateSetParams) -> BoxFuture<'static, Result<StateSetResult, ErrorObject>> + Send + Sync,
+/// Serves `state/set` with the call's context.
+pub(crate) type StateSetFn = Arc<
+    dyn Fn(&CallContext, StateSetParams) -> BoxFuture<'static, Result<StateSetResult, ErrorObject>>
+        + Send
+        + Sync,
 >;
-pub(crate) type MethodHandler =
-    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
+/// Serves a custom method with the call's context.
+pub(crate) type MethodFn = Arc<
+    dyn Fn(&CallContext, ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
+        + Send
+        + Sync,
+>;
 
 /// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build).
 pub(crate) struct Routes {
@@ -55,9 +66,9 @@ pub(crate) struct Routes {
     pub(crate) tool_index: HashMap<String, usize>,
     pub(crate) resources: Vec<Arc<RegisteredResource>>,
     pub(crate) resource_index: HashMap<String, usize>,
-    pub(crate) state_get: Option<StateGetHandler>,
-    pub(crate) state_set: Option<StateSetHandler>,
-    pub(crate) methods: HashMap<String, MethodHandler>,
+    pub(crate) state_get: Option<StateGetFn>,
+    pub(crate) state_set: Option<StateSetFn>,
+    pub(crate) methods: HashMap<String, MethodFn>,
     pub(crate) hub: Arc<EventHub>,
     pub(crate) main_thread: MainThread,
     pub(crate) request_timeout: Duration,
@@ -354,12 +365,13 @@ impl Router {
     fn get_state(
         &self,
         req: &ServerRequest,
-        handler: &StateGetHandler,
+        handler: &StateGetFn,
     ) -> Result<ResponseFuture, ErrorObject> {
         let p: StateGetParams = params(req)?;
         let components = p.components.clone();
-        let fut = handler(p);
         let id = req.id();
+        let cancellation = req.session.cancellation().child_token();
+        let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
         Ok(async move {
             let mut state = match fut.await {
                 Ok(state) => state,
@@ -380,11 +392,12 @@ impl Router {
     fn set_state(
         &self,
         req: &ServerRequest,
-        handler: &StateSetHandler,
+        handler: &StateSetFn,
     ) -> Result<ResponseFuture, ErrorObject> {
         let p: StateSetParams = required_params(req)?;
-        let fut = handler(p);
         let id = req.id();
+        let cancellation = req.session.cancellation().child_token();
+        let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
         Ok(async move {
             Ok(match fut.await.and_then(to_value) {
                 Ok(v) => Response::success(id, v),
@@ -432,7 +445,9 @@ impl Router {
             method => match self.routes.methods.get(method) {
                 Some(handler) => {
                     let id = req.id();
-                    let fut = handler(req);
+                    let cancellation = req.session.cancellation().child_token();
+                    let context = self.context(req.session.clone(), id, cancellation);
+                    let fut = handler(&context, req);
                     return Ok(async move {
                         Ok(match fut.await {
                             Ok(v) => Response::success(id, v),

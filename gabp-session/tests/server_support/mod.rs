@@ -261,8 +261,8 @@ pub mod fixture {
 
     use std::time::Duration;
 
-    use gabp_session::server::{ModServerBuilder, Resource, Tool, ToolError};
-    use gabp_types::methods::StateSetResult;
+    use gabp_session::server::{ModServerBuilder, Resource, ServerRequest, Tool, ToolError};
+    use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult};
     use gabp_types::ErrorCode;
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
@@ -409,7 +409,7 @@ pub mod fixture {
                 Ok("steve".to_owned())
             }))
             .state(
-                |_| async {
+                |_: StateGetParams| async {
                     let mut state = Map::new();
                     state.insert("world".into(), json!({"size": 16}));
                     state.insert(
@@ -418,14 +418,14 @@ pub mod fixture {
                     );
                     Ok(state)
                 },
-                |p| async move {
+                |p: StateSetParams| async move {
                     Ok(StateSetResult {
                         applied: p.updates,
                         errors: None,
                     })
                 },
             )
-            .method("game/pause", |req| async move {
+            .method("game/pause", |req: ServerRequest| async move {
                 Ok(json!({ "paused": true, "session": req.session.id() }))
             })
     }

@@ -13,7 +13,7 @@ use gabp_session::server::{
     ServeHandle, ServerLimits, Tool, ToolError,
 };
 use gabp_transport::{ByteStream, Connection, Endpoint, Listener, Token};
-use gabp_types::methods::{StateSetResult, WelcomeResult};
+use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult, WelcomeResult};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -149,11 +149,11 @@ impl MockModBuilder {
         let get = self.state.clone();
         let set = self.state.clone();
         self.inner = self.inner.state(
-            move |_| {
+            move |_: StateGetParams| {
                 let state = get.lock().clone();
                 async move { Ok(state) }
             },
-            move |params| {
+            move |params: StateSetParams| {
                 let mut state = set.lock();
                 for (key, value) in &params.updates {
                     state.insert(key.clone(), value.clone());
@@ -171,11 +171,12 @@ impl MockModBuilder {
     /// Anything else the [`ModServerBuilder`] offers (custom methods, layers, extensions, ...).
     ///
     /// ```
+    /// use gabp_session::server::ServerRequest;
     /// use gabp_testkit::MockMod;
     /// use serde_json::json;
     ///
     /// let mock = MockMod::builder()
-    ///     .configure(|b| b.method("game/custom", |_req| async { Ok(json!({"ok": true})) }))
+    ///     .configure(|b| b.method("game/custom", |_: ServerRequest| async { Ok(json!({"ok": true})) }))
     ///     .build()?;
     /// assert!(mock.welcome().capabilities.has_method("game/custom"));
     /// # Ok::<(), gabp_testkit::TestkitError>(())

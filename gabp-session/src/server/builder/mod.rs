@@ -2,15 +2,11 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
-use gabp_types::methods::{
-    HelloToken, ServerInfo, StateGetParams, StateSetParams, StateSetResult, CORE_METHODS,
-};
-use gabp_types::{ChannelName, ErrorObject, MethodName, Response, Uri};
+use gabp_types::methods::{HelloToken, ServerInfo, CORE_METHODS};
+use gabp_types::{ChannelName, MethodName, Response, Uri};
 use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
@@ -23,7 +19,8 @@ use super::layer::user::{ErrorsAsResponses, LayerFn};
 use super::layer::ModService;
 use super::limits::ServerLimits;
 use super::main_thread::MainThread;
-use super::router::{MethodHandler, Router, Routes, StateGetHandler, StateSetHandler};
+use super::method::{MethodHandler, StateGetHandler, StateSetHandler};
+use super::router::{MethodFn, Router, Routes, StateGetFn, StateSetFn};
 use super::serve::ModServer;
 use super::welcome;
 use super::{Resource, ServerRequest, Tool};
@@ -76,9 +73,9 @@ pub struct ModServerBuilder {
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     channels: Vec<String>,
-    state_get: Option<StateGetHandler>,
-    state_set: Option<StateSetHandler>,
-    methods: Vec<(String, MethodHandler)>,
+    state_get: Option<StateGetFn>,
+    state_set: Option<StateSetFn>,
+    methods: Vec<(String, MethodFn)>,
     layers: Vec<LayerFn>,
     hub: Arc<EventHub>,
     main_thread: MainThread,
@@ -220,39 +217,31 @@ impl ModServerBuilder {
         self
     }
 
-    /// Serves `state/get` with `handler`, which returns the state by component. When the request names
-    /// `components`, only those are sent; the `timestamp` is added.
+    /// Serves `state/get` with `handler`, which returns the state by component: any value that serializes to
+    /// an object (a struct of components, or a map). It may take extractors ([`CallContext`](super::CallContext),
+    /// [`State<T>`](super::State), ...) before the params. When the request names `components`, only those
+    /// are sent; the `timestamp` is added.
     #[must_use]
-    pub fn state_get<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(StateGetParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Map<String, Value>, ErrorObject>> + Send + 'static,
-    {
-        self.state_get = Some(Arc::new(move |p| handler(p).boxed()));
+    pub fn state_get<M, H: StateGetHandler<M>>(mut self, handler: H) -> Self {
+        self.state_get = Some(Arc::new(move |context, p| handler.get(context, p)));
         self
     }
 
-    /// Serves `state/set` with `handler`.
+    /// Serves `state/set` with `handler`, which may take extractors before the params.
     #[must_use]
-    pub fn state_set<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(StateSetParams) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<StateSetResult, ErrorObject>> + Send + 'static,
-    {
-        self.state_set = Some(Arc::new(move |p| handler(p).boxed()));
+    pub fn state_set<M, H: StateSetHandler<M>>(mut self, handler: H) -> Self {
+        self.state_set = Some(Arc::new(move |context, p| handler.set(context, p)));
         self
     }
 
     /// Serves both `state/get` and `state/set` (see [`ModServerBuilder::state_get`] and
     /// [`ModServerBuilder::state_set`]).
     #[must_use]
-    pub fn state<G, GF, S, SF>(self, get: G, set: S) -> Self
-    where
-        G: Fn(StateGetParams) -> GF + Send + Sync + 'static,
-        GF: Future<Output = Result<Map<String, Value>, ErrorObject>> + Send + 'static,
-        S: Fn(StateSetParams) -> SF + Send + Sync + 'static,
-        SF: Future<Output = Result<StateSetResult, ErrorObject>> + Send + 'static,
-    {
+    pub fn state<GM, G: StateGetHandler<GM>, SM, S: StateSetHandler<SM>>(
+        self,
+        get: G,
+        set: S,
+    ) -> Self {
         self.state_get(get).state_set(set)
     }
 
@@ -266,15 +255,29 @@ impl ModServerBuilder {
 
     /// Serves a custom method (any registry name the mod does not serve itself, such as
     /// `minecraft/world/get_blocks`, or `attention/current`). It is advertised in `capabilities.methods`.
-    /// The handler gets the whole request, with its session, and returns the result or an error object.
+    /// The handler takes the whole [`ServerRequest`] and returns a JSON value, or takes extractors and typed
+    /// params and returns anything that serializes (see [`MethodHandler`]).
+    ///
+    /// ```
+    /// use gabp_session::server::{ModServer, State};
+    /// use gabp_types::ErrorObject;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize)]
+    /// struct Area { radius: u32 }
+    ///
+    /// let builder = ModServer::builder()
+    ///     .with_state(7_u32)
+    ///     .method("world/count_blocks", |State(per): State<u32>, area: Area| async move {
+    ///         Ok::<_, ErrorObject>(area.radius * per)
+    ///     });
+    /// ```
     #[must_use]
-    pub fn method<F, Fut>(mut self, name: impl Into<String>, handler: F) -> Self
-    where
-        F: Fn(ServerRequest) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
-    {
-        self.methods
-            .push((name.into(), Arc::new(move |req| handler(req).boxed())));
+    pub fn method<M, H: MethodHandler<M>>(mut self, name: impl Into<String>, handler: H) -> Self {
+        self.methods.push((
+            name.into(),
+            Arc::new(move |context, req| handler.call(context, req)),
+        ));
         self
     }
 

@@ -28,7 +28,7 @@ fn welcome_advertises_what_is_registered() {
         .token(token())
         .app("Game", "1.2")
         .channel("player/move")
-        .method("game/pause", |_| async { Ok(Value::Null) })
+        .method("game/pause", |_: ServerRequest| async { Ok(Value::Null) })
         .extension("x-ext", Map::new())
         .build()
         .unwrap();
@@ -66,7 +66,7 @@ fn registration_errors() {
     ));
     let reserved = ModServerBuilder::new()
         .token(token())
-        .method("tools/call", |_| async { Ok(Value::Null) })
+        .method("tools/call", |_: ServerRequest| async { Ok(Value::Null) })
         .build();
     assert!(matches!(reserved, Err(BuildError::ReservedMethod(_))));
     let channel = ModServerBuilder::new()
