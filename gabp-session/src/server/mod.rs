@@ -65,6 +65,7 @@ pub mod layer;
 mod limits;
 mod main_thread;
 mod pattern;
+mod registry;
 mod resource;
 mod router;
 mod serve;
@@ -81,12 +82,13 @@ pub use events::{EventPublisher, PublishError, Published};
 pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
+pub use registry::{ToolRegistry, ToolRegistryError};
 pub use resource::Resource;
 pub use router::Router;
 pub use serve::{ModServer, ServeHandle};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::Tool;
-pub use welcome::CHANNEL_PATTERNS_EXTENSION;
+pub use welcome::{CHANNEL_PATTERNS_EXTENSION, TOOLS_CHANGED_EXTENSION};
 
 /// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
 #[cfg(doctest)]
