@@ -9,6 +9,8 @@
 //!   main thread through [`MainThread::pump_with`];
 //! - event channels, published with the cloneable [`EventPublisher`] (per-channel `seq` from 0, bounded
 //!   per-connection queues that drop rather than block);
+//! - tools added and removed while serving, announced on `tools/changed` ([`ToolRegistry`],
+//!   [`ModServerBuilder::dynamic_tools`]; SPEC/1.0 extensions.md §tools-changed);
 //! - [`Resource`]s (text or binary), `state/get` and `state/set` handlers, custom methods;
 //! - any tower [`layer`](ModServerBuilder::layer) in front of the handlers.
 //!

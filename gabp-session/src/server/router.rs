@@ -48,7 +48,8 @@ pub(crate) type StateSetHandler = Arc<
 pub(crate) type MethodHandler =
     Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send + Sync>;
 
-/// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build).
+/// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build); the
+/// tools live in a table that may change while serving (SPEC/1.0 extensions.md §tools-changed).
 pub(crate) struct Routes {
     pub(crate) welcome: Value,
     pub(crate) tools: Arc<ToolTable>,

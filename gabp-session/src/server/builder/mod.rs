@@ -345,7 +345,7 @@ impl ModServerBuilder {
     }
 
     /// The tool descriptors of the server being built, for a layer that decides by a tool's tags. Empty until
-    /// the server is built; then it holds every tool registered by then (see [`ToolCatalog`]).
+    /// the server is built; then it holds the tools served at each moment (see [`ToolCatalog`]).
     #[must_use]
     pub fn tool_catalog(&self) -> ToolCatalog {
         ToolCatalog::new(self.table.clone())
