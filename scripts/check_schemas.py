@@ -27,7 +27,9 @@ Which schemas apply to a message:
       (`session.welcome.response.json` for `session/hello`); an error response is valid
       for any method, so these schemas must accept one (our corpus checks that they do);
     - an event whose `channel` starts with `attention/`: its `payload` against
-      `events/attention.payload.schema.json`.
+      `events/attention.payload.schema.json`;
+    - an event on `tools/changed`: its `payload` against
+      `events/tools-changed.payload.schema.json`.
 A message is valid iff every applicable schema accepts it; a file that is not JSON is invalid.
 
 Validation uses Draft7Validator with format checking on. Draft 7's format checker has no
@@ -206,6 +208,8 @@ def check_message(schemas: Schemas, msg, method: str | None) -> str | None:
             channel = msg.get("channel")
             if isinstance(channel, str) and channel.startswith("attention/") and "payload" in msg:
                 checks.append(("events/attention.payload.schema.json", msg["payload"], "attention payload"))
+            elif channel == "tools/changed" and "payload" in msg:
+                checks.append(("events/tools-changed.payload.schema.json", msg["payload"], "tools-changed payload"))
     for rel, instance, label in checks:
         validator = schemas.validator(rel)
         if validator is None:

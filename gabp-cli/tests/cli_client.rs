@@ -62,7 +62,7 @@ fn call_prints_the_result_as_pretty_json() {
     let out = call(&["tools/list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(list["tools"].as_array().map(Vec::len), Some(8));
+    assert_eq!(list["tools"].as_array().map(Vec::len), Some(9));
 
     // A spawned mod over stdio gets a fresh token.
     let spawn = format!("{} mod --stdio", env!("CARGO_BIN_EXE_gabp"));

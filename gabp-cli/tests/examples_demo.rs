@@ -3,7 +3,7 @@
 //! those that cannot be the same twice (clock readings, versions, random ids), which are compared by shape.
 //!
 //! The session runs in this order (the file numbers group the examples by kind, not by time): hello,
-//! tools/list, events/subscribe, every tool call, the two events they cause, events/unsubscribe, resources,
+//! tools/list, events/subscribe, every tool call, the three events they cause, events/unsubscribe, resources,
 //! state, attention, ping, goodbye.
 //!
 //! After a deliberate change of the demo game, rewrite the responses and events from a real run with
@@ -324,6 +324,10 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
             "024_tools-call-raise-error.req.json",
             "025_tools-call-raise-error.res.json",
         ),
+        (
+            "026_tools-call-set-bonus.req.json",
+            "027_tools-call-set-bonus.res.json",
+        ),
     ] {
         exchange(
             &mut c,
@@ -335,9 +339,9 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
         );
     }
 
-    // The events of place_block and teleport (channels interleave; each arrives once).
+    // The events of place_block, teleport and set_bonus (channels interleave; each arrives once).
     let mut by_channel = std::collections::BTreeMap::new();
-    for _ in 0..2 {
+    for _ in 0..3 {
         let event = c.next_event();
         by_channel.insert(event.channel.to_string(), event);
     }
@@ -347,6 +351,7 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
             "world/block_change",
             "events/033_world-block-change.event.json",
         ),
+        ("tools/changed", "events/036_tools-changed.event.json"),
     ] {
         let event = by_channel
             .get(channel)

@@ -251,11 +251,22 @@ fn event_schema() -> Value {
             "payload": { "description": "The event's data." },
             "timestamp": with_description(schema_of::<Timestamp>(), "When the event occurred (RFC 3339)."),
         },
-        "if": {
-            "required": ["channel"],
-            "properties": { "channel": { "type": "string", "pattern": "^attention/" } }
-        },
-        "then": { "properties": { "payload": schema_of::<Attention>() } },
+        "allOf": [
+            {
+                "if": {
+                    "required": ["channel"],
+                    "properties": { "channel": { "type": "string", "pattern": "^attention/" } }
+                },
+                "then": { "properties": { "payload": schema_of::<Attention>() } }
+            },
+            {
+                "if": {
+                    "required": ["channel"],
+                    "properties": { "channel": { "const": methods::TOOLS_CHANGED_CHANNEL } }
+                },
+                "then": { "properties": { "payload": schema_of::<methods::ToolsChangedPayload>() } }
+            }
+        ],
         "additionalProperties": false
     })
 }
@@ -362,7 +373,7 @@ pub fn schema_files() -> Vec<SchemaFile> {
         schema: with_header(
             "events/event.message.json",
             "GABP event",
-            "An event message; on attention/* channels the payload is an attention object.",
+            "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload.",
             event_schema(),
         ),
     });
@@ -373,6 +384,15 @@ pub fn schema_files() -> Vec<SchemaFile> {
             "GABP attention event payload",
             "Payload of the attention/opened, attention/updated and attention/cleared channels.",
             schema_of::<Attention>(),
+        ),
+    });
+    files.push(SchemaFile {
+        path: "events/tools-changed.payload.schema.json".into(),
+        schema: with_header(
+            "events/tools-changed.payload.schema.json",
+            "GABP tools-changed event payload",
+            "Payload of the tools/changed channel (the tools-changed extension): the tools one change added and removed.",
+            schema_of::<methods::ToolsChangedPayload>(),
         ),
     });
     use methods::*;
@@ -395,7 +415,8 @@ pub fn schema_files() -> Vec<SchemaFile> {
 /// The schemas a message must satisfy, as `(schema path relative to SCHEMA/1.0/, JSON pointer of the part of
 /// the message it applies to)`: the envelope always (to the whole message); a core method's request schema for
 /// its requests; the response schema of `response_to`, when given, for a response; the attention payload schema
-/// (to `/payload`) for an event on an `attention/*` channel.
+/// (to `/payload`) for an event on an `attention/*` channel, the tools-changed payload schema for one on
+/// `tools/changed`.
 pub fn applicable_schemas(
     message: &Value,
     response_to: Option<&str>,
@@ -429,6 +450,15 @@ pub fn applicable_schemas(
         {
             paths.push((
                 "events/attention.payload.schema.json".to_owned(),
+                "/payload",
+            ));
+        }
+        Some("event")
+            if message.get("channel").and_then(Value::as_str)
+                == Some(methods::TOOLS_CHANGED_CHANNEL) =>
+        {
+            paths.push((
+                "events/tools-changed.payload.schema.json".to_owned(),
                 "/payload",
             ));
         }

@@ -384,3 +384,25 @@ fn truncated_inputs_never_panic() {
     }
     assert!(refused > 0);
 }
+
+#[test]
+fn tools_changed_payloads_are_checked_when_strict_only() {
+    // SPEC/1.0 extensions.md §tools-changed: written strictly, read from peers as sent.
+    for suffix in [
+        "_tools_changed_missing_removed.json",
+        "_tools_changed_name_with_dot.json",
+        "_tools_changed_repeated_name.json",
+        "_tools_changed_unknown_field.json",
+        "_tools_changed_payload_null.json",
+    ] {
+        let case = invalid_case(suffix);
+        let err = decode(&case.bytes, DecodeMode::Strict).expect_err(suffix);
+        assert_eq!(
+            err.code(),
+            gabp_types::ErrorCode::INVALID_FIELD_VALUE,
+            "{suffix}"
+        );
+        assert!(err.pointer().starts_with("/payload"), "{suffix}: {err}");
+        decode(&case.bytes, DecodeMode::Lenient).unwrap_or_else(|e| panic!("{suffix}: {e}"));
+    }
+}

@@ -222,8 +222,8 @@ fn response() -> impl Strategy<Value = Response> {
 
 fn event() -> impl Strategy<Value = Event> {
     let plain = (NAME, json_value())
-        .prop_filter("not an attention channel", |(c, _)| {
-            !c.starts_with("attention/")
+        .prop_filter("not a channel with a typed payload", |(c, _)| {
+            !c.starts_with("attention/") && c != gabp_types::methods::TOOLS_CHANGED_CHANNEL
         })
         .prop_map(|(c, p)| (c, p));
     let attention_event = (0..3usize, attention()).prop_map(|(i, a)| {

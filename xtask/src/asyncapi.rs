@@ -1,11 +1,11 @@
 //! `asyncapi.yaml`: the event channels of `gabp/1` as an AsyncAPI 2.6 document.
 //!
-//! Everything protocol-specific comes from `gabp-types`: the event envelope and the attention object
-//! schemas from [`gabp_types::schema::schema_files`], the name pattern from
+//! Everything protocol-specific comes from `gabp-types`: the event envelope, the attention object and the
+//! tools-changed payload schemas from [`gabp_types::schema::schema_files`], the name pattern from
 //! [`gabp_types::format::NAME_PATTERN`], the schema line from [`SchemaVersion::CURRENT`], and the
 //! examples are typed [`Event`]s serialized by the same code that puts them on the wire.
 
-use gabp_types::methods::SchemaVersion;
+use gabp_types::methods::{SchemaVersion, TOOLS_CHANGED_CHANNEL};
 use gabp_types::{
     Attention, AttentionSample, AttentionState, BoundedU64, ChannelName, Event, Message, MessageId,
     NonEmptyString, Severity, Timestamp,
@@ -49,19 +49,20 @@ pub fn render() -> String {
     };
     let event_schema = find("events/event.message.json");
     let attention_schema = find("events/attention.payload.schema.json");
+    let tools_changed_schema = find("events/tools-changed.payload.schema.json");
 
     let mut channels = Map::new();
     channels.insert(
         "{channel}".into(),
         json!({
-            "description": "A game channel: any channel the mod advertises in capabilities.events outside the attention namespace, such as player/move or world/block_change. Its payload is defined by the game. Events of one channel arrive in seq order; seq counts from 0 per channel, mod-wide, without gaps, so a missing number means the subscriber lost events.",
+            "description": "A game channel: any channel the mod advertises in capabilities.events outside the attention namespace and other than tools/changed, such as player/move or world/block_change. Its payload is defined by the game. Events of one channel arrive in seq order; seq counts from 0 per channel, mod-wide, without gaps, so a missing number means the subscriber lost events.",
             "parameters": {
                 "channel": {
                     "description": "The channel name. Channels a conforming mod produces match the registry name pattern.",
                     "schema": {
                         "type": "string",
                         "pattern": gabp_types::format::NAME_PATTERN,
-                        "not": { "pattern": "^attention/" }
+                        "not": { "anyOf": [{ "pattern": "^attention/" }, { "const": TOOLS_CHANGED_CHANNEL }] }
                     }
                 }
             },
@@ -132,6 +133,42 @@ pub fn render() -> String {
         );
     }
 
+    channels.insert(
+        TOOLS_CHANGED_CHANNEL.into(),
+        json!({
+            "description": "The mod's tools changed: the tools-changed extension (SPEC/1.0 extensions.md). Sent after each change takes effect, with the names added and removed; a bridge lists the tools again for the details.",
+            "subscribe": {
+                "operationId": "receiveToolsChanged",
+                "summary": "Events of tools/changed, after events/subscribe.",
+                "message": { "$ref": "#/components/messages/toolsChanged" }
+            }
+        }),
+    );
+    messages.insert(
+        "toolsChanged".into(),
+        json!({
+            "name": "toolsChanged",
+            "title": "tools/changed event",
+            "summary": "An event message on tools/changed; its payload names the tools added and removed.",
+            "contentType": "application/json",
+            "payload": {
+                "allOf": [
+                    { "$ref": "#/components/schemas/Event" },
+                    {
+                        "properties": {
+                            "channel": { "const": TOOLS_CHANGED_CHANNEL },
+                            "payload": { "$ref": "#/components/schemas/ToolsChanged" }
+                        }
+                    }
+                ]
+            },
+            "examples": [{
+                "name": "toolsChanged",
+                "payload": example_tools_changed_event()
+            }]
+        }),
+    );
+
     let description = "The event channels of the Game Agent Bridge Protocol, wire version gabp/1. \
         The application described here is the mod, the GABP server inside a game: it publishes events, \
         and a bridge receives those of the channels it subscribed to with the events/subscribe request. \
@@ -160,7 +197,8 @@ pub fn render() -> String {
             json!({
                 "schemas": {
                     "Event": event_schema,
-                    "Attention": attention_schema
+                    "Attention": attention_schema,
+                    "ToolsChanged": tools_changed_schema
                 },
                 "messages": Value::Object(messages)
             }),
@@ -199,6 +237,18 @@ fn example_game_event() -> Value {
     );
     event.id = id("3f6c2a1e-7b4d-4e8f-9a0b-1c2d3e4f5a60");
     event.timestamp = Timestamp::new("2026-03-01T12:00:01.004Z").ok();
+    message_json(event.into())
+}
+
+fn example_tools_changed_event() -> Value {
+    let channel = ChannelName::new(TOOLS_CHANGED_CHANNEL).unwrap_or_else(|e| panic!("{e}"));
+    let mut event = Event::new(
+        channel,
+        0,
+        json!({ "added": ["demo/bonus"], "removed": [] }),
+    );
+    event.id = id("5d2e8f1a-3b4c-4d5e-8f6a-7b8c9d0e1f2a");
+    event.timestamp = Timestamp::new("2026-03-01T12:00:02.500Z").ok();
     message_json(event.into())
 }
 
@@ -245,7 +295,7 @@ mod tests {
 
     #[test]
     fn examples_pass_the_strict_decoder() {
-        let mut examples = vec![example_game_event()];
+        let mut examples = vec![example_game_event(), example_tools_changed_event()];
         for (seq, (channel, _, _)) in ATTENTION_CHANNELS.iter().enumerate() {
             examples.push(example_attention_event(channel, seq as u64));
         }

@@ -103,7 +103,7 @@ impl ModGateLayer {
         let tool = tool.as_ref();
         let attention = self.manager.blocking()?;
         let allowed = match self.catalog.get(tool) {
-            Some(descriptor) => self.allow.allows(tool, crate::policy::tags_of(descriptor)),
+            Some(descriptor) => self.allow.allows(tool, crate::policy::tags_of(&descriptor)),
             // An unknown tool runs nothing: the router answers -32400.
             None => self.catalog.is_built() || self.allow.allows(tool, std::iter::empty::<&str>()),
         };

@@ -11,8 +11,10 @@
 //! | `demo/sleep` | `{ms}` (0..=60000) | `{sleptMs}` | |
 //! | `demo/raise_error` | `{message, blocking?}` (default `true`) | `{attentionId}` | opens an attention item |
 //! | `demo/status` | `{}` | `{toolCalls}` | tagged `status`: answers while attention blocks |
+//! | `demo/set_bonus` | `{enabled}` | `{enabled, changed}` | adds or removes `demo/bonus` (`{}` → `{message}`) |
 //!
-//! Channels `player/move` and `world/block_change`; resources `gabp://game/world` (JSON text) and
+//! Channels `player/move`, `world/block_change` and `tools/changed` (the tools change at run time: SPEC/1.0
+//! extensions.md §tools-changed); resources `gabp://game/world` (JSON text) and
 //! `gabp://mod/info` (binary, sent base64); `state/get` with the components `world` and `player`, `state/set`
 //! of `player.position`.
 //!
@@ -26,6 +28,7 @@
 //! server's [`MainThread`] queue (SPEC/1.0/gabp.md §4.5) and advances the game clock 20 times a
 //! second.
 
+mod bonus;
 mod resources;
 mod state;
 mod tools;
@@ -174,7 +177,9 @@ impl DemoGame {
             builder = manager.install(builder);
         }
         let events = builder.event_publisher();
+        let tools = builder.tool_registry();
         builder
+            .dynamic_tools(true)
             .tool(self.get_block_tool())
             .tool(self.place_block_tool(events.clone()))
             .tool(self.inventory_tool())
@@ -183,6 +188,7 @@ impl DemoGame {
             .tool(self.sleep_tool())
             .tool(self.raise_error_tool())
             .tool(self.status_tool())
+            .tool(self.set_bonus_tool(tools))
             .resource(self.world_resource())
             .resource(mod_info_resource())
             .state_get({
@@ -299,6 +305,7 @@ mod tests {
         }
         assert!(caps.has_event(PLAYER_MOVE));
         assert!(caps.has_event(BLOCK_CHANGE));
+        assert!(caps.has_event(gabp_types::methods::TOOLS_CHANGED_CHANNEL));
         let resources: Vec<&str> = caps
             .resources
             .as_ref()

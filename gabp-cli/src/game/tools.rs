@@ -164,7 +164,7 @@ struct RaiseError {
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct NoArguments {}
+pub(super) struct NoArguments {}
 
 /// What `demo/status` reports.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::mod_support::{hello_params, unix_now, Client, TOKEN};
 
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "world/get_block",
     "world/place_block",
     "inventory/get",
@@ -18,6 +18,7 @@ const TOOLS: [&str; 8] = [
     "demo/sleep",
     "demo/raise_error",
     "demo/status",
+    "demo/set_bonus",
 ];
 
 const METHODS: [&str; 13] = [
@@ -97,8 +98,13 @@ pub(crate) fn exercise_surface(c: &mut Client) {
             "attention/opened",
             "attention/updated",
             "player/move",
+            "tools/changed",
             "world/block_change"
         ])
+    );
+    assert_eq!(
+        caps["extensions"]["tools-changed"]["channel"],
+        "tools/changed"
     );
     assert_eq!(
         caps["resources"],
@@ -123,7 +129,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
             .is_some_and(|tags| tags.contains(&json!("read-only")));
         let writes = matches!(
             name,
-            "world/place_block" | "player/teleport" | "demo/raise_error"
+            "world/place_block" | "player/teleport" | "demo/raise_error" | "demo/set_bonus"
         );
         assert_eq!(read_only, !writes, "{name}: read-only tag");
         schemas.insert(
@@ -299,6 +305,22 @@ pub(crate) fn exercise_surface(c: &mut Client) {
         -32602
     );
     assert_eq!(tool_fails(c, "world/explode", json!({})).0, -32400);
+
+    // demo/set_bonus adds and removes demo/bonus; this connection is not subscribed to tools/changed, so
+    // no event reaches it (the loop below fails on any other channel).
+    let bonus = |c: &mut Client, enabled: bool| {
+        schemas.call(c, "demo/set_bonus", json!({ "enabled": enabled }))
+    };
+    assert_eq!(bonus(c, true), json!({"enabled": true, "changed": true}));
+    assert_eq!(bonus(c, true), json!({"enabled": true, "changed": false}));
+    let listed = c.ok(
+        "tools/list",
+        Some(json!({"filter": {"namePattern": "demo/bonus"}})),
+    );
+    assert_eq!(listed["tools"][0]["name"], "demo/bonus");
+    assert!(c.call_tool("demo/bonus", json!({})).expect("bonus")["message"].is_string());
+    assert_eq!(bonus(c, false), json!({"enabled": false, "changed": true}));
+    assert_eq!(tool_fails(c, "demo/bonus", json!({})).0, -32400);
 
     // Events: per channel, seq from 0, contiguous, in the order of the changes.
     let mut changes = Vec::new();

@@ -76,6 +76,7 @@ mod session;
 mod settings;
 mod shared;
 mod state;
+mod tools;
 mod welcome;
 
 use std::fmt;

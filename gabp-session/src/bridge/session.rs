@@ -253,6 +253,8 @@ pub(super) async fn handshake(
         asked.extend(wanted);
     }
     shared.generation.store(link.generation, Ordering::SeqCst);
+    // Another connection, perhaps another mod: the cached tool list is stale.
+    shared.tools.invalidate();
     *shared.welcome.write() = Some(welcome.clone());
     *shared.current.write() = Some(link.clone());
     shared.state.send_replace(ConnectionState::Connected {

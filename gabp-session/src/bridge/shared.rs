@@ -23,6 +23,7 @@ use super::events::Router;
 use super::link::{call_link, call_link_slot, Link, Slot};
 use super::session::finish;
 use super::settings::Settings;
+use super::tools::ToolCache;
 use super::{
     BridgeError, BridgeRequest, BridgeResponse, ConnectionState, ProtocolError, Subscription,
 };
@@ -50,6 +51,8 @@ pub(crate) struct Shared {
     pub(crate) shutdown: CancellationToken,
     pub(super) closing: AtomicBool,
     pub(super) generation: AtomicU64,
+    /// The tool list of [`Bridge::tools`](super::Bridge::tools).
+    pub(super) tools: ToolCache,
 }
 
 impl Shared {
@@ -67,6 +70,7 @@ impl Shared {
             shutdown: CancellationToken::new(),
             closing: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            tools: ToolCache::default(),
         })
     }
 

@@ -1,16 +1,18 @@
 //! [`ToolCatalog`]: the descriptors of a server's tools, for layers that decide by tool (name, tags).
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use gabp_types::ToolDescriptor;
+
+use super::registry::ToolTable;
 
 /// The descriptors of the tools a [`ModServer`](super::ModServer) serves, by name: what a layer needs to
 /// decide by a tool's tags (an access policy, an attention gate) without calling `tools/list`.
 ///
 /// Get it from [`ModServerBuilder::tool_catalog`](super::ModServerBuilder::tool_catalog) while building, to
-/// hand to a layer; it is empty until the server is built, then holds every tool registered by then. Cheap to
+/// hand to a layer; it is empty until the server is built, then holds the tools served at each moment: those
+/// registered by then, and those a [`ToolRegistry`](super::ToolRegistry) adds or removes later. Cheap to
 /// clone (clones share the same catalog).
 ///
 /// ```
@@ -30,7 +32,7 @@ use gabp_types::ToolDescriptor;
 /// ```
 #[derive(Clone, Default)]
 pub struct ToolCatalog {
-    tools: Arc<OnceLock<HashMap<String, ToolDescriptor>>>,
+    table: Arc<ToolTable>,
 }
 
 impl fmt::Debug for ToolCatalog {
@@ -43,32 +45,29 @@ impl fmt::Debug for ToolCatalog {
 }
 
 impl ToolCatalog {
-    /// Fills the catalog once (at build time); later calls change nothing.
-    pub(crate) fn fill(&self, tools: impl IntoIterator<Item = ToolDescriptor>) {
-        let _ = self.tools.set(
-            tools
-                .into_iter()
-                .map(|d| (d.name.as_str().to_owned(), d))
-                .collect(),
-        );
+    pub(crate) fn new(table: Arc<ToolTable>) -> Self {
+        ToolCatalog { table }
     }
 
     /// Whether the server has been built (before that, the catalog is empty).
     #[must_use]
     pub fn is_built(&self) -> bool {
-        self.tools.get().is_some()
+        self.table.is_built()
     }
 
-    /// The descriptor of tool `name`, if the server serves it.
+    /// The descriptor of tool `name`, if the server serves it now.
     #[must_use]
-    pub fn get(&self, name: &str) -> Option<&ToolDescriptor> {
-        self.tools.get()?.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<ToolDescriptor>> {
+        self.table
+            .snapshot()
+            .get(name)
+            .map(|e| e.descriptor.clone())
     }
 
-    /// How many tools the server serves (0 before it is built).
+    /// How many tools the server serves now (0 before it is built).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.tools.get().map_or(0, HashMap::len)
+        self.table.snapshot().entries().len()
     }
 
     /// Whether the catalog holds no tool.
@@ -91,7 +90,7 @@ mod tests {
     }
 
     #[test]
-    fn filled_once_at_build_with_every_tool() {
+    fn filled_at_build_with_every_tool() {
         let builder = ModServer::builder()
             .token(Token::new("t".repeat(40)).unwrap())
             .tool(tool("a/read", &["read-only"]));
@@ -103,8 +102,8 @@ mod tests {
         assert_eq!(catalog.len(), 2);
         assert!(catalog.get("a/read").unwrap().has_tag("read-only"));
         assert!(!catalog.get("a/write").unwrap().has_tag("read-only"));
-        catalog.fill(Vec::new());
-        assert_eq!(catalog.len(), 2, "filled only once");
+        assert!(server.tools().remove("a/write").is_err(), "fixed tools");
+        assert_eq!(catalog.len(), 2);
         assert_eq!(server.welcome().agent_id.as_str(), "gabp-rs mod");
     }
 }

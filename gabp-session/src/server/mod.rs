@@ -9,6 +9,8 @@
 //!   main thread through [`MainThread::pump_with`];
 //! - event channels, published with the cloneable [`EventPublisher`] (per-channel `seq` from 0, bounded
 //!   per-connection queues that drop rather than block);
+//! - tools added and removed while serving, announced on `tools/changed` ([`ToolRegistry`],
+//!   [`ModServerBuilder::dynamic_tools`]; SPEC/1.0 extensions.md §tools-changed);
 //! - [`Resource`]s (text or binary), `state/get` and `state/set` handlers, custom methods;
 //! - any tower [`layer`](ModServerBuilder::layer) in front of the handlers.
 //!
@@ -67,6 +69,7 @@ mod limits;
 mod main_thread;
 mod method;
 mod pattern;
+mod registry;
 mod resource;
 mod router;
 mod serve;
@@ -84,12 +87,13 @@ pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
 pub use method::{MethodHandler, StateGetHandler, StateSetHandler};
+pub use registry::{ToolRegistry, ToolRegistryError};
 pub use resource::Resource;
 pub use router::Router;
 pub use serve::{ModServer, ServeHandle};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::Tool;
-pub use welcome::CHANNEL_PATTERNS_EXTENSION;
+pub use welcome::{CHANNEL_PATTERNS_EXTENSION, TOOLS_CHANGED_EXTENSION};
 
 /// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
 #[cfg(doctest)]

@@ -32,9 +32,10 @@ use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
 use super::main_thread::MainThread;
 use super::pattern::NamePattern;
+use super::registry::ToolTable;
 use super::resource::RegisteredResource;
 use super::session::{internal_error, CloseReason, Session};
-use super::tool::{Handler, RegisteredTool};
+use super::tool::Handler;
 use super::ServerRequest;
 
 /// Serves `state/get` with the call's context.
@@ -59,11 +60,11 @@ pub(crate) type MethodFn = Arc<
         + Sync,
 >;
 
-/// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build).
+/// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build); the
+/// tools live in a table that may change while serving (SPEC/1.0 extensions.md §tools-changed).
 pub(crate) struct Routes {
     pub(crate) welcome: Value,
-    pub(crate) tools: Vec<Arc<RegisteredTool>>,
-    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) tools: Arc<ToolTable>,
     pub(crate) resources: Vec<Arc<RegisteredResource>>,
     pub(crate) resource_index: HashMap<String, usize>,
     pub(crate) state_get: Option<StateGetFn>,
@@ -100,7 +101,7 @@ pub struct Router {
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Router")
-            .field("tools", &self.routes.tools.len())
+            .field("tools", &self.routes.tools.snapshot().entries().len())
             .field("resources", &self.routes.resources.len())
             .finish_non_exhaustive()
     }
@@ -177,11 +178,11 @@ impl Router {
             .as_deref()
             .map(|p| compile_pattern(p, "/params/filter/namePattern"))
             .transpose()?;
-        let tools = self
-            .routes
-            .tools
+        let snapshot = self.routes.tools.snapshot();
+        let tools = snapshot
+            .entries()
             .iter()
-            .map(|t| &t.descriptor)
+            .map(|e| &*e.descriptor)
             .filter(|d| {
                 filter
                     .tags
@@ -224,12 +225,7 @@ impl Router {
             Some(raw) if raw.get().starts_with('{') => raw,
             Some(_) => return Err(invalid_params("/params/arguments", "must be an object")),
         };
-        let Some(tool) = self
-            .routes
-            .tool_index
-            .get(name.as_ref())
-            .map(|&i| self.routes.tools[i].clone())
-        else {
+        let Some(tool) = self.routes.tools.get(&name) else {
             return Err(ErrorObject::new(
                 ErrorCode::TOOL_NOT_FOUND,
                 format!("tool not found: {name}"),

@@ -1,6 +1,5 @@
 //! [`ModServer`] and [`ServeHandle`]: serving connections.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +27,7 @@ use super::layer::{
 };
 use super::limits::ServerLimits;
 use super::main_thread::MainThread;
+use super::registry::{ToolRegistry, ToolTable};
 use super::router::Router;
 use super::session::{CloseReason, Session};
 
@@ -37,7 +37,7 @@ pub(crate) struct Parts {
     pub(crate) limits: ServerLimits,
     pub(crate) welcome: WelcomeResult,
     pub(crate) methods: Vec<String>,
-    pub(crate) tool_timeouts: HashMap<String, Duration>,
+    pub(crate) tools: Arc<ToolTable>,
     pub(crate) layers: Vec<LayerFn>,
     pub(crate) publisher: EventPublisher,
     pub(crate) main_thread: MainThread,
@@ -94,7 +94,7 @@ struct Inner {
     auth: AuthLayer,
     capability: CapabilityLayer,
     timeout: TimeoutLayer,
-    drain_timeout: Duration,
+    tools: Arc<ToolTable>,
     limits: ServerLimits,
     welcome: WelcomeResult,
     layers: Vec<LayerFn>,
@@ -155,25 +155,18 @@ impl ModServer {
             limits,
             welcome,
             methods,
-            tool_timeouts,
+            tools,
             layers,
             publisher,
             main_thread,
         } = parts;
-        // Answers in flight get the longest time limit any request can have, and a little more to be written.
-        let longest = tool_timeouts
-            .values()
-            .copied()
-            .fold(limits.request_timeout, Duration::max);
-        let drain_timeout = longest.saturating_add(Duration::from_secs(5));
         ModServer {
             inner: Arc::new(Inner {
                 router,
-                drain_timeout,
                 auth: AuthLayer::new(token),
                 capability: CapabilityLayer::new(methods),
-                timeout: TimeoutLayer::new(limits.request_timeout)
-                    .with_tool_timeouts(tool_timeouts),
+                timeout: TimeoutLayer::new(limits.request_timeout).with_tool_table(tools.clone()),
+                tools,
                 limits,
                 welcome,
                 layers,
@@ -200,6 +193,24 @@ impl ModServer {
     #[must_use]
     pub fn event_publisher(&self) -> EventPublisher {
         self.inner.publisher.clone()
+    }
+
+    /// The handle that adds and removes tools while serving (see [`ToolRegistry`]; changes need
+    /// [`ModServerBuilder::dynamic_tools`]).
+    #[must_use]
+    pub fn tools(&self) -> ToolRegistry {
+        ToolRegistry::new(self.inner.tools.clone())
+    }
+
+    /// Answers in flight get the longest time limit any request can have now, and a little more to be written.
+    fn drain_timeout(&self) -> Duration {
+        let limit = self.inner.limits.request_timeout;
+        let longest = self
+            .inner
+            .tools
+            .longest_timeout()
+            .map_or(limit, |t| t.max(limit));
+        longest.saturating_add(Duration::from_secs(5))
     }
 
     /// The queue of main-thread tool calls; call [`MainThread::pump`] from the game loop.
@@ -311,7 +322,7 @@ impl ModServer {
                 max_message_size: limits.max_message_size,
                 backlog: limits.outgoing_queue,
                 calls: 0,
-                drain_timeout: server.inner.drain_timeout,
+                drain_timeout: server.drain_timeout(),
             };
             tracing::debug!(parent: &span, "connection opened");
             let ended = Engine::new(connection, role, queues, limits)

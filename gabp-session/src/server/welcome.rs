@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use gabp_types::methods::{AppInfo, ServerInfo, WelcomeResult};
+use gabp_types::methods::{AppInfo, ServerInfo, WelcomeResult, TOOLS_CHANGED_CHANNEL};
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
 
@@ -13,12 +13,17 @@ use super::limits::ServerLimits;
 /// The name under which channel patterns are advertised in `capabilities.extensions`.
 pub const CHANNEL_PATTERNS_EXTENSION: &str = "channel-patterns";
 
+/// The name under which tools added and removed at run time are advertised in `capabilities.extensions`
+/// (SPEC/1.0 extensions.md §tools-changed).
+pub use gabp_types::methods::TOOLS_CHANGED_EXTENSION;
+
 /// What the welcome is made of.
 pub(crate) struct Parts<'a> {
     pub(crate) app: (String, String),
     pub(crate) agent_id: Option<String>,
     pub(crate) server_info: Option<ServerInfo>,
     pub(crate) channel_patterns: bool,
+    pub(crate) tools_changed: bool,
     pub(crate) extensions: Vec<(String, Map<String, Value>)>,
     pub(crate) methods: &'a [String],
     pub(crate) channels: Vec<String>,
@@ -39,6 +44,17 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
         );
         extensions
             .insert(CHANNEL_PATTERNS_EXTENSION, ext)
+            .map_err(|e| welcome_error(&e))?;
+    }
+    if parts.tools_changed {
+        let mut ext = Map::new();
+        ext.insert("channel".into(), json!(TOOLS_CHANGED_CHANNEL));
+        ext.insert(
+            "description".into(),
+            json!("tools are added and removed at run time; each change is announced on tools/changed"),
+        );
+        extensions
+            .insert(TOOLS_CHANGED_EXTENSION, ext)
             .map_err(|e| welcome_error(&e))?;
     }
     for (key, value) in parts.extensions {

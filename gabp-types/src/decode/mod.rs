@@ -41,7 +41,8 @@ pub enum DecodeMode {
     /// Liberal reading of peers (SPEC/1.0/gabp.md §3.5): unknown top-level fields are ignored;
     /// `tools/call` may carry `parameters` instead of `arguments` (`arguments` wins when both are present);
     /// `"error": null` beside a `result` is ignored; `launchId` may be any string; channel names need only be
-    /// non-empty; an invalid event `timestamp` is dropped.
+    /// non-empty; an invalid event `timestamp` is dropped; the payload of a `tools/changed` event is not
+    /// checked.
     Lenient,
 }
 
@@ -455,6 +456,14 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
     };
     if channel.is_attention() {
         typed::<Attention>(&payload, "/payload", ErrorCode::INVALID_FIELD_VALUE)?;
+    }
+    // SPEC/1.0 extensions.md §tools-changed: checked when writing; read from peers as sent.
+    if mode == DecodeMode::Strict && channel.as_str() == methods::TOOLS_CHANGED_CHANNEL {
+        typed::<methods::ToolsChangedPayload>(
+            &payload,
+            "/payload",
+            ErrorCode::INVALID_FIELD_VALUE,
+        )?;
     }
     Ok(Event {
         id,

@@ -28,7 +28,10 @@ pub use self::session::{
 pub use self::state::{
     StateGetParams, StateGetResult, StateSetError, StateSetParams, StateSetResult,
 };
-pub use self::tools::{ToolFilter, ToolsCallParams, ToolsListParams, ToolsListResult};
+pub use self::tools::{
+    ToolFilter, ToolsCallParams, ToolsChangedPayload, ToolsListParams, ToolsListResult,
+    TOOLS_CHANGED_CHANNEL, TOOLS_CHANGED_EXTENSION,
+};
 
 /// A core method: its name and the types of its params and result.
 ///

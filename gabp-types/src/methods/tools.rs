@@ -1,10 +1,10 @@
-//! Params and results of `tools/list` and `tools/call`.
+//! Params and results of `tools/list` and `tools/call`, and the payload of the `tools/changed` event.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::strict::present;
+use crate::strict::{present, UniqueVec};
 use crate::{ToolDescriptor, ToolName};
 
 /// Filter of `tools/list`.
@@ -61,4 +61,43 @@ pub struct ToolsCallParams {
         deserialize_with = "present"
     )]
     pub arguments: Option<Map<String, Value>>,
+}
+
+/// The key of the `tools-changed` extension in `capabilities.extensions` (SPEC/1.0 extensions.md
+/// §tools-changed).
+pub const TOOLS_CHANGED_EXTENSION: &str = "tools-changed";
+
+/// The channel on which a mod with the `tools-changed` extension announces that its tools changed.
+pub const TOOLS_CHANGED_CHANNEL: &str = "tools/changed";
+
+/// Payload of a `tools/changed` event (SPEC/1.0 extensions.md §tools-changed): which tools one change added
+/// and removed. Both lists may be empty, meaning "something changed, re-list"; a bridge re-lists with
+/// `tools/list` for the details either way.
+///
+/// ```
+/// use gabp_types::methods::ToolsChangedPayload;
+/// use gabp_types::{ToolName, UniqueVec};
+///
+/// let payload = ToolsChangedPayload {
+///     added: UniqueVec::new(vec![ToolName::new("world/fill")?])?,
+///     removed: UniqueVec::default(),
+/// };
+/// assert_eq!(serde_json::to_value(&payload)?, serde_json::json!({"added": ["world/fill"], "removed": []}));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsChangedPayload {
+    /// Tools served since this change that were not served before it (no repeats).
+    pub added: UniqueVec<ToolName>,
+    /// Tools no longer served since this change (no repeats).
+    pub removed: UniqueVec<ToolName>,
+}
+
+impl ToolsChangedPayload {
+    /// Whether the payload names no tool.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
 }

@@ -114,6 +114,11 @@ impl Router {
         }
     }
 
+    /// Whether some subscription listens to `channel`.
+    pub(crate) fn listens(&self, channel: &str) -> bool {
+        self.channels.contains_key(channel)
+    }
+
     /// Every channel some subscription listens to.
     pub(crate) fn channels(&self) -> Vec<String> {
         let mut all: Vec<String> = self.channels.keys().cloned().collect();

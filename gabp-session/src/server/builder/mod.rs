@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use gabp_transport::{ModSettings, Token};
-use gabp_types::methods::{HelloToken, ServerInfo, CORE_METHODS};
+use gabp_types::methods::{HelloToken, ServerInfo, CORE_METHODS, TOOLS_CHANGED_CHANNEL};
 use gabp_types::{ChannelName, MethodName, Response, Uri};
 use serde_json::{Map, Value};
 use tower::util::BoxService;
@@ -20,6 +20,7 @@ use super::layer::ModService;
 use super::limits::ServerLimits;
 use super::main_thread::MainThread;
 use super::method::{MethodHandler, StateGetHandler, StateSetHandler};
+use super::registry::{ToolRegistry, ToolTable};
 use super::router::{MethodFn, Router, Routes, StateGetFn, StateSetFn};
 use super::serve::ModServer;
 use super::welcome;
@@ -70,6 +71,7 @@ pub struct ModServerBuilder {
     limits: ServerLimits,
     extensions: Vec<(String, Map<String, Value>)>,
     channel_patterns: bool,
+    dynamic_tools: bool,
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     channels: Vec<String>,
@@ -79,7 +81,7 @@ pub struct ModServerBuilder {
     layers: Vec<LayerFn>,
     hub: Arc<EventHub>,
     main_thread: MainThread,
-    catalog: ToolCatalog,
+    table: Arc<ToolTable>,
     shared: StateMap,
 }
 
@@ -120,6 +122,7 @@ impl ModServerBuilder {
             limits,
             extensions: Vec::new(),
             channel_patterns: true,
+            dynamic_tools: false,
             tools: Vec::new(),
             resources: Vec::new(),
             channels: Vec::new(),
@@ -127,7 +130,7 @@ impl ModServerBuilder {
             state_set: None,
             methods: Vec::new(),
             layers: Vec::new(),
-            catalog: ToolCatalog::default(),
+            table: Arc::default(),
             shared: StateMap::default(),
         }
     }
@@ -192,6 +195,15 @@ impl ModServerBuilder {
     #[must_use]
     pub fn channel_patterns(mut self, enabled: bool) -> Self {
         self.channel_patterns = enabled;
+        self
+    }
+
+    /// Whether tools may be added and removed while serving, through [`ModServerBuilder::tool_registry`] or
+    /// [`ModServer::tools`] (default off). When on, the welcome advertises the `tools-changed` extension and
+    /// the `tools/changed` channel, on which each change is announced (SPEC/1.0 extensions.md §tools-changed).
+    #[must_use]
+    pub fn dynamic_tools(mut self, enabled: bool) -> Self {
+        self.dynamic_tools = enabled;
         self
     }
 
@@ -335,10 +347,18 @@ impl ModServerBuilder {
     }
 
     /// The tool descriptors of the server being built, for a layer that decides by a tool's tags. Empty until
-    /// the server is built; then it holds every tool registered by then (see [`ToolCatalog`]).
+    /// the server is built; then it holds the tools served at each moment (see [`ToolCatalog`]).
     #[must_use]
     pub fn tool_catalog(&self) -> ToolCatalog {
-        self.catalog.clone()
+        ToolCatalog::new(self.table.clone())
+    }
+
+    /// The handle that adds and removes tools of the server being built once it serves (the same one
+    /// [`ModServer::tools`] returns), for a handler that changes the tools. Its changes fail until the server
+    /// is built, and always without [`ModServerBuilder::dynamic_tools`].
+    #[must_use]
+    pub fn tool_registry(&self) -> ToolRegistry {
+        ToolRegistry::new(self.table.clone())
     }
 
     /// Checks everything registered and builds the server.
@@ -359,23 +379,16 @@ impl ModServerBuilder {
         self.hub.set_patterns(self.channel_patterns);
         self.main_thread.set_capacity(self.limits.main_thread_queue);
 
-        // Tools.
-        let mut tools = Vec::with_capacity(self.tools.len());
-        let mut tool_index = HashMap::new();
-        let mut tool_timeouts = HashMap::new();
-        for tool in self.tools {
-            let registered = tool.register()?;
-            let name = registered.descriptor.name.as_str().to_owned();
-            if tool_index.insert(name.clone(), tools.len()).is_some() {
-                return Err(BuildError::Duplicate { kind: "tool", name });
-            }
-            if let Some(t) = registered.timeout {
-                tool_timeouts.insert(name, t);
-            }
-            tools.push(Arc::new(registered));
+        // Tools, and the channel announcing their changes (SPEC/1.0 extensions.md §tools-changed).
+        let tools = self
+            .tools
+            .into_iter()
+            .map(Tool::register)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut channels = self.channels;
+        if self.dynamic_tools {
+            channels.push(TOOLS_CHANGED_CHANNEL.to_owned());
         }
-        self.catalog
-            .fill(tools.iter().map(|t| t.descriptor.clone()));
 
         // Resources.
         let mut resources = Vec::with_capacity(self.resources.len());
@@ -396,7 +409,7 @@ impl ModServerBuilder {
         }
 
         // Channels.
-        for name in self.channels {
+        for name in channels {
             let channel = ChannelName::new(name).map_err(|e| BuildError::InvalidName {
                 kind: "channel",
                 reason: e.to_string(),
@@ -452,6 +465,7 @@ impl ModServerBuilder {
             agent_id: self.agent_id,
             server_info: self.server_info,
             channel_patterns: self.channel_patterns,
+            tools_changed: self.dynamic_tools,
             extensions: self.extensions,
             methods: &methods,
             channels: self
@@ -465,11 +479,14 @@ impl ModServerBuilder {
         })?;
         let welcome_error = |e: &dyn fmt::Display| BuildError::InvalidWelcome(e.to_string());
         let welcome_value = serde_json::to_value(&welcome).map_err(|e| welcome_error(&e))?;
+        let announce = self
+            .dynamic_tools
+            .then(|| EventPublisher::new(self.hub.clone()));
+        self.table.fill(tools, announce)?;
 
         let router = Router::new(Routes {
             welcome: welcome_value,
-            tools,
-            tool_index,
+            tools: self.table.clone(),
             resources,
             resource_index,
             state_get: self.state_get,
@@ -486,7 +503,7 @@ impl ModServerBuilder {
             limits: self.limits,
             welcome,
             methods,
-            tool_timeouts,
+            tools: self.table,
             layers: self.layers,
             publisher: EventPublisher::new(self.hub),
             main_thread: self.main_thread,

@@ -97,3 +97,41 @@ fn registration_errors() {
         .build();
     assert!(matches!(ext, Err(BuildError::InvalidWelcome(_))));
 }
+
+#[test]
+fn dynamic_tools_are_advertised_with_their_channel() {
+    use crate::server::TOOLS_CHANGED_EXTENSION;
+    let fixed = ModServerBuilder::new().token(token()).build().unwrap();
+    let caps = &fixed.welcome().capabilities;
+    assert!(!caps.has_event(TOOLS_CHANGED_CHANNEL));
+    assert!(caps
+        .extensions
+        .as_ref()
+        .is_none_or(|e| e.get(TOOLS_CHANGED_EXTENSION).is_none()));
+
+    let dynamic = ModServerBuilder::new()
+        .token(token())
+        .dynamic_tools(true)
+        .build()
+        .unwrap();
+    let caps = &dynamic.welcome().capabilities;
+    assert!(caps.has_event(TOOLS_CHANGED_CHANNEL));
+    let ext = caps.extensions.as_ref().unwrap();
+    assert_eq!(
+        ext.get(TOOLS_CHANGED_EXTENSION).unwrap()["channel"],
+        TOOLS_CHANGED_CHANNEL
+    );
+    // The channel is the server's own.
+    let taken = ModServerBuilder::new()
+        .token(token())
+        .dynamic_tools(true)
+        .channel(TOOLS_CHANGED_CHANNEL)
+        .build();
+    assert!(matches!(
+        taken,
+        Err(BuildError::Duplicate {
+            kind: "channel",
+            ..
+        })
+    ));
+}

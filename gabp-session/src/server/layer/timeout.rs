@@ -12,6 +12,7 @@ use serde_json::json;
 use tower::{Layer, Service};
 
 use super::ResponseFuture;
+use crate::server::registry::ToolTable;
 use crate::server::ServerRequest;
 
 /// The time-limit rule (`capabilities.limits.requestTimeout`): a request still running after its limit is
@@ -45,6 +46,7 @@ use crate::server::ServerRequest;
 pub struct TimeoutLayer {
     default: Duration,
     tools: Arc<HashMap<String, Duration>>,
+    table: Option<Arc<ToolTable>>,
 }
 
 impl TimeoutLayer {
@@ -54,6 +56,7 @@ impl TimeoutLayer {
         TimeoutLayer {
             default,
             tools: Arc::new(HashMap::new()),
+            table: None,
         }
     }
 
@@ -62,6 +65,19 @@ impl TimeoutLayer {
     pub fn with_tool_timeouts(mut self, tools: HashMap<String, Duration>) -> Self {
         self.tools = Arc::new(tools);
         self
+    }
+
+    /// Tools of the server's live table get the limit they were registered with.
+    pub(crate) fn with_tool_table(mut self, table: Arc<ToolTable>) -> Self {
+        self.table = Some(table);
+        self
+    }
+
+    fn limit(&self, tool: &str) -> Option<Duration> {
+        self.tools
+            .get(tool)
+            .copied()
+            .or_else(|| self.table.as_ref().and_then(|t| t.timeout(tool)))
     }
 }
 
@@ -124,7 +140,7 @@ where
         let tool = req.tool_name().map(std::borrow::Cow::into_owned);
         let limit = tool
             .as_deref()
-            .and_then(|t| self.layer.tools.get(t).copied())
+            .and_then(|t| self.layer.limit(t))
             .unwrap_or(self.layer.default);
         let id = req.id();
         let method = req.method().to_owned();

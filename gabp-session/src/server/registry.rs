@@ -1,0 +1,353 @@
+//! The live tool table of a server, and [`ToolRegistry`], the handle that adds and removes tools while it
+//! serves (SPEC/1.0 extensions.md §tools-changed).
+//!
+//! Readers (the router, the time limits, [`ToolCatalog`](super::ToolCatalog)) take the current snapshot under a
+//! read lock held only to clone an `Arc`; a change builds a new snapshot, swaps it in, then announces itself on
+//! `tools/changed`. Changes are serialized, so their events go out in the order they took effect.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gabp_types::methods::{ToolsChangedPayload, TOOLS_CHANGED_CHANNEL};
+use gabp_types::{ToolDescriptor, ToolName, UniqueVec};
+use parking_lot::{Mutex, RwLock};
+
+use super::build_error::BuildError;
+use super::events::{EventPublisher, PublishError};
+use super::tool::RegisteredTool;
+use super::Tool;
+
+/// One served tool: what runs it, and its descriptor shared with the catalog.
+#[derive(Clone)]
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<RegisteredTool>,
+    pub(crate) descriptor: Arc<ToolDescriptor>,
+}
+
+/// The tools served at one moment, in registration order.
+#[derive(Default)]
+pub(crate) struct Snapshot {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    /// The longest time limit a tool was registered with.
+    longest_timeout: Option<Duration>,
+}
+
+impl Snapshot {
+    fn new(entries: Vec<Entry>) -> Self {
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.descriptor.name.as_str().to_owned(), i))
+            .collect();
+        let longest_timeout = entries.iter().filter_map(|e| e.tool.timeout).max();
+        Snapshot {
+            entries,
+            index,
+            longest_timeout,
+        }
+    }
+
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Entry> {
+        self.index.get(name).and_then(|&i| self.entries.get(i))
+    }
+}
+
+/// The live table: one per server, shared by the router, the timeout layer, the catalog and the registry.
+#[derive(Default)]
+pub(crate) struct ToolTable {
+    current: RwLock<Arc<Snapshot>>,
+    /// Serializes changes and their events.
+    changes: Mutex<()>,
+    built: AtomicBool,
+    dynamic: AtomicBool,
+    publisher: Mutex<Option<EventPublisher>>,
+}
+
+impl fmt::Debug for ToolTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolTable")
+            .field("tools", &self.snapshot().entries.len())
+            .field("dynamic", &self.dynamic.load(Ordering::Acquire))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolTable {
+    /// The tools served now.
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.read().clone()
+    }
+
+    /// Tool `name`, if served now.
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.current.read().get(name).map(|e| e.tool.clone())
+    }
+
+    /// The time limit tool `name` was registered with, if any.
+    pub(crate) fn timeout(&self, name: &str) -> Option<Duration> {
+        self.current.read().get(name).and_then(|e| e.tool.timeout)
+    }
+
+    /// The longest time limit any tool served now was registered with.
+    pub(crate) fn longest_timeout(&self) -> Option<Duration> {
+        self.current.read().longest_timeout
+    }
+
+    pub(crate) fn is_built(&self) -> bool {
+        self.built.load(Ordering::Acquire)
+    }
+
+    /// Fills the table at build time; later calls change nothing. `dynamic`: whether changes are allowed
+    /// (announced through `publisher` on `tools/changed`).
+    pub(crate) fn fill(
+        &self,
+        tools: Vec<RegisteredTool>,
+        dynamic: Option<EventPublisher>,
+    ) -> Result<(), BuildError> {
+        let _change = self.changes.lock();
+        if self.is_built() {
+            return Ok(());
+        }
+        let mut entries: Vec<Entry> = Vec::with_capacity(tools.len());
+        let mut seen = HashMap::with_capacity(tools.len());
+        for tool in tools {
+            let name = tool.descriptor.name.as_str().to_owned();
+            if seen.insert(name.clone(), ()).is_some() {
+                return Err(BuildError::Duplicate { kind: "tool", name });
+            }
+            entries.push(entry(tool));
+        }
+        *self.current.write() = Arc::new(Snapshot::new(entries));
+        self.dynamic.store(dynamic.is_some(), Ordering::Release);
+        *self.publisher.lock() = dynamic;
+        self.built.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Adds `added` and removes `removed` in one change, then announces it. Returns the names removed (those
+    /// that were served).
+    fn change(
+        &self,
+        added: Vec<Tool>,
+        removed: &[&str],
+    ) -> Result<Vec<ToolName>, ToolRegistryError> {
+        if !self.is_built() {
+            return Err(ToolRegistryError::NotBuilt);
+        }
+        if !self.dynamic.load(Ordering::Acquire) {
+            return Err(ToolRegistryError::Disabled);
+        }
+        let registered = added
+            .into_iter()
+            .map(Tool::register)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ToolRegistryError::InvalidTool)?;
+        let _change = self.changes.lock();
+        let before = self.snapshot();
+        let mut entries: Vec<Entry> = before
+            .entries
+            .iter()
+            .filter(|e| !removed.contains(&e.descriptor.name.as_str()))
+            .cloned()
+            .collect();
+        let gone: Vec<ToolName> = before
+            .entries
+            .iter()
+            .filter(|e| removed.contains(&e.descriptor.name.as_str()))
+            .map(|e| e.descriptor.name.clone())
+            .collect();
+        let mut new_names: Vec<ToolName> = Vec::with_capacity(registered.len());
+        for tool in registered {
+            let name = tool.descriptor.name.clone();
+            if entries.iter().any(|e| e.descriptor.name == name) || new_names.contains(&name) {
+                return Err(ToolRegistryError::Duplicate(name.as_str().to_owned()));
+            }
+            new_names.push(name);
+            entries.push(entry(tool));
+        }
+        if new_names.is_empty() && gone.is_empty() {
+            return Ok(gone);
+        }
+        *self.current.write() = Arc::new(Snapshot::new(entries));
+        // SPEC/1.0 extensions.md §tools-changed: announced once the change is in effect.
+        self.announce(new_names, gone.clone());
+        Ok(gone)
+    }
+
+    fn announce(&self, added: Vec<ToolName>, removed: Vec<ToolName>) {
+        let Some(publisher) = self.publisher.lock().clone() else {
+            return;
+        };
+        let payload = ToolsChangedPayload {
+            added: UniqueVec::new(added).unwrap_or_default(),
+            removed: UniqueVec::new(removed).unwrap_or_default(),
+        };
+        let published = match publisher.publish(TOOLS_CHANGED_CHANNEL, &payload) {
+            // Names too long for one event: announce the change without them.
+            Err(PublishError::TooLarge { .. }) => {
+                publisher.publish(TOOLS_CHANGED_CHANNEL, ToolsChangedPayload::default())
+            }
+            other => other,
+        };
+        if let Err(e) = published {
+            tracing::warn!(error = %e, "the tools changed, but tools/changed could not be published");
+        }
+    }
+}
+
+fn entry(tool: RegisteredTool) -> Entry {
+    Entry {
+        descriptor: Arc::new(tool.descriptor.clone()),
+        tool: Arc::new(tool),
+    }
+}
+
+/// Why a [`ToolRegistry`] change was refused. Nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolRegistryError {
+    /// The server is not built yet: register tools with
+    /// [`ModServerBuilder::tool`](super::ModServerBuilder::tool) until then.
+    #[error("the server is not built yet; register tools with ModServerBuilder::tool until then")]
+    NotBuilt,
+    /// The server was built without [`ModServerBuilder::dynamic_tools`](super::ModServerBuilder::dynamic_tools).
+    #[error("this server's tools are fixed; build it with ModServerBuilder::dynamic_tools(true)")]
+    Disabled,
+    /// A tool with this name is already served (or was given twice).
+    #[error("tool {0} is already served")]
+    Duplicate(String),
+    /// The tool's name or schemas are invalid, as [`ModServerBuilder::build`](super::ModServerBuilder::build)
+    /// would have said.
+    #[error(transparent)]
+    InvalidTool(BuildError),
+}
+
+/// Adds and removes a server's tools while it serves (SPEC/1.0 extensions.md §tools-changed).
+///
+/// Get it from [`ModServerBuilder::tool_registry`](super::ModServerBuilder::tool_registry) (to hand to a
+/// handler before the server is built) or [`ModServer::tools`](super::ModServer::tools). Changes need a server
+/// built with [`ModServerBuilder::dynamic_tools`](super::ModServerBuilder::dynamic_tools); each one takes
+/// effect at once for every connection (calls already running finish), then is announced on `tools/changed`
+/// with the names added and removed. Cheap to clone; usable from any thread.
+///
+/// ```
+/// use gabp_session::server::{ModServer, Tool, ToolError, ToolRegistryError};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = ModServer::builder()
+///     .token(gabp_transport::Token::generate()?)
+///     .dynamic_tools(true)
+///     .build()?;
+/// let tools = server.tools();
+/// tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, ToolError>("filled") }))?;
+/// assert!(tools.contains("world/fill"));
+/// assert!(matches!(
+///     tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, ToolError>(()) })),
+///     Err(ToolRegistryError::Duplicate(_))
+/// ));
+/// assert!(tools.remove("world/fill")?);
+/// assert!(!tools.remove("world/fill")?);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ToolRegistry {
+    table: Arc<ToolTable>,
+}
+
+impl fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("built", &self.table.is_built())
+            .field("dynamic", &self.is_dynamic())
+            .field("tools", &self.len())
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    pub(crate) fn new(table: Arc<ToolTable>) -> Self {
+        ToolRegistry { table }
+    }
+
+    /// Serves `tool` from now on, and announces it on `tools/changed`.
+    ///
+    /// # Errors
+    ///
+    /// [`ToolRegistryError`]: the server is not built or its tools are fixed, a tool of that name is served,
+    /// or the tool is invalid.
+    pub fn add(&self, tool: Tool) -> Result<(), ToolRegistryError> {
+        self.table.change(vec![tool], &[]).map(drop)
+    }
+
+    /// Serves all of `tools` from now on, announced in one `tools/changed` event; if any is refused, none is
+    /// added.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolRegistry::add`].
+    pub fn add_all(&self, tools: impl IntoIterator<Item = Tool>) -> Result<(), ToolRegistryError> {
+        self.table
+            .change(tools.into_iter().collect(), &[])
+            .map(drop)
+    }
+
+    /// Stops serving tool `name` (calls already running finish; later calls are answered `-32400`) and
+    /// announces it on `tools/changed`. `Ok(false)` when no such tool is served (nothing is announced).
+    ///
+    /// # Errors
+    ///
+    /// [`ToolRegistryError::NotBuilt`], [`ToolRegistryError::Disabled`].
+    pub fn remove(&self, name: &str) -> Result<bool, ToolRegistryError> {
+        self.table
+            .change(Vec::new(), &[name])
+            .map(|gone| !gone.is_empty())
+    }
+
+    /// Whether tools may be added and removed (the server was built with
+    /// [`ModServerBuilder::dynamic_tools`](super::ModServerBuilder::dynamic_tools)).
+    #[must_use]
+    pub fn is_dynamic(&self) -> bool {
+        self.table.dynamic.load(Ordering::Acquire)
+    }
+
+    /// Whether tool `name` is served now.
+    #[must_use]
+    pub fn contains(&self, name: &str) -> bool {
+        self.table.snapshot().get(name).is_some()
+    }
+
+    /// The names of the tools served now, in registration order.
+    #[must_use]
+    pub fn names(&self) -> Vec<String> {
+        self.table
+            .snapshot()
+            .entries()
+            .iter()
+            .map(|e| e.descriptor.name.as_str().to_owned())
+            .collect()
+    }
+
+    /// How many tools are served now.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.table.snapshot().entries().len()
+    }
+
+    /// Whether no tool is served now.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests;
