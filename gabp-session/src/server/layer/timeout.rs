@@ -1,5 +1,6 @@
 //! [`TimeoutLayer`]: every request has a time limit.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -7,12 +8,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::FutureExt;
+use gabp_types::methods::CORE_METHODS;
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
 
 use super::ResponseFuture;
 use crate::server::registry::ToolTable;
+use crate::server::tool::RegisteredTool;
 use crate::server::ServerRequest;
 
 /// The time-limit rule (`capabilities.limits.requestTimeout`): a request still running after its limit is
@@ -72,13 +75,6 @@ impl TimeoutLayer {
         self.table = Some(table);
         self
     }
-
-    fn limit(&self, tool: &str) -> Option<Duration> {
-        self.tools
-            .get(tool)
-            .copied()
-            .or_else(|| self.table.as_ref().and_then(|t| t.timeout(tool)))
-    }
 }
 
 impl<S> Layer<S> for TimeoutLayer {
@@ -137,28 +133,55 @@ where
     }
 
     fn call(&mut self, req: ServerRequest) -> ResponseFuture {
-        let tool = req.tool_name().map(std::borrow::Cow::into_owned);
-        let limit = tool
-            .as_deref()
-            .and_then(|t| self.layer.limit(t))
-            .unwrap_or(self.layer.default);
+        let (subject, limit) = self.layer.subject(&req);
         let id = req.id();
-        let method = req.method().to_owned();
         let fut = self.inner.call(req);
         async move {
             match tokio::time::timeout(limit, fut).await {
                 Ok(response) => response,
                 Err(_) => {
-                    tracing::debug!(%method, ?tool, limit_ms = millis(limit), "request timed out");
-                    let error = match &tool {
-                        Some(tool) => tool_timeout(tool, limit),
-                        None => request_timeout(&method, limit),
+                    let error = match &subject {
+                        Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
+                        Subject::ToolNamed(tool) => tool_timeout(tool, limit),
+                        Subject::Method(method) => request_timeout(method, limit),
                     };
+                    tracing::debug!(message = %error.message, "request timed out");
                     Ok(Response::error(id, error))
                 }
             }
         }
         .boxed()
+    }
+}
+
+/// What timed out, named without copying on the common path: a tool of the live table is shared, a core
+/// method's name is static.
+enum Subject {
+    Tool(Arc<RegisteredTool>),
+    ToolNamed(String),
+    Method(Cow<'static, str>),
+}
+
+impl TimeoutLayer {
+    fn subject(&self, req: &ServerRequest) -> (Subject, Duration) {
+        let Some(name) = req.tool_name() else {
+            let method = req.method();
+            let method = match CORE_METHODS.iter().find(|m| **m == method) {
+                Some(core) => Cow::Borrowed(*core),
+                None => Cow::Owned(method.to_owned()),
+            };
+            return (Subject::Method(method), self.default);
+        };
+        if let Some(limit) = self.tools.get(name.as_ref()) {
+            return (Subject::ToolNamed(name.into_owned()), *limit);
+        }
+        match self.table.as_ref().and_then(|t| t.get(&name)) {
+            Some(tool) => {
+                let limit = tool.timeout.unwrap_or(self.default);
+                (Subject::Tool(tool), limit)
+            }
+            None => (Subject::ToolNamed(name.into_owned()), self.default),
+        }
     }
 }
 
