@@ -7,7 +7,9 @@ use base64::Engine as _;
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 
-use crate::mod_support::{hello_params, unix_now, Client, TOKEN};
+use gabp_testkit::wire::{hello_params, BlockingClient};
+
+use crate::mod_support::{unix_now, TOKEN};
 
 const TOOLS: [&str; 8] = [
     "world/get_block",
@@ -48,7 +50,7 @@ struct Schemas(HashMap<String, (jsonschema::Validator, jsonschema::Validator)>);
 
 impl Schemas {
     /// Calls `tool`, checking good arguments against its inputSchema and a result against its outputSchema.
-    fn call(&self, c: &mut Client, tool: &str, arguments: Value) -> Value {
+    fn call(&self, c: &mut BlockingClient, tool: &str, arguments: Value) -> Value {
         let (input, output) = &self.0[tool];
         assert!(
             input.is_valid(&arguments),
@@ -56,6 +58,7 @@ impl Schemas {
         );
         let result = c
             .call_tool(tool, arguments.clone())
+            .into_result()
             .unwrap_or_else(|e| panic!("{tool} {arguments}: {e:?}"));
         if let Err(e) = output.validate(&result) {
             panic!("{tool}: result {result} fails outputSchema: {e}");
@@ -69,15 +72,19 @@ fn code(e: &gabp_types::ErrorObject) -> i64 {
 }
 
 /// Calls `tool` expecting an error; its code and the error.
-fn tool_fails(c: &mut Client, tool: &str, arguments: Value) -> (i64, gabp_types::ErrorObject) {
-    match c.call_tool(tool, arguments.clone()) {
+fn tool_fails(
+    c: &mut BlockingClient,
+    tool: &str,
+    arguments: Value,
+) -> (i64, gabp_types::ErrorObject) {
+    match c.call_tool(tool, arguments.clone()).into_result() {
         Ok(v) => panic!("{tool} {arguments} succeeded with {v}"),
         Err(e) => (code(&e), e),
     }
 }
 
 /// The whole surface of the demo game on one fresh connection to a fresh mod, ending with `session/goodbye`.
-pub(crate) fn exercise_surface(c: &mut Client) {
+pub(crate) fn exercise_surface(c: &mut BlockingClient) {
     // Before hello: -32100, and the connection stays open.
     let e = c.err("tools/list", None);
     assert_eq!(e.code, ErrorCode::AUTHENTICATION_REQUIRED);
@@ -152,7 +159,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
     );
 
     // world/get_block.
-    let get = |c: &mut Client, x: i64, y: i64, z: i64| {
+    let get = |c: &mut BlockingClient, x: i64, y: i64, z: i64| {
         schemas.call(c, "world/get_block", json!({"x": x, "y": y, "z": z}))
     };
     assert_eq!(
@@ -311,7 +318,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
             other => panic!("event on {other}"),
         }
     }
-    assert!(c.events.is_empty(), "no more events: {:?}", c.events);
+    assert!(c.events().is_empty(), "no more events: {:?}", c.events());
     for (i, e) in changes.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "world/block_change seq");
         assert!(e.timestamp.is_some());
