@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use gabp_attention::{Allowlist, AttentionManager, AttentionPolicy, Entry, BLOCKED_REASON};
 use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_testkit::wire::RawClient;
 use gabp_types::{AttentionState, ErrorCode, Severity};
 use serde_json::{json, Value};
-use support::{files, fixture, ours, upstream, RawClient};
+use support::{connect, files, fixture, ours, upstream, with_attention};
 use tracing_subscriber::layer::SubscriberExt;
 
 fn server(attention: &AttentionManager) -> ModServer {
@@ -24,11 +25,13 @@ fn server(attention: &AttentionManager) -> ModServer {
 }
 
 async fn subscribed(server: &ModServer) -> RawClient {
-    let mut client = RawClient::connect(server).await;
+    let mut client = connect(server).await;
     let result = client
         .ok(
             "events/subscribe",
-            json!({"channels": ["attention/opened", "attention/updated", "attention/cleared"]}),
+            Some(
+                json!({"channels": ["attention/opened", "attention/updated", "attention/cleared"]}),
+            ),
         )
         .await;
     assert_eq!(result["subscribed"].as_array().unwrap().len(), 3);
@@ -63,7 +66,7 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
     let mut client = subscribed(&server).await;
 
     // No item yet.
-    let current = client.ok("attention/current", Value::Null).await;
+    let current = client.ok("attention/current", None).await;
     assert_eq!(current, json!({"attention": null}));
 
     // A burst of a thousand errors, all within one window: opened, then one updated with the latest state.
@@ -78,7 +81,7 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
         );
     }
     let id = first.attention_id.clone().unwrap();
-    let (event, opened) = client.next_event().await;
+    let (event, opened) = with_attention(client.next_event().await);
     assert_eq!(event.channel.as_str(), "attention/opened");
     assert_eq!(event.seq, 0);
     assert_eq!(opened.attention_id.as_str(), id);
@@ -87,7 +90,7 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
     assert!(opened.blocking && opened.state_invalidated);
     assert_eq!(opened.opened_at_sequence, first.sequence);
 
-    let (event, updated) = client.next_event().await;
+    let (event, updated) = with_attention(client.next_event().await);
     assert_eq!(event.channel.as_str(), "attention/updated");
     assert_eq!(updated.attention_id.as_str(), id, "the id is stable");
     assert_eq!(updated.total_urgent_entries, 1000);
@@ -109,7 +112,11 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let mut updates = 0;
-    while let Some((event, a)) = client.try_event(Duration::from_millis(500)).await {
+    while let Some((event, a)) = client
+        .try_event(Duration::from_millis(500))
+        .await
+        .map(with_attention)
+    {
         assert_eq!(event.channel.as_str(), "attention/updated");
         assert_eq!(a.attention_id.as_str(), id);
         updates += 1;
@@ -118,34 +125,36 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
     assert_eq!(attention.current().unwrap().total_urgent_entries, 1350);
 
     // The current item answers attention/current.
-    let current = client.ok("attention/current", Value::Null).await;
+    let current = client.ok("attention/current", None).await;
     assert_eq!(current["attention"]["attentionId"], id.as_str());
 
     // Acknowledging it clears it: the answer, then the cleared event.
-    let ack = client.ok("attention/ack", json!({"attentionId": id})).await;
+    let ack = client
+        .ok("attention/ack", Some(json!({"attentionId": id})))
+        .await;
     assert_eq!(
         ack,
         json!({"acknowledged": true, "attentionId": id, "currentAttention": null})
     );
-    let (event, cleared) = client.next_event().await;
+    let (event, cleared) = with_attention(client.next_event().await);
     assert_eq!(event.channel.as_str(), "attention/cleared");
     assert_eq!(cleared.state, AttentionState::Cleared);
     assert!(!cleared.blocking, "a cleared item blocks nothing");
     assert_eq!(cleared.total_urgent_entries, 1350);
     assert_eq!(
-        client.ok("attention/current", Value::Null).await,
+        client.ok("attention/current", None).await,
         json!({"attention": null})
     );
 
     // The next error opens a new item with a new id.
     let next = attention.record(Severity::Error, "again");
     assert_ne!(next.attention_id.as_deref(), Some(id.as_str()));
-    let (event, _) = client.next_event().await;
+    let (event, _) = with_attention(client.next_event().await);
     assert_eq!((event.channel.as_str(), event.seq), ("attention/opened", 1));
 
     // An explicit clear publishes cleared too.
     attention.clear().unwrap();
-    let (event, a) = client.next_event().await;
+    let (event, a) = with_attention(client.next_event().await);
     assert_eq!(event.channel.as_str(), "attention/cleared");
     assert_eq!(Some(a.attention_id.as_str()), next.attention_id.as_deref());
 }
@@ -154,10 +163,13 @@ async fn opened_once_updates_coalesced_cleared_on_ack() {
 async fn ack_of_another_id_changes_nothing() {
     let attention = AttentionManager::new();
     let server = server(&attention);
-    let mut client = RawClient::connect(&server).await;
+    let mut client = connect(&server).await;
 
     let none = client
-        .ok("attention/ack", json!({"attentionId": "att-unknown-9"}))
+        .ok(
+            "attention/ack",
+            Some(json!({"attentionId": "att-unknown-9"})),
+        )
         .await;
     assert_eq!(
         none,
@@ -166,7 +178,10 @@ async fn ack_of_another_id_changes_nothing() {
 
     let open = attention.record(Severity::Error, "boom");
     let other = client
-        .ok("attention/ack", json!({"attentionId": "att-unknown-9"}))
+        .ok(
+            "attention/ack",
+            Some(json!({"attentionId": "att-unknown-9"})),
+        )
         .await;
     assert_eq!(other["acknowledged"], false);
     assert_eq!(other["attentionId"], "att-unknown-9");
@@ -185,7 +200,7 @@ async fn upstream_attention_fixtures_against_our_mod() {
     };
     let attention = AttentionManager::new();
     let server = server(&attention);
-    let mut client = RawClient::connect(&server).await;
+    let mut client = connect(&server).await;
     let examples = upstream.join("EXAMPLES/1.0/attention");
 
     // 040: attention/current with {} params; answered like 041 (strictly valid), null while nothing is open.
@@ -255,7 +270,7 @@ async fn upstream_attention_fixtures_against_our_mod() {
 async fn our_conformance_requests_against_our_mod() {
     let attention = AttentionManager::new();
     let server = server(&attention);
-    let mut client = RawClient::connect(&server).await;
+    let mut client = connect(&server).await;
     let valid = ours().join("CONFORMANCE/1.0/valid");
     let invalid = ours().join("CONFORMANCE/1.0/invalid");
 
@@ -305,7 +320,7 @@ async fn tracing_layer_opens_items_from_the_games_logging() {
         tracing::error!(target: "voxel", chunk = "0,0", "failed to save chunk");
         tracing::warn!(target: "voxel", "autosave slow");
     });
-    let (event, opened) = client.next_event().await;
+    let (event, opened) = with_attention(client.next_event().await);
     assert_eq!(event.channel.as_str(), "attention/opened");
     assert_eq!(opened.summary.as_str(), "failed to save chunk chunk=0,0");
     assert_eq!(opened.opened_at_sequence, 1);
@@ -341,21 +356,27 @@ async fn mod_gate_refuses_game_bound_calls_while_a_blocking_item_is_open() {
         .tool(counted_tool("game/save_now", &["write"], &save))
         .build()
         .unwrap();
-    let mut client = RawClient::connect(&server).await;
+    let mut client = connect(&server).await;
     let call = |name: &str| json!({"name": name, "arguments": {}});
 
-    client.ok("tools/call", call("world/place_block")).await;
+    client
+        .ok("tools/call", Some(call("world/place_block")))
+        .await;
     assert_eq!(place.load(Ordering::SeqCst), 1);
 
     // A non-blocking item gates nothing.
     attention.record_entry(Entry::new(Severity::Error, "slow autosave").blocking(false));
-    client.ok("tools/call", call("world/place_block")).await;
+    client
+        .ok("tools/call", Some(call("world/place_block")))
+        .await;
     assert_eq!(place.load(Ordering::SeqCst), 2);
 
     // Once blocking: refused with -32401, not executed.
     attention.record(Severity::Error, "chunk 0,0 failed to save");
     let item = attention.blocking().unwrap();
-    let response = client.call("tools/call", call("world/place_block")).await;
+    let response = client
+        .call("tools/call", Some(call("world/place_block")))
+        .await;
     let error = response.error_object().unwrap();
     assert_eq!(error.code, ErrorCode::TOOL_UNAVAILABLE);
     let data = error.data.clone().unwrap();
@@ -370,14 +391,14 @@ async fn mod_gate_refuses_game_bound_calls_while_a_blocking_item_is_open() {
     assert_eq!(place.load(Ordering::SeqCst), 2, "the tool did not run");
 
     // Allowed by tag and by name; never gated: tools/list, attention/*, session/*; unknown tools are -32400.
-    client.ok("tools/call", call("game/status")).await;
-    client.ok("tools/call", call("game/save_now")).await;
+    client.ok("tools/call", Some(call("game/status"))).await;
+    client.ok("tools/call", Some(call("game/save_now"))).await;
     assert_eq!(status.load(Ordering::SeqCst), 1);
     assert_eq!(save.load(Ordering::SeqCst), 1);
-    client.ok("tools/list", Value::Null).await;
-    client.ok("session/ping", Value::Null).await;
-    client.ok("attention/current", Value::Null).await;
-    let unknown = client.call("tools/call", call("world/unknown")).await;
+    client.ok("tools/list", None).await;
+    client.ok("session/ping", None).await;
+    client.ok("attention/current", None).await;
+    let unknown = client.call("tools/call", Some(call("world/unknown"))).await;
     assert_eq!(
         unknown.error_object().unwrap().code,
         ErrorCode::TOOL_NOT_FOUND
@@ -387,11 +408,13 @@ async fn mod_gate_refuses_game_bound_calls_while_a_blocking_item_is_open() {
     let ack = client
         .ok(
             "attention/ack",
-            json!({"attentionId": item.attention_id.as_str()}),
+            Some(json!({"attentionId": item.attention_id.as_str()})),
         )
         .await;
     assert_eq!(ack["acknowledged"], true);
-    client.ok("tools/call", call("world/place_block")).await;
+    client
+        .ok("tools/call", Some(call("world/place_block")))
+        .await;
     assert_eq!(place.load(Ordering::SeqCst), 3);
 }
 
@@ -412,19 +435,19 @@ async fn policy_decides_what_opens_and_what_blocks() {
         .tool(counted_tool("world/place_block", &["write"], &place))
         .build()
         .unwrap();
-    let mut client = RawClient::connect(&server).await;
+    let mut client = connect(&server).await;
     attention.record(Severity::Warning, "lag spike");
     let item = attention.current().unwrap();
     assert!(!item.blocking && !item.state_invalidated);
     client
-        .ok("tools/call", json!({"name": "world/place_block"}))
+        .ok("tools/call", Some(json!({"name": "world/place_block"})))
         .await;
     attention.record(Severity::Fatal, "world corrupted");
     let item = attention.current().unwrap();
     assert!(item.blocking && !item.state_invalidated);
     assert_eq!(item.severity, Severity::Fatal);
     let refused = client
-        .call("tools/call", json!({"name": "world/place_block"}))
+        .call("tools/call", Some(json!({"name": "world/place_block"})))
         .await;
     assert_eq!(
         refused.error_object().unwrap().code,

@@ -14,8 +14,9 @@ mod mod_support;
 
 use std::path::{Path, PathBuf};
 
-use gabp_types::{ErrorCode, Event, Message, MessageId, Response};
-use mod_support::{Client, Launch};
+use gabp_testkit::wire::BlockingClient;
+use gabp_types::{ErrorCode, Event, Message, Response};
+use mod_support::Launch;
 use serde_json::{json, Value};
 
 fn examples() -> PathBuf {
@@ -223,16 +224,13 @@ fn event_value(event: &Event) -> Value {
 }
 
 /// Sends the request of `request_file` verbatim; returns the response.
-fn send_example(c: &mut Client, request_file: &str) -> Response {
-    let request = load(request_file);
-    let id = MessageId::parse(request["id"].as_str().expect("id")).expect("uuid");
-    c.send_value(&request);
-    c.response(id)
+fn send_example(c: &mut BlockingClient, request_file: &str) -> Response {
+    c.send_request(&load(request_file))
 }
 
 /// Sends an example request and checks the answer against the example response.
 fn exchange(
-    c: &mut Client,
+    c: &mut BlockingClient,
     request_file: &str,
     response_file: &str,
     loose: &[&str],
@@ -472,7 +470,7 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
         &["/result/timestamp"],
         d,
     );
-    assert!(c.events.is_empty(), "unexpected events: {:?}", c.events);
+    assert!(c.events().is_empty(), "unexpected events: {:?}", c.events());
     exchange(
         &mut c,
         "session/005_session-goodbye.req.json",

@@ -6,8 +6,9 @@ mod surface_support;
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
+use gabp_testkit::wire::{hello_params, request, BlockingClient};
 use gabp_types::{ErrorCode, Message};
-use mod_support::{hello_params, Client, Launch, TOKEN};
+use mod_support::{Launch, TOKEN};
 use serde_json::json;
 use surface_support::exercise_surface;
 
@@ -87,7 +88,7 @@ fn stdio_exits_when_stdin_closes() {
         "tools/call",
         Some(json!({"name": "demo/echo", "arguments": {"value": 1}})),
     );
-    c.close_input();
+    c.shutdown_write();
     assert!(c.until_closed().is_empty());
     m.assert_clean_exit();
     // Only frames went to stdout (the raw client would have failed on anything else); logs went to stderr.
@@ -98,7 +99,7 @@ fn stdio_exits_when_stdin_closes() {
 fn stdio_exits_when_stdin_closes_before_hello() {
     let mut m = Launch::new(&["--stdio", "--token", TOKEN]).spawn(true);
     let mut c = m.stdio();
-    c.close_input();
+    c.shutdown_write();
     assert!(c.until_closed().is_empty());
     m.assert_clean_exit();
 }
@@ -133,11 +134,12 @@ fn wrong_token_is_refused_and_the_connection_closed() {
 }
 
 /// Sends `demo/sleep` and a ping; once the ping is answered the mod has read the sleep too.
-fn sleep_in_flight(c: &mut Client) -> gabp_types::MessageId {
-    let sleep = c.send(
+fn sleep_in_flight(c: &mut BlockingClient) -> gabp_types::MessageId {
+    let (sleep, request) = request(
         "tools/call",
         Some(json!({"name": "demo/sleep", "arguments": {"ms": 1500}})),
     );
+    c.send_value(&request);
     c.ok("session/ping", None);
     sleep
 }
@@ -171,8 +173,8 @@ fn frames_pass_strict_decoding_even_for_bad_input() {
     // Garbage and oversized input are answered with strictly valid error responses; the session goes on.
     let mut m = Launch::new(&["--stdio", "--token", TOKEN]).spawn(true);
     let mut c = m.stdio();
-    c.write_raw(b"Content-Length: 9\r\n\r\nnot json!");
-    match c.recv() {
+    c.send_frame(b"not json!");
+    match c.next_message() {
         Some(Message::Response(r)) => {
             assert_eq!(
                 r.error_object().map(|e| e.code),
@@ -183,7 +185,7 @@ fn frames_pass_strict_decoding_even_for_bad_input() {
     }
     c.hello(TOKEN);
     c.ok("session/ping", None);
-    c.close_input();
+    c.shutdown_write();
     assert!(c.until_closed().is_empty());
     m.assert_clean_exit();
 }

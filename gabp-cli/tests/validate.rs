@@ -175,7 +175,8 @@ fn usage_and_io_errors_exit_2() {
 
 #[test]
 fn not_json_is_invalid_not_an_error() {
-    let out = gabp(&["validate", "-"], Some(b"Content-Length: 2\r\n\r\n{}"));
+    // A whole frame is not a message.
+    let out = gabp(&["validate", "-"], Some(&gabp_testkit::wire::frame(b"{}")));
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("[-32700]"));
 }

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use gabp_session::server::{CloseReason, ServerLimits, Tool, ToolError};
 use gabp_types::MessageId;
 use serde_json::{json, Value};
-use server_support::{connect_hello, connect_with_buffer, fixture, frame, request, result};
+use server_support::{
+    close_reason, connect_hello, connect_hello_served, connect_with_buffer, fixture, frame,
+    request, result, serve,
+};
 use tokio::sync::Semaphore;
 
 #[tokio::test]
@@ -30,8 +33,8 @@ async fn a_slow_tool_does_not_delay_a_fast_one() {
         "tools/call",
         Some(json!({"name": "demo/echo", "arguments": {"value": "fast"}})),
     );
-    client.send(&slow).await;
-    client.send(&fast).await;
+    client.send_value(&slow).await;
+    client.send_value(&fast).await;
     let first = client.recv_response().await;
     assert_eq!(first.id, fast_id, "the fast call must be answered first");
     assert_ne!(first.id, slow_id);
@@ -94,7 +97,7 @@ async fn at_most_max_concurrent_requests_run_at_once() {
     for _ in 0..10 {
         let (id, msg) = request("tools/call", Some(json!({"name": "test/gate"})));
         ids.insert(id);
-        client.send(&msg).await;
+        client.send_value(&msg).await;
     }
     wait_until("4 calls run", || running.load(Ordering::SeqCst) == 4).await;
     // Give a fifth call every chance to start; it must not.
@@ -126,8 +129,8 @@ async fn a_thousand_pipelined_requests_are_each_answered_once() {
         bytes.extend(frame(msg.to_string().as_bytes()));
     }
     // Write from another task while reading here: a real bridge reads and writes at once.
-    let writer = client.writer.clone();
-    let write = tokio::spawn(async move { server_support::write_raw(&writer, &bytes).await });
+    let writer = client.writer();
+    let write = tokio::spawn(async move { writer.write_raw(&bytes).await });
     for _ in 0..1000 {
         let r = client.recv_response().await;
         let value = expected
@@ -144,21 +147,21 @@ async fn answers_in_flight_are_drained_on_end_of_stream() {
     let server = fixture::register(server_support::builder())
         .build()
         .unwrap();
-    let mut client = connect_hello(&server).await;
+    let (mut client, served) = connect_hello_served(&server).await;
     let (id, msg) = request(
         "tools/call",
         Some(json!({"name": "demo/sleep", "arguments": {"ms": 200}})),
     );
-    client.send(&msg).await;
+    client.send_value(&msg).await;
     client.shutdown_write().await;
-    let seen = client.expect_closed().await;
+    let seen = client.until_closed().await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     let gabp_types::Message::Response(r) = &seen[0] else {
         panic!()
     };
     assert_eq!(r.id, id);
     assert_eq!(result(r), json!({"sleptMs": 200}));
-    assert_eq!(client.close_reason().await, CloseReason::Eof);
+    assert_eq!(close_reason(served).await, CloseReason::Eof);
 }
 
 #[tokio::test]
@@ -171,10 +174,10 @@ async fn a_bridge_that_does_not_read_makes_the_mod_stop_reading() {
         .build()
         .unwrap();
     let mut client = connect_with_buffer(&server, 1024);
-    assert!(client.hello().await.result().is_some());
+    client.hello(server_support::TOKEN).await;
     let total = 2000;
     let written = Arc::new(AtomicUsize::new(0));
-    let writer = client.writer.clone();
+    let writer = client.writer();
     let progress = written.clone();
     let pad = "p".repeat(1000);
     let write = tokio::spawn(async move {
@@ -183,7 +186,7 @@ async fn a_bridge_that_does_not_read_makes_the_mod_stop_reading() {
                 "tools/call",
                 Some(json!({"name": "demo/echo", "arguments": {"value": [i, pad]}})),
             );
-            server_support::write_raw(&writer, &frame(msg.to_string().as_bytes())).await;
+            writer.write_raw(&frame(msg.to_string().as_bytes())).await;
             progress.fetch_add(1, Ordering::SeqCst);
         }
     });
@@ -221,19 +224,18 @@ async fn a_bridge_that_never_reads_cannot_hold_a_closing_connection_forever() {
         .limits(limits)
         .build()
         .unwrap();
-    let mut client = connect_with_buffer(&server, 64);
-    client.patience = Duration::from_secs(3600);
-    assert!(client.hello().await.result().is_some());
+    let (mut client, served) = serve(&server, 64);
+    client.set_patience(Duration::from_secs(3600));
+    client.hello(server_support::TOKEN).await;
     let (_, big) = request(
         "tools/call",
         Some(json!({"name": "demo/echo", "arguments": {"value": "x".repeat(100_000)}})),
     );
-    client.send(&big).await;
+    client.send_value(&big).await;
     client.shutdown_write().await;
     // Never read: the answer cannot be written; the connection still closes after the drain time
     // (the longest time limit, here the tool `demo/stuck`'s 100 ms or the 1 s default, plus 5 s).
     let started = tokio::time::Instant::now();
-    let served = client.served;
     let reason = tokio::time::timeout(Duration::from_secs(60), served)
         .await
         .expect("closed")

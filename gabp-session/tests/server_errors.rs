@@ -7,8 +7,8 @@ use gabp_session::server::{CloseReason, ModServer, ServerLimits};
 use gabp_types::{Message, MessageId};
 use serde_json::json;
 use server_support::{
-    code, connect, connect_hello, connect_with_buffer, data, fixture, hello_params, request,
-    RawClient,
+    close_reason, code, connect, connect_hello, connect_hello_served, connect_served,
+    connect_with_buffer, data, fixture, frame, hello_params, request, RawClient,
 };
 
 fn server() -> ModServer {
@@ -25,7 +25,7 @@ async fn still_open(client: &mut RawClient) {
 
 /// Sends `body` as one frame and returns the one answer.
 async fn answer_to(client: &mut RawClient, body: &[u8]) -> gabp_types::Response {
-    client.send_body(body).await;
+    client.send_frame(body).await;
     client.recv_response().await
 }
 
@@ -156,16 +156,16 @@ async fn responses_and_events_are_never_answered() {
     let mut client = connect_hello(&server()).await;
     // Our own kind of error reply, bounced back: must not start a storm.
     let bounced = json!({"v": "gabp/1", "id": MessageId::nil().as_str(), "type": "response", "error": {"code": -32700, "message": "x"}});
-    client.send(&bounced).await;
+    client.send_value(&bounced).await;
     let bad_response = json!({"v": "gabp/9", "id": "nope", "type": "response", "result": {}});
-    client.send(&bad_response).await;
+    client.send_value(&bad_response).await;
     let event = json!({"v": "gabp/1", "id": MessageId::new_v4().as_str(), "type": "event", "channel": "a/b", "seq": 0, "payload": {}});
-    client.send(&event).await;
+    client.send_value(&event).await;
     let bad_event = json!({"v": "gabp/1", "id": MessageId::new_v4().as_str(), "type": "event", "channel": "a/b", "seq": -1, "payload": {}});
-    client.send(&bad_event).await;
+    client.send_value(&bad_event).await;
     // The next frame the mod writes is the ping's answer.
     let (id, ping) = request("session/ping", None);
-    client.send(&ping).await;
+    client.send_value(&ping).await;
     let Message::Response(r) = client.recv().await else {
         panic!("expected the ping's response")
     };
@@ -177,7 +177,7 @@ async fn responses_and_events_are_never_answered() {
 async fn many_bad_frames_get_one_answer_each() {
     let mut client = connect_hello(&server()).await;
     for _ in 0..50 {
-        client.send_body(b"garbage").await;
+        client.send_frame(b"garbage").await;
     }
     for _ in 0..50 {
         let r = client.recv_response().await;
@@ -204,8 +204,8 @@ async fn oversized_frame_is_refused_skipped_and_the_stream_goes_on() {
     let big = big.to_string();
     let (ping_id, ping) = request("session/ping", None);
     let ping = ping.to_string();
-    let mut bytes = format!("Content-Length: {}\r\n\r\n{big}", big.len()).into_bytes();
-    bytes.extend(format!("Content-Length: {}\r\n\r\n{ping}", ping.len()).into_bytes());
+    let mut bytes = frame(big.as_bytes());
+    bytes.extend(frame(ping.as_bytes()));
     client.write_raw(&bytes).await;
     let r = client.recv_response().await;
     assert_eq!(code(&r), Some(-32600));
@@ -220,9 +220,9 @@ async fn oversized_frame_is_refused_skipped_and_the_stream_goes_on() {
 
 async fn fatal_header(header: &[u8]) {
     let server = server();
-    let mut client = connect_hello(&server).await;
+    let (mut client, served) = connect_hello_served(&server).await;
     client.write_raw(header).await;
-    let seen = client.expect_closed().await;
+    let seen = client.until_closed().await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     let Message::Response(r) = &seen[0] else {
         panic!("{seen:?}")
@@ -230,7 +230,7 @@ async fn fatal_header(header: &[u8]) {
     assert_eq!(code(r), Some(-32700));
     assert!(r.id.is_nil());
     assert!(matches!(
-        client.close_reason().await,
+        close_reason(served).await,
         CloseReason::Framing(_)
     ));
 }
@@ -271,7 +271,7 @@ async fn request_before_hello_is_authentication_required() {
     let r = client.call_tool("demo/echo", json!({"value": 1})).await;
     assert_eq!(code(&r), Some(-32100));
     // Still open: the handshake works now.
-    assert!(client.hello().await.result().is_some());
+    client.hello(server_support::TOKEN).await;
     still_open(&mut client).await;
 }
 
@@ -280,11 +280,11 @@ async fn request_before_hello_is_authentication_required() {
 #[tokio::test]
 async fn wrong_token_is_authentication_failed_then_close() {
     let server = server();
-    let mut client = connect(&server);
+    let (mut client, served) = connect_served(&server);
     let wrong = "0000000000000000000000000000000000000000000000000000000000000000";
     let (id, hello) = request("session/hello", Some(hello_params(wrong)));
-    client.send(&hello).await;
-    let seen = client.expect_closed().await;
+    client.send_value(&hello).await;
+    let seen = client.until_closed().await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     let Message::Response(r) = &seen[0] else {
         panic!()
@@ -294,7 +294,7 @@ async fn wrong_token_is_authentication_failed_then_close() {
     let text = serde_json::to_string(&Message::Response(r.clone())).unwrap();
     assert!(!text.contains(wrong) && !text.contains(server_support::TOKEN));
     assert_eq!(
-        client.close_reason().await,
+        close_reason(served).await,
         CloseReason::AuthenticationFailed
     );
 }
@@ -302,10 +302,10 @@ async fn wrong_token_is_authentication_failed_then_close() {
 #[tokio::test]
 async fn short_token_is_authentication_failed_then_close() {
     let server = server();
-    let mut client = connect(&server);
+    let (mut client, served) = connect_served(&server);
     let (id, hello) = request("session/hello", Some(hello_params("short-secret")));
-    client.send(&hello).await;
-    let seen = client.expect_closed().await;
+    client.send_value(&hello).await;
+    let seen = client.until_closed().await;
     let Message::Response(r) = &seen[0] else {
         panic!()
     };
@@ -315,7 +315,7 @@ async fn short_token_is_authentication_failed_then_close() {
         .unwrap()
         .contains("short-secret"));
     assert_eq!(
-        client.close_reason().await,
+        close_reason(served).await,
         CloseReason::AuthenticationFailed
     );
 }
@@ -330,10 +330,10 @@ async fn requests_after_a_wrong_token_are_not_read() {
     let mut bytes = Vec::new();
     for m in [hello, ping] {
         let body = m.to_string();
-        bytes.extend(format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes());
+        bytes.extend(frame(body.as_bytes()));
     }
     client.write_raw(&bytes).await;
-    let seen = client.expect_closed().await;
+    let seen = client.until_closed().await;
     assert_eq!(seen.len(), 1, "{seen:?}");
 }
 
@@ -342,7 +342,9 @@ async fn requests_after_a_wrong_token_are_not_read() {
 #[tokio::test]
 async fn second_hello_is_invalid_request() {
     let mut client = connect_hello(&server()).await;
-    let r = client.hello().await;
+    let r = client
+        .call("session/hello", Some(hello_params(server_support::TOKEN)))
+        .await;
     assert_eq!(code(&r), Some(-32600));
     still_open(&mut client).await;
 }
@@ -467,7 +469,7 @@ async fn tool_over_its_time_limit_is_tool_timeout() {
 async fn tool_over_the_server_request_timeout_is_tool_timeout() {
     // Paused time: the 30 s default elapses instantly once everything is idle.
     let mut client = connect_hello(&server()).await;
-    client.patience = std::time::Duration::from_secs(3600);
+    client.set_patience(std::time::Duration::from_secs(3600));
     let r = client.call_tool("demo/sleep", json!({"ms": 60000})).await;
     assert_eq!(code(&r), Some(-32403));
     assert_eq!(data(&r)["timeoutMs"], 30000);
@@ -512,7 +514,7 @@ async fn unknown_resource_is_resource_not_found() {
 async fn bad_frames_through_a_tiny_pipe() {
     let server = server();
     let mut client = connect_with_buffer(&server, 7);
-    assert!(client.hello().await.result().is_some());
+    client.hello(server_support::TOKEN).await;
     let r = answer_to(&mut client, b"{oops").await;
     assert_eq!(code(&r), Some(-32700));
     still_open(&mut client).await;

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use gabp_session::server::{ModServer, ServerLimits};
 use gabp_types::Message;
 use serde_json::json;
-use server_support::{connect_hello, connect_with_buffer, fixture, result, RawClient};
+use server_support::{
+    close_reason, connect_hello, connect_hello_served, connect_with_buffer, fixture, result,
+    RawClient,
+};
 
 fn server_with(limits: ServerLimits) -> ModServer {
     fixture::register(server_support::builder())
@@ -86,7 +89,7 @@ async fn a_subscriber_that_never_reads_is_bounded_and_sees_the_gap() {
     let limits = ServerLimits::default().with_event_queue(16);
     let server = server_with(limits);
     let mut slow = connect_with_buffer(&server, 4096);
-    assert!(slow.hello().await.result().is_some());
+    slow.hello(server_support::TOKEN).await;
     subscribe(&mut slow, &["player/move"]).await;
     let mut other = connect_hello(&server).await;
 
@@ -184,7 +187,7 @@ async fn unsubscribe_stops_delivery_and_patterns_expand() {
     events.publish("player/chat", json!({})).unwrap();
     // The next frame is the ping's answer, not an event.
     let (id, ping) = server_support::request("session/ping", None);
-    client.send(&ping).await;
+    client.send_value(&ping).await;
     let Message::Response(r) = client.recv().await else {
         panic!("an event arrived after unsubscribing")
     };
@@ -214,12 +217,12 @@ async fn patterns_can_be_switched_off() {
 async fn closing_a_connection_removes_its_subscriptions() {
     let server = server_with(ServerLimits::default());
     let events = server.event_publisher();
-    let mut client = connect_hello(&server).await;
+    let (mut client, served) = connect_hello_served(&server).await;
     subscribe(&mut client, &["player/move", "player/chat"]).await;
     assert_eq!(events.subscriber_count("player/move"), 1);
     client.shutdown_write().await;
-    client.expect_closed().await;
-    client.close_reason().await;
+    client.until_closed().await;
+    close_reason(served).await;
     assert_eq!(events.subscriber_count("player/move"), 0);
     assert_eq!(events.subscriber_count("player/chat"), 0);
     assert_eq!(

@@ -5,14 +5,14 @@ mod server_support;
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
 use gabp_session::server::layer::InterceptLayer;
 use gabp_session::server::{CloseReason, ModServer, ServerLimits, ServerRequest, Session};
 use gabp_transport::{Endpoint, Listener};
 use gabp_types::{ErrorCode, ErrorObject, Message, MethodName, Request, Response};
 use serde_json::json;
 use server_support::{
-    code, connect, connect_hello, fixture, hello_params, request, result, strict,
+    close_reason, code, connect, connect_hello, connect_hello_served, connect_served, fixture,
+    hello_params, request, result, RawClient,
 };
 use tower::{Service, ServiceExt};
 
@@ -26,26 +26,26 @@ fn server_with(limits: ServerLimits) -> ModServer {
 #[tokio::test(start_paused = true)]
 async fn no_hello_within_the_deadline_closes_the_connection() {
     let server = server_with(ServerLimits::default());
-    let mut client = connect(&server);
-    client.patience = Duration::from_secs(3600);
+    let (mut client, served) = connect_served(&server);
+    client.set_patience(Duration::from_secs(3600));
     let started = tokio::time::Instant::now();
     // A request before hello is answered but does not count as a hello.
     assert_eq!(code(&client.call("session/ping", None).await), Some(-32100));
-    assert!(client.expect_closed().await.is_empty());
+    assert!(client.until_closed().await.is_empty());
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_secs(10) && waited < Duration::from_secs(11),
         "{waited:?}"
     );
-    assert_eq!(client.close_reason().await, CloseReason::HelloTimeout);
+    assert_eq!(close_reason(served).await, CloseReason::HelloTimeout);
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_hello_deadline_is_configurable_and_gone_after_hello() {
     let server = server_with(ServerLimits::default().with_hello_timeout(Duration::from_secs(2)));
     let mut late = connect(&server);
-    late.patience = Duration::from_secs(3600);
-    assert!(late.expect_closed().await.is_empty());
+    late.set_patience(Duration::from_secs(3600));
+    assert!(late.until_closed().await.is_empty());
     let mut client = connect_hello(&server).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert!(client.call("session/ping", None).await.result().is_some());
@@ -54,53 +54,24 @@ async fn the_hello_deadline_is_configurable_and_gone_after_hello() {
 #[tokio::test]
 async fn one_connection_over_the_limit_is_closed_at_once() {
     let server = server_with(ServerLimits::default().with_max_connections(2));
-    let mut a = connect_hello(&server).await;
+    let (mut a, a_served) = connect_hello_served(&server).await;
     let _b = connect_hello(&server).await;
     assert_eq!(server.connection_count(), 2);
-    let mut c = connect(&server);
-    assert!(c.expect_closed().await.is_empty());
-    assert_eq!(c.close_reason().await, CloseReason::TooManyConnections);
+    let (mut c, c_served) = connect_served(&server);
+    assert!(c.until_closed().await.is_empty());
+    assert_eq!(
+        close_reason(c_served).await,
+        CloseReason::TooManyConnections
+    );
     // A slot frees when a connection ends.
     a.call("session/goodbye", None).await;
-    a.close_reason().await;
+    close_reason(a_served).await;
     assert_eq!(server.connection_count(), 1);
     let mut d = connect_hello(&server).await;
     assert!(d.call("session/ping", None).await.result().is_some());
 }
 
 /// A raw client over a real transport: frames in, frames out, strictly decoded.
-struct WireClient(gabp_transport::Connection);
-
-impl WireClient {
-    async fn connect(endpoint: &Endpoint) -> Self {
-        WireClient(gabp_transport::connect(endpoint).await.expect("connect"))
-    }
-
-    async fn send(&mut self, message: &serde_json::Value) {
-        self.0
-            .send(serde_json::to_vec(message).expect("json").into())
-            .await
-            .expect("send");
-    }
-
-    async fn recv(&mut self) -> Option<Message> {
-        let frame = tokio::time::timeout(server_support::PATIENCE, self.0.next())
-            .await
-            .expect("timed out")?;
-        let body = frame.expect("frame").into_body().expect("not oversized");
-        Some(strict(&body))
-    }
-
-    async fn call(&mut self, method: &str, params: Option<serde_json::Value>) -> Response {
-        let (id, msg) = request(method, params);
-        self.send(&msg).await;
-        match self.recv().await {
-            Some(Message::Response(r)) if r.id == id => r,
-            other => panic!("expected the answer to {method}, got {other:?}"),
-        }
-    }
-}
-
 #[tokio::test]
 async fn serves_tcp_and_shuts_down_gracefully() {
     let server = server_with(ServerLimits::default());
@@ -110,7 +81,7 @@ async fn serves_tcp_and_shuts_down_gracefully() {
             .expect("bind loopback"),
     );
     let endpoint = handle.endpoint().clone();
-    let mut client = WireClient::connect(&endpoint).await;
+    let mut client = RawClient::connect(&endpoint).await.expect("connect");
     let welcome = client
         .call("session/hello", Some(hello_params(server_support::TOKEN)))
         .await;
@@ -128,17 +99,20 @@ async fn serves_tcp_and_shuts_down_gracefully() {
         "tools/call",
         Some(json!({"name": "demo/sleep", "arguments": {"ms": 300}})),
     );
-    client.send(&slow).await;
+    client.send_value(&slow).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     let shutdown = tokio::spawn(handle.shutdown());
-    match client.recv().await {
+    match client.next_message().await {
         Some(Message::Response(r)) => {
             assert_eq!(r.id, id);
             assert_eq!(result(&r), json!({"sleptMs": 300}));
         }
         other => panic!("{other:?}"),
     }
-    assert!(client.recv().await.is_none(), "closed after the drain");
+    assert!(
+        client.next_message().await.is_none(),
+        "closed after the drain"
+    );
     tokio::time::timeout(server_support::PATIENCE, shutdown)
         .await
         .expect("shutdown finished")
@@ -151,12 +125,19 @@ async fn serves_tcp_and_shuts_down_gracefully() {
 async fn the_listener_enforces_the_connection_limit() {
     let server = server_with(ServerLimits::default().with_max_connections(1));
     let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
-    let mut first = WireClient::connect(handle.endpoint()).await;
+    let mut first = RawClient::connect(handle.endpoint())
+        .await
+        .expect("connect");
     first
         .call("session/hello", Some(hello_params(server_support::TOKEN)))
         .await;
-    let mut second = WireClient::connect(handle.endpoint()).await;
-    assert!(second.recv().await.is_none(), "the second is closed");
+    let mut second = RawClient::connect(handle.endpoint())
+        .await
+        .expect("connect");
+    assert!(
+        second.next_message().await.is_none(),
+        "the second is closed"
+    );
     assert!(first.call("session/ping", None).await.result().is_some());
     handle.shutdown().await;
 }
@@ -177,7 +158,7 @@ async fn interceptors_answer_authenticated_requests_only() {
     let mut client = connect(&server);
     let r = client.call_tool("demo/echo", json!({"value": 1})).await;
     assert_eq!(code(&r), Some(-32100), "authentication comes first");
-    client.hello().await;
+    client.hello(server_support::TOKEN).await;
     let r = client.call_tool("demo/echo", json!({"value": 1})).await;
     assert_eq!(code(&r), Some(-32103));
     let r = client.call_tool("dyn/sum", json!({"a": 1, "b": 1})).await;

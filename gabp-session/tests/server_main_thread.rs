@@ -109,7 +109,7 @@ async fn the_connection_never_waits_for_the_game_thread() {
         "tools/call",
         Some(json!({"name": "world/spawn", "arguments": {"kind": "cow"}})),
     );
-    client.send(&spawn).await;
+    client.send_value(&spawn).await;
     // Nobody pumps: other requests are answered meanwhile.
     for i in 0..5 {
         let r = client.call_tool("demo/echo", json!({ "i": i })).await;
@@ -140,7 +140,7 @@ async fn a_full_queue_is_answered_at_once_and_retryable() {
             Some(json!({"name": "world/spawn", "arguments": {"kind": kind}})),
         );
         ids.push(id);
-        client.send(&msg).await;
+        client.send_value(&msg).await;
     }
     // Wait until both are queued (requests are handled in order, answers may come in any order).
     while server.main_thread().pending() < 2 {
@@ -163,7 +163,7 @@ async fn a_panic_on_the_game_thread_is_an_internal_error() {
     let server = server(ServerLimits::default(), runs.clone());
     let mut client = connect_hello(&server).await;
     let (id, msg) = request("tools/call", Some(json!({"name": "world/crash"})));
-    client.send(&msg).await;
+    client.send_value(&msg).await;
     while server.main_thread().pending() < 1 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -176,7 +176,7 @@ async fn a_panic_on_the_game_thread_is_an_internal_error() {
         "tools/call",
         Some(json!({"name": "world/spawn", "arguments": {"kind": "x"}})),
     );
-    client.send(&msg).await;
+    client.send_value(&msg).await;
     while server.main_thread().pending() < 1 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

@@ -5,7 +5,9 @@ mod server_support;
 
 use gabp_session::server::CloseReason;
 use serde_json::{json, Value};
-use server_support::{code, connect, connect_hello, data, fixture, result};
+use server_support::{
+    close_reason, code, connect, connect_hello, connect_hello_served, data, fixture, result,
+};
 
 fn server() -> gabp_session::server::ModServer {
     fixture::register(server_support::builder())
@@ -17,7 +19,7 @@ fn server() -> gabp_session::server::ModServer {
 async fn hello_answers_the_welcome() {
     let server = server();
     let mut client = connect(&server);
-    let welcome = result(&client.hello().await);
+    let welcome = client.hello(server_support::TOKEN).await;
     assert_eq!(welcome["agentId"], "test-mod");
     assert_eq!(
         welcome["app"],
@@ -78,13 +80,13 @@ async fn ping_returns_a_timestamp() {
 
 #[tokio::test]
 async fn goodbye_is_answered_then_the_connection_closes() {
-    let mut client = connect_hello(&server()).await;
+    let (mut client, served) = connect_hello_served(&server()).await;
     let bye = client
         .call("session/goodbye", Some(json!({"reason": "done"})))
         .await;
     assert_eq!(result(&bye), json!({}));
-    assert!(client.expect_closed().await.is_empty());
-    assert_eq!(client.close_reason().await, CloseReason::Goodbye);
+    assert!(client.until_closed().await.is_empty());
+    assert_eq!(close_reason(served).await, CloseReason::Goodbye);
 }
 
 #[tokio::test]
@@ -352,7 +354,7 @@ async fn state_get_and_set() {
 async fn state_is_neither_advertised_nor_served_without_handlers() {
     let server = server_support::builder().build().unwrap();
     let mut client = connect(&server);
-    let welcome = result(&client.hello().await);
+    let welcome = client.hello(server_support::TOKEN).await;
     let methods = welcome["capabilities"]["methods"].as_array().unwrap();
     assert!(!methods.contains(&json!("state/get")));
     assert!(!methods.contains(&json!("state/set")));

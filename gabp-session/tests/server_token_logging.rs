@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use gabp_session::server::{ModServer, ServerLimits};
 use gabp_types::Message;
-use server_support::{connect, connect_hello, fixture, hello_params, request};
+use server_support::{
+    close_reason, connect_hello_served, connect_served, fixture, hello_params, request,
+};
 
 fn server_with(limits: ServerLimits) -> ModServer {
     fixture::register(server_support::builder())
@@ -54,16 +56,20 @@ async fn tokens_are_never_logged_or_echoed() {
     let short = "short-token-xyz";
     let mut frames = Vec::new();
     for token in [wrong, short] {
-        let mut client = connect(&server);
+        let (mut client, served) = connect_served(&server);
         let (_, hello) = request("session/hello", Some(hello_params(token)));
-        client.send(&hello).await;
-        frames.extend(client.expect_closed().await);
-        client.close_reason().await;
+        client.send_value(&hello).await;
+        frames.extend(client.until_closed().await);
+        close_reason(served).await;
     }
-    let mut client = connect_hello(&server).await;
-    frames.push(Message::Response(client.hello().await));
+    let (mut client, served) = connect_hello_served(&server).await;
+    frames.push(Message::Response(
+        client
+            .call("session/hello", Some(hello_params(server_support::TOKEN)))
+            .await,
+    ));
     client.call("session/goodbye", None).await;
-    client.close_reason().await;
+    close_reason(served).await;
 
     let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(

@@ -167,12 +167,12 @@ async fn peers_that_do_not_subscribe_see_no_event() {
     server.tools().remove("demo/quiet").unwrap();
     let ping = raw.call("session/ping", None).await;
     assert!(ping.result().is_some());
-    assert!(raw.events.is_empty(), "{:?}", raw.events);
+    assert!(raw.events().is_empty(), "{:?}", raw.events());
     // The tool is gone for everyone: -32400 with data.tool.
     let gone = raw.call_tool("demo/quiet", json!({})).await;
     assert_eq!(code(&gone), Some(-32400));
     assert_eq!(data(&gone)["tool"], "demo/quiet");
-    assert!(raw.events.is_empty(), "{:?}", raw.events);
+    assert!(raw.events().is_empty(), "{:?}", raw.events());
     // Subscribed, a raw peer gets the event, strictly valid.
     let subscribed = raw
         .call(

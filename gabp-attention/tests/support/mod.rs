@@ -1,5 +1,6 @@
-//! Test support: a raw client for a mod (strictly checking everything the mod writes), a scripted mock mod
-//! for the bridge gate (strictly checking everything the bridge writes), and the fixture corpora.
+//! Test support: a raw client for a mod (`gabp_testkit::wire`, strictly checking everything the mod writes), a
+//! scripted mock mod for the bridge gate (strictly checking everything the bridge writes), and the fixture
+//! corpora.
 #![allow(dead_code)]
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -10,9 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use gabp_session::server::ModServer;
+use gabp_testkit::wire::RawClient;
 use gabp_transport::{Connection, Frame, Token};
-use gabp_types::decode::{decode, decode_response_to, DecodeMode};
-use gabp_types::{Attention, Event, Message, MessageId, Request, Response};
+use gabp_types::decode::{decode, DecodeMode};
+use gabp_types::{Attention, Event, Message, MessageId, Request};
 use serde_json::{json, Value};
 
 /// The token every test uses.
@@ -60,125 +62,23 @@ pub fn files(dir: impl AsRef<Path>, part: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Checks that an event frame passes the strict decoder and carries an attention object.
-pub fn strict_attention_event(body: &[u8]) -> (Event, Attention) {
-    match decode(body, DecodeMode::Strict) {
-        Ok(Message::Event(event)) => {
-            let attention = serde_json::from_value(event.payload.clone()).unwrap();
-            (event, attention)
-        }
-        other => panic!(
-            "not a strictly valid event: {other:?}\n{}",
-            String::from_utf8_lossy(body)
-        ),
-    }
+/// An attention event with its payload. (`RawClient` decoded the event strictly, which checks an attention
+/// channel's payload against the attention object.)
+pub fn with_attention(event: Event) -> (Event, Attention) {
+    let attention = serde_json::from_value(event.payload.clone()).unwrap();
+    (event, attention)
 }
 
 // ---- a raw client of a mod --------------------------------------------------------------------------------
 
-/// A bridge written by hand: sends requests, and decodes every frame the mod writes strictly (responses also
-/// against their method's result schema).
-pub struct RawClient {
-    conn: Connection,
-    /// Events read while waiting for responses, in arrival order.
-    pub events: Vec<(Event, Attention)>,
-}
-
-impl RawClient {
-    /// Serves `server` on a fresh duplex pair and says hello.
-    pub async fn connect(server: &ModServer) -> RawClient {
-        let (mod_side, client_side) = tokio::io::duplex(1 << 20);
-        tokio::spawn(server.serve_connection(Connection::new(mod_side)));
-        let mut client = RawClient {
-            conn: Connection::new(client_side),
-            events: Vec::new(),
-        };
-        let welcome = client
-            .call(
-                "session/hello",
-                json!({
-                    "token": TOKEN, "bridgeVersion": "1.0.0", "platform": "linux",
-                    "launchId": "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11"
-                }),
-            )
-            .await;
-        assert!(welcome.result().is_some(), "hello refused: {welcome:?}");
-        client
-    }
-
-    pub async fn send_raw(&mut self, value: &Value) {
-        self.conn
-            .send(Bytes::from(value.to_string()))
-            .await
-            .unwrap();
-    }
-
-    async fn next_body(&mut self) -> Bytes {
-        match tokio::time::timeout(PATIENCE, self.conn.next()).await {
-            Ok(Some(Ok(Frame::Body(body)))) => body,
-            other => panic!("no frame from the mod: {other:?}"),
-        }
-    }
-
-    /// Sends `message` (a whole request object, for fixtures) and returns the response to it.
-    pub async fn send_request(&mut self, message: &Value) -> Response {
-        self.send_raw(message).await;
-        let id = message["id"].as_str().unwrap().to_owned();
-        let method = message["method"].as_str().unwrap_or_default().to_owned();
-        loop {
-            let body = self.next_body().await;
-            match decode_response_to(&body, &method, DecodeMode::Strict) {
-                Ok(Message::Response(r)) if r.id.to_string() == id => return r,
-                Ok(Message::Event(_)) => {
-                    let event = strict_attention_event(&body);
-                    self.events.push(event);
-                }
-                other => panic!(
-                    "unexpected frame: {other:?}\n{}",
-                    String::from_utf8_lossy(&body)
-                ),
-            }
-        }
-    }
-
-    /// A request for `method` with `params` (`null` for none).
-    pub async fn call(&mut self, method: &str, params: Value) -> Response {
-        let mut message =
-            json!({"v": "gabp/1", "id": MessageId::new_v4(), "type": "request", "method": method});
-        if !params.is_null() {
-            message["params"] = params;
-        }
-        self.send_request(&message).await
-    }
-
-    /// The result of a call that must succeed.
-    pub async fn ok(&mut self, method: &str, params: Value) -> Value {
-        let response = self.call(method, params).await;
-        match response.result() {
-            Some(result) => result.clone(),
-            None => panic!("{method} failed: {response:?}"),
-        }
-    }
-
-    /// The next event (already read, or the next frame, which must be an event).
-    pub async fn next_event(&mut self) -> (Event, Attention) {
-        if !self.events.is_empty() {
-            return self.events.remove(0);
-        }
-        let body = self.next_body().await;
-        strict_attention_event(&body)
-    }
-
-    /// Waits `within` for one more event; `None` if none came.
-    pub async fn try_event(&mut self, within: Duration) -> Option<(Event, Attention)> {
-        if !self.events.is_empty() {
-            return Some(self.events.remove(0));
-        }
-        match tokio::time::timeout(within, self.conn.next()).await {
-            Ok(Some(Ok(Frame::Body(body)))) => Some(strict_attention_event(&body)),
-            _ => None,
-        }
-    }
+/// Serves `server` on a fresh duplex pair to a raw client (which decodes every frame the mod writes strictly,
+/// responses also against their method's result schema) and says hello.
+pub async fn connect(server: &ModServer) -> RawClient {
+    let (mod_side, client_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(server.serve_connection(Connection::new(mod_side)));
+    let mut client = RawClient::new(client_side);
+    client.hello(TOKEN).await;
+    client
 }
 
 // ---- a scripted mock mod for the bridge gate ----------------------------------------------------------------

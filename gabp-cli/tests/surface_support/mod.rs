@@ -7,7 +7,9 @@ use base64::Engine as _;
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 
-use crate::mod_support::{hello_params, unix_now, Client, TOKEN};
+use gabp_testkit::wire::{hello_params, BlockingClient};
+
+use crate::mod_support::{unix_now, TOKEN};
 
 const TOOLS: [&str; 9] = [
     "world/get_block",
@@ -49,7 +51,7 @@ struct Schemas(HashMap<String, (jsonschema::Validator, jsonschema::Validator)>);
 
 impl Schemas {
     /// Calls `tool`, checking good arguments against its inputSchema and a result against its outputSchema.
-    fn call(&self, c: &mut Client, tool: &str, arguments: Value) -> Value {
+    fn call(&self, c: &mut BlockingClient, tool: &str, arguments: Value) -> Value {
         let (input, output) = &self.0[tool];
         assert!(
             input.is_valid(&arguments),
@@ -57,6 +59,7 @@ impl Schemas {
         );
         let result = c
             .call_tool(tool, arguments.clone())
+            .into_result()
             .unwrap_or_else(|e| panic!("{tool} {arguments}: {e:?}"));
         if let Err(e) = output.validate(&result) {
             panic!("{tool}: result {result} fails outputSchema: {e}");
@@ -70,15 +73,19 @@ fn code(e: &gabp_types::ErrorObject) -> i64 {
 }
 
 /// Calls `tool` expecting an error; its code and the error.
-fn tool_fails(c: &mut Client, tool: &str, arguments: Value) -> (i64, gabp_types::ErrorObject) {
-    match c.call_tool(tool, arguments.clone()) {
+fn tool_fails(
+    c: &mut BlockingClient,
+    tool: &str,
+    arguments: Value,
+) -> (i64, gabp_types::ErrorObject) {
+    match c.call_tool(tool, arguments.clone()).into_result() {
         Ok(v) => panic!("{tool} {arguments} succeeded with {v}"),
         Err(e) => (code(&e), e),
     }
 }
 
 /// The whole surface of the demo game on one fresh connection to a fresh mod, ending with `session/goodbye`.
-pub(crate) fn exercise_surface(c: &mut Client) {
+pub(crate) fn exercise_surface(c: &mut BlockingClient) {
     // Before hello: -32100, and the connection stays open.
     let e = c.err("tools/list", None);
     assert_eq!(e.code, ErrorCode::AUTHENTICATION_REQUIRED);
@@ -158,7 +165,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
     );
 
     // world/get_block.
-    let get = |c: &mut Client, x: i64, y: i64, z: i64| {
+    let get = |c: &mut BlockingClient, x: i64, y: i64, z: i64| {
         schemas.call(c, "world/get_block", json!({"x": x, "y": y, "z": z}))
     };
     assert_eq!(
@@ -308,7 +315,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
 
     // demo/set_bonus adds and removes demo/bonus; this connection is not subscribed to tools/changed, so
     // no event reaches it (the loop below fails on any other channel).
-    let bonus = |c: &mut Client, enabled: bool| {
+    let bonus = |c: &mut BlockingClient, enabled: bool| {
         schemas.call(c, "demo/set_bonus", json!({ "enabled": enabled }))
     };
     assert_eq!(bonus(c, true), json!({"enabled": true, "changed": true}));
@@ -318,7 +325,11 @@ pub(crate) fn exercise_surface(c: &mut Client) {
         Some(json!({"filter": {"namePattern": "demo/bonus"}})),
     );
     assert_eq!(listed["tools"][0]["name"], "demo/bonus");
-    assert!(c.call_tool("demo/bonus", json!({})).expect("bonus")["message"].is_string());
+    assert!(c
+        .call_tool("demo/bonus", json!({}))
+        .into_result()
+        .expect("bonus")["message"]
+        .is_string());
     assert_eq!(bonus(c, false), json!({"enabled": false, "changed": true}));
     assert_eq!(tool_fails(c, "demo/bonus", json!({})).0, -32400);
 
@@ -333,7 +344,7 @@ pub(crate) fn exercise_surface(c: &mut Client) {
             other => panic!("event on {other}"),
         }
     }
-    assert!(c.events.is_empty(), "no more events: {:?}", c.events);
+    assert!(c.events().is_empty(), "no more events: {:?}", c.events());
     for (i, e) in changes.iter().enumerate() {
         assert_eq!(e.seq, i as u64, "world/block_change seq");
         assert!(e.timestamp.is_some());

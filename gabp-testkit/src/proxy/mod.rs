@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use gabp_codec::FrameCodec;
 use gabp_transport::{ByteStream, Endpoint, Listener};
 use gabp_types::MessageId;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -263,16 +264,13 @@ enum Out {
     Close,
 }
 
-/// A frame with the canonical header.
+/// A frame with the canonical header (SPEC/1.0 transport.md §1.1), written by the codec's header writer.
 pub(crate) fn frame(body: &[u8]) -> Bytes {
     let mut out = BytesMut::with_capacity(body.len() + 64);
-    out.extend_from_slice(
-        format!(
-            "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
-            body.len()
-        )
-        .as_bytes(),
-    );
+    // No body limit: the proxy forwards what it read, under its own limit. With none, nothing is refused.
+    let _ = FrameCodec::new()
+        .with_max_body_size(usize::MAX)
+        .encode_header(body.len(), &mut out);
     out.extend_from_slice(body);
     out.freeze()
 }
