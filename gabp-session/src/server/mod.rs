@@ -81,6 +81,7 @@ pub use events::{EventPublisher, PublishError, Published};
 pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
+pub use pattern::{MAX_GLOB_BYTES, MAX_GLOB_WILDCARDS};
 pub use resource::Resource;
 pub use router::Router;
 pub use serve::{ModServer, ServeHandle};

@@ -25,7 +25,7 @@ use tower::Service;
 
 use super::context::{CallContext, StateMap};
 use super::error::ToolError;
-use super::events::{EventHub, EventPublisher};
+use super::events::{EventHub, EventPublisher, RejectedPattern};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
@@ -128,8 +128,13 @@ fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
 }
 
 fn compile_pattern(pattern: &str, pointer: &str) -> Result<NamePattern, ErrorObject> {
-    NamePattern::new(pattern)
-        .map_err(|e| invalid_params(pointer, &format!("invalid glob pattern: {e}")))
+    NamePattern::new(pattern).map_err(|e| invalid_params(pointer, &e.to_string()))
+}
+
+/// `-32602` naming the channel pattern the hub refused (SPEC/1.0 gabp.md §4.4).
+fn channel_pattern_error(rejected: RejectedPattern) -> ErrorObject {
+    let pointer = format!("/params/channels/{}", rejected.index);
+    invalid_params(&pointer, &rejected.error.to_string())
 }
 
 fn unix_millis() -> u64 {
@@ -270,10 +275,18 @@ impl Router {
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
         let state = req.session.subscription_state();
         if subscribe {
-            let subscribed = self.routes.hub.subscribe(state, &names);
+            let subscribed = self
+                .routes
+                .hub
+                .subscribe(state, &names)
+                .map_err(channel_pattern_error)?;
             to_value(SubscribeResult { subscribed })
         } else {
-            let unsubscribed = self.routes.hub.unsubscribe(state, &names);
+            let unsubscribed = self
+                .routes
+                .hub
+                .unsubscribe(state, &names)
+                .map_err(channel_pattern_error)?;
             to_value(UnsubscribeResult { unsubscribed })
         }
     }
