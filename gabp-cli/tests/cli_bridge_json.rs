@@ -117,3 +117,77 @@ fn gabp_mod_warns_about_a_bridge_json_others_can_read_and_strict_refuses_it() {
     m.signal("TERM");
     m.assert_clean_exit();
 }
+
+/// Whether `text` holds any 6-character run of `secret`, in any case.
+fn leaks(text: &str, secret: &str) -> bool {
+    let text = text.to_lowercase();
+    let secret: Vec<char> = secret.to_lowercase().chars().collect();
+    secret
+        .windows(6)
+        .any(|w| text.contains(&w.iter().collect::<String>()))
+}
+
+#[test]
+fn no_error_line_shows_any_part_of_a_token_in_any_case() {
+    // SPEC/1.0 security.md §6. Letters g-z only, so no run of it turns up in a port or a path by chance.
+    const MIXED: &str = "GhIjKlMnOpQrStUvWxYzZyXwVuTsRqPoNmLkJiHg";
+    let upper = MIXED.to_uppercase();
+    let mut game = Launch::new(&["--token", MIXED]).spawn(false);
+    let endpoint = game.listening_on();
+    let home = tempfile::tempdir().expect("tempdir");
+
+    // The right token in the wrong case, from the flag and from GABP_TOKEN: the mod refuses it.
+    let out = output(gabp_in(
+        home.path(),
+        &[
+            "call",
+            "--connect",
+            &endpoint,
+            "--token",
+            &upper,
+            "session/ping",
+        ],
+    ));
+    let line = cli_support::one_error_line(&out, MIXED);
+    assert!(
+        line.contains("refused the token") && !leaks(&line, MIXED),
+        "{line}"
+    );
+    let mut command = gabp_in(
+        home.path(),
+        &["call", "--connect", &endpoint, "session/ping"],
+    );
+    command.env("GABP_TOKEN", MIXED.to_lowercase());
+    let line = cli_support::one_error_line(&output(command), MIXED);
+    assert!(!leaks(&line, MIXED), "{line}");
+
+    // A bridge.json with the token pasted, in another case or in part, into the address.
+    for address in [
+        upper.clone(),
+        format!("tcp://{upper}:80"),
+        format!("127.0.0.1:{}", &MIXED[3..20]),
+        format!("unix://{}", MIXED.to_lowercase()),
+    ] {
+        let path = home.path().join("bridge.json");
+        let contents = serde_json::json!({
+            "token": MIXED, "transport": {"type": "tcp", "address": address}
+        });
+        std::fs::write(&path, contents.to_string()).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let config = path.to_str().expect("utf-8");
+        let out = output(gabp_in(
+            home.path(),
+            &["call", "--config", config, "session/ping"],
+        ));
+        let line = cli_support::one_error_line(&out, MIXED);
+        assert!(line.contains("transport.address"), "{line}");
+        assert!(!leaks(&line.replace(config, ""), MIXED), "{line}");
+        let out = Launch::new(&["--config", config]).output();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(!leaks(&stderr.replace(config, ""), MIXED), "{stderr}");
+    }
+    game.signal("TERM");
+    game.assert_clean_exit();
+    assert!(!leaks(&game.stderr_text(), MIXED), "{}", game.stderr_text());
+}

@@ -17,6 +17,7 @@
 
 mod error;
 mod fast;
+mod hello;
 mod params;
 
 use serde_json::{Map, Value};

@@ -161,23 +161,8 @@ pub fn check_params(
 ) -> Result<(), DecodeError> {
     use methods::*;
     match method {
-        SessionHello::NAME => {
-            check::<SessionHello>(params)?;
-            if mode == DecodeMode::Strict {
-                let launch_id = params
-                    .and_then(|p| p.get("launchId"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if !crate::format::is_hyphenated_uuid(launch_id) {
-                    return Err(DecodeError::new(
-                        ErrorCode::INVALID_PARAMS,
-                        "/params/launchId",
-                        format!("`launchId` must be a hyphenated UUID, got {launch_id:?}"),
-                    ));
-                }
-            }
-            Ok(())
-        }
+        // Never quotes a value: any may be a token (SPEC/1.0 security.md §6).
+        SessionHello::NAME => super::hello::check_hello(params, mode),
         SessionPing::NAME => check::<SessionPing>(params),
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
