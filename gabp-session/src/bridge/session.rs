@@ -186,12 +186,14 @@ pub(super) async fn handshake(
     let max_body = welcome
         .capabilities
         .limits
+        .as_ref()
         .and_then(|l| l.max_message_size)
         .and_then(|m| usize::try_from(m.get()).ok())
         .map_or(link.codec_max_body, |m| m.min(link.codec_max_body));
     if let Some(limit) = welcome
         .capabilities
         .limits
+        .as_ref()
         .and_then(|l| l.max_concurrent_requests)
         .and_then(|m| usize::try_from(m.get()).ok())
     {

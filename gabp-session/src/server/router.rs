@@ -172,7 +172,7 @@ impl Router {
             .filter(|d| pattern.as_ref().is_none_or(|p| p.matches(d.name.as_str())))
             .cloned()
             .collect();
-        to_value(ToolsListResult { tools })
+        to_value(ToolsListResult::new(tools))
     }
 
     /// What a handler of request `id` on `session` may know.
@@ -280,14 +280,14 @@ impl Router {
                 .hub
                 .subscribe(state, &names)
                 .map_err(channel_pattern_error)?;
-            to_value(SubscribeResult { subscribed })
+            to_value(SubscribeResult::new(subscribed))
         } else {
             let unsubscribed = self
                 .routes
                 .hub
                 .unsubscribe(state, &names)
                 .map_err(channel_pattern_error)?;
-            to_value(UnsubscribeResult { unsubscribed })
+            to_value(UnsubscribeResult::new(unsubscribed))
         }
     }
 
@@ -310,7 +310,7 @@ impl Router {
             })
             .map(|r| r.info.clone())
             .collect();
-        to_value(ResourcesListResult { resources })
+        to_value(ResourcesListResult::new(resources))
     }
 
     fn read_resource(&self, req: &ServerRequest) -> Result<ResponseFuture, ErrorObject> {
@@ -358,7 +358,7 @@ impl Router {
                 state.retain(|k, _| components.iter().any(|c| c == k));
             }
             let timestamp = unix_millis() / 1000;
-            Ok(match to_value(StateGetResult { state, timestamp }) {
+            Ok(match to_value(StateGetResult::new(state, timestamp)) {
                 Ok(v) => Response::success(id, v),
                 Err(e) => Response::error(id, e),
             })
@@ -392,14 +392,10 @@ impl Router {
         };
         let routed = match req.method() {
             "session/hello" => return answer(Ok(self.routes.welcome.clone())),
-            "session/ping" => {
-                return answer(to_value(PingResult {
-                    timestamp: Some(unix_millis()),
-                }))
-            }
+            "session/ping" => return answer(to_value(PingResult::at(unix_millis()))),
             "session/goodbye" => {
                 req.session.close_with(CloseReason::Goodbye);
-                return answer(to_value(GoodbyeResult {}));
+                return answer(to_value(GoodbyeResult::default()));
             }
             "tools/list" => return answer(self.list_tools(&req)),
             "events/subscribe" => return answer(self.subscribe(&req, true)),

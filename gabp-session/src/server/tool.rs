@@ -319,6 +319,7 @@ impl Tool {
             },
             deprecated: self.deprecated,
             version: self.version,
+            extra: serde_json::Map::new(),
         };
         Ok(RegisteredTool {
             descriptor,

@@ -422,6 +422,7 @@ pub mod fixture {
                     Ok(StateSetResult {
                         applied: p.updates,
                         errors: None,
+                        extra: Map::new(),
                     })
                 },
             )

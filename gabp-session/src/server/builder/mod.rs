@@ -5,12 +5,12 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::FutureExt;
+use futures::{FutureExt, TryFutureExt};
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
     HelloToken, ServerInfo, StateGetParams, StateSetParams, StateSetResult, CORE_METHODS,
 };
-use gabp_types::{ChannelName, ErrorObject, MethodName, Response, Uri};
+use gabp_types::{ChannelName, ErrorObject, ExtraMembers, MethodName, Response, Uri};
 use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
@@ -142,9 +142,11 @@ impl ModServerBuilder {
         self
     }
 
-    /// The welcome's `serverInfo` (default: gabp-session's own name and version).
+    /// The welcome's `serverInfo` (default: gabp-session's own name and version). Its `extra` members are
+    /// dropped: the mod writes strict `gabp/1`.
     #[must_use]
-    pub fn server_info(mut self, info: ServerInfo) -> Self {
+    pub fn server_info(mut self, mut info: ServerInfo) -> Self {
+        info.clear_extra();
         self.server_info = Some(info);
         self
     }
@@ -232,14 +234,22 @@ impl ModServerBuilder {
         self
     }
 
-    /// Serves `state/set` with `handler`.
+    /// Serves `state/set` with `handler`. The `extra` members of its results are dropped: the mod writes
+    /// strict `gabp/1`.
     #[must_use]
     pub fn state_set<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(StateSetParams) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<StateSetResult, ErrorObject>> + Send + 'static,
     {
-        self.state_set = Some(Arc::new(move |p| handler(p).boxed()));
+        self.state_set = Some(Arc::new(move |p| {
+            handler(p)
+                .map_ok(|mut result| {
+                    result.clear_extra();
+                    result
+                })
+                .boxed()
+        }));
         self
     }
 
