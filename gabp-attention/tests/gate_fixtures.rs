@@ -203,9 +203,14 @@ async fn our_corpus_walks_the_lifecycle_and_invalid_events_change_nothing() {
     flush(&bridge, &mut mock).await;
     assert_eq!(gate.current().unwrap().total_urgent_entries, 6);
 
-    // Every invalid attention event is dropped: the gate still knows att-chunk-save-2 as 058 left it.
+    // Every invalid attention event is dropped: the gate still knows att-chunk-save-2 as 058 left it. Those
+    // invalid only for an unknown member are read liberally instead (SPEC/1.0 gabp.md §3.5): see
+    // `an_attention_event_with_unknown_members_is_read_liberally`.
     let mut dropped = 0;
     for file in files(&invalid, "attention") {
+        if file.to_string_lossy().ends_with("_unknown_field.json") {
+            continue;
+        }
         let message = fixture(&file);
         if message["type"] != "event" {
             continue;
@@ -291,6 +296,24 @@ async fn our_examples_walk_the_lifecycle() {
 
     // 066: the cleared event changes nothing more.
     mock.send(path(&examples, "066_attention-cleared.event.json"))
+        .await;
+    flush(&bridge, &mut mock).await;
+    assert!(gate.current().is_none());
+    assert_eq!(blocked(&bridge, &mut mock).await, None);
+}
+
+#[tokio::test]
+async fn an_attention_event_with_unknown_members_is_read_liberally() {
+    // SPEC/1.0 gabp.md §3.5: 075 is strictly invalid only for its `clearedBy`; a bridge still reads it, so the
+    // item it clears does not block forever.
+    let valid = ours().join("CONFORMANCE/1.0/valid");
+    let invalid = ours().join("CONFORMANCE/1.0/invalid");
+    let (bridge, gate, mut mock) = gated(Value::Null).await;
+    mock.send(path(&valid, "057_event_attention_opened.json"))
+        .await;
+    flush(&bridge, &mut mock).await;
+    assert!(gate.current().is_some());
+    mock.send(path(&invalid, "075_attention_cleared_unknown_field.json"))
         .await;
     flush(&bridge, &mut mock).await;
     assert!(gate.current().is_none());

@@ -201,7 +201,7 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
             )
         }
         None => {
-            let target = args.target.resolve(|name| std::env::var_os(name))?;
+            let target = args.target.resolve_from_env()?;
             let builder = Bridge::builder(target.token.clone()).max_in_flight(concurrency);
             let session = target.open(builder).await?;
             (session, target.reach.to_string())

@@ -55,7 +55,7 @@ pub async fn run(args: &CallArgs, stdout: &mut dyn Write) -> Result<(), String> 
             value
         }
     };
-    let target = args.target.resolve(|name| std::env::var_os(name))?;
+    let target = args.target.resolve_from_env()?;
     let session = target
         .open(Bridge::builder(target.token.clone()).check_advertised(false))
         .await?;

@@ -36,7 +36,7 @@ pub struct ConformanceArgs {
 ///
 /// One line when the target cannot be resolved (an unreachable mod is a failed check, not an error).
 pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool, String> {
-    let Target { reach, token } = args.target.resolve(|name| std::env::var_os(name))?;
+    let Target { reach, token, .. } = args.target.resolve_from_env()?;
     let target = match &reach {
         Reach::Endpoint(endpoint) => conformance::Target::endpoint(endpoint.clone(), token),
         Reach::Spawn(command) => {

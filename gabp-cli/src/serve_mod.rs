@@ -16,7 +16,8 @@ use std::time::Duration;
 use clap::Args;
 use gabp_session::server::ModServer;
 use gabp_transport::{
-    Connection, Endpoint, ExplicitSettings, Listener, ModSettings, SettingsError, Token,
+    ConfigError, Connection, Endpoint, ExplicitSettings, Listener, ModSettings, SettingsError,
+    Token,
 };
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::oneshot;
@@ -56,6 +57,9 @@ pub struct ModArgs {
     /// The bridge.json to take the endpoint and token from (default: the platform path).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Refuse a bridge.json that group or others can read (without it: a warning).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// What `gabp mod` serves with.
@@ -69,6 +73,8 @@ pub struct Resolved {
     pub agent_id: String,
     /// Whether the token was generated for this run (and so must be shown).
     pub generated_token: bool,
+    /// What the user should know but that did not stop the mod (a bridge.json others can read).
+    pub warnings: Vec<String>,
 }
 
 /// Resolves the settings of `gabp mod` from `args` and the environment `env`.
@@ -117,11 +123,18 @@ where
         }
         Err(e) => return Err(e.to_string()),
     };
+    // SPEC/1.0 security.md §5: a bridge.json others can read is a warning, or with --strict an error.
+    let warnings = match settings.bridge_json_exposure {
+        None => Vec::new(),
+        Some(exposure) if args.strict => return Err(ConfigError::from(exposure).to_string()),
+        Some(exposure) => vec![exposure.to_string()],
+    };
     Ok(Resolved {
         endpoint: settings.endpoint,
         token: settings.token,
         agent_id: settings.agent_id.unwrap_or_else(|| AGENT_ID.to_owned()),
         generated_token,
+        warnings,
     })
 }
 
@@ -152,6 +165,9 @@ pub fn run(args: &ModArgs) -> u8 {
             return 1;
         }
     };
+    for warning in &resolved.warnings {
+        eprintln!("warning: {warning}");
+    }
     if resolved.generated_token {
         eprintln!(
             "generated token: {} (no --token, GABP_TOKEN or bridge.json; bridges present it in session/hello)",
@@ -366,6 +382,7 @@ mod tests {
             stdio: false,
             token: token.map(str::to_owned),
             config: config.map(Path::to_path_buf),
+            strict: false,
         }
     }
 

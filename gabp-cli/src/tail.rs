@@ -40,7 +40,7 @@ pub async fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), String> {
-    let target = args.target.resolve(|name| std::env::var_os(name))?;
+    let target = args.target.resolve_from_env()?;
     let session = target.open(Bridge::builder(target.token.clone())).await?;
     let bridge = session.bridge.clone();
     let mut events = bridge

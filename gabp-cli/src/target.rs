@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use gabp_session::bridge::{Bridge, BridgeBuilder, BridgeError};
-use gabp_transport::{BridgeConfig, Endpoint, ModProcess, Token, GABP_TOKEN};
+use gabp_transport::{BridgeConfig, ConfigError, Endpoint, ModProcess, Token, GABP_TOKEN};
 use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -30,6 +30,9 @@ pub struct TargetArgs {
     /// The bridge.json to take the endpoint and token from (default: the platform path).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Refuse a bridge.json that group or others can read (without it: a warning).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// A resolved target: where the mod is, and the token (its `Debug` never shows the secret).
@@ -39,6 +42,8 @@ pub struct Target {
     pub reach: Reach,
     /// The token to present.
     pub token: Token,
+    /// What the user should know but that did not stop the command (a bridge.json others can read).
+    pub warnings: Vec<String>,
 }
 
 /// How to reach the mod.
@@ -93,6 +98,7 @@ impl TargetArgs {
             return Ok(Target {
                 reach: Reach::Spawn(command.clone()),
                 token,
+                warnings: Vec::new(),
             });
         }
         let endpoint = self
@@ -115,10 +121,12 @@ impl TargetArgs {
             return Ok(Target {
                 reach: Reach::Endpoint(endpoint.clone()),
                 token: token.clone(),
+                warnings: Vec::new(),
             });
         }
         // Something is still open: bridge.json has it.
-        let config = self.bridge_json(&env, endpoint.is_none(), explicit_token.is_none())?;
+        let (config, warnings) =
+            self.bridge_json(&env, endpoint.is_none(), explicit_token.is_none())?;
         let token = match explicit_token {
             Some(token) => token,
             None => config.token,
@@ -134,16 +142,32 @@ impl TargetArgs {
         Ok(Target {
             reach: Reach::Endpoint(endpoint),
             token,
+            warnings,
         })
     }
 
-    /// Reads `bridge.json` for the settings still missing.
+    /// [`TargetArgs::resolve`] with the process environment; each warning goes to stderr as one
+    /// `warning: ...` line.
+    ///
+    /// # Errors
+    ///
+    /// As [`TargetArgs::resolve`].
+    pub fn resolve_from_env(&self) -> Result<Target, String> {
+        let target = self.resolve(|name| std::env::var_os(name))?;
+        for warning in &target.warnings {
+            eprintln!("warning: {warning}");
+        }
+        Ok(target)
+    }
+
+    /// Reads `bridge.json` for the settings still missing; with it, the warnings to show. A file
+    /// others can read is a warning, or with `--strict` an error (SPEC/1.0 security.md §5).
     fn bridge_json<F>(
         &self,
         env: &F,
         need_endpoint: bool,
         need_token: bool,
-    ) -> Result<BridgeConfig, String>
+    ) -> Result<(BridgeConfig, Vec<String>), String>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -156,7 +180,7 @@ impl TargetArgs {
             Some(path) => path.clone(),
             None => BridgeConfig::default_path_from(env).map_err(|e| format!("{missing} ({e})"))?,
         };
-        BridgeConfig::read(&path).map_err(|e| {
+        let (config, exposure) = BridgeConfig::read_checked(&path).map_err(|e| {
             if e.is_not_found() && self.config.is_none() {
                 format!(
                     "{missing} (and there is no bridge.json at {})",
@@ -165,7 +189,12 @@ impl TargetArgs {
             } else {
                 e.to_string()
             }
-        })
+        })?;
+        match exposure {
+            None => Ok((config, Vec::new())),
+            Some(exposure) if self.strict => Err(ConfigError::from(exposure).to_string()),
+            Some(exposure) => Ok((config, vec![exposure.to_string()])),
+        }
     }
 }
 
@@ -348,6 +377,7 @@ mod tests {
             spawn: spawn.map(str::to_owned),
             token: token.map(str::to_owned),
             config: None,
+            strict: false,
         }
     }
 

@@ -31,7 +31,7 @@ pub struct ToolsArgs {
 ///
 /// One line: an unreachable mod, a refused token, or the mod's error answer to `tools/list`.
 pub async fn run(args: &ToolsArgs, stdout: &mut dyn Write) -> Result<(), String> {
-    let target = args.target.resolve(|name| std::env::var_os(name))?;
+    let target = args.target.resolve_from_env()?;
     let session = target
         .open(Bridge::builder(target.token.clone()).check_advertised(false))
         .await?;

@@ -189,3 +189,40 @@ fn frames_pass_strict_decoding_even_for_bad_input() {
     assert!(c.until_closed().is_empty());
     m.assert_clean_exit();
 }
+
+#[test]
+fn hostile_glob_patterns_are_refused_without_noise() {
+    // SPEC/1.0 gabp.md §4.4: a glob past the mod's bounds is -32602; nothing panics, stderr stays small.
+    let mut m = Launch::new(&["--stdio", "--token", TOKEN]).spawn(true);
+    let mut c = m.stdio();
+    c.hello(TOKEN);
+    let stars = "*".repeat(87_380);
+    for (method, params, pointer) in [
+        (
+            "tools/list",
+            json!({"filter": {"namePattern": stars}}),
+            "/params/filter/namePattern",
+        ),
+        (
+            "resources/list",
+            json!({"pattern": stars}),
+            "/params/pattern",
+        ),
+        (
+            "events/subscribe",
+            json!({"channels": [stars]}),
+            "/params/channels/0",
+        ),
+    ] {
+        let e = c.err(method, Some(params));
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{method}: {e:?}");
+        assert!(e.message.contains(pointer), "{method}: {}", e.message);
+        assert!(e.message.len() < 200, "{method}: {}", e.message);
+    }
+    c.ok("session/ping", None);
+    c.shutdown_write();
+    assert!(c.until_closed().is_empty());
+    m.assert_clean_exit();
+    let stderr = m.stderr_text();
+    assert!(stderr.len() < 4096, "{} bytes on stderr", stderr.len());
+}

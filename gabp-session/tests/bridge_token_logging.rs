@@ -58,3 +58,33 @@ async fn the_token_is_never_logged_or_printed() {
         assert!(!text.contains(TOKEN), "the token leaked: {text}");
     }
 }
+
+#[tokio::test]
+async fn a_mod_that_quotes_the_token_it_refused_is_not_repeated() {
+    // Letters g-z only, so no run of it can turn up in an id by chance.
+    const MIXED: &str = "GhIjKlMnOpQrStUvWxYzZyXwVuTsRqPoNmLkJiHg";
+    let upper = MIXED.to_uppercase();
+    let lower = MIXED.to_lowercase();
+    for (code, message) in [
+        (-32101, format!("Invalid token: {upper}")),
+        (-32101, format!("token {lower} is not {MIXED}")),
+        (-32602, format!("bad params near '{}'", &upper[4..20])),
+        (-32000, format!("Authentication failed for {MIXED}")),
+    ] {
+        let (conn, mut mock) = pair();
+        let data = json!({"token": upper, "errors": [{"path": "/params/token", "message": lower}]});
+        let script = async move {
+            let hello = mock.expect("session/hello").await;
+            mock.reply_error(hello.id, code, &message, Some(data)).await;
+        };
+        let token = gabp_transport::Token::new(MIXED).expect("token");
+        let (refused, ()) = tokio::join!(Bridge::over(conn, token), script);
+        let e = err(refused);
+        let shown = format!("{e} {e:?}").to_lowercase();
+        let secret: Vec<char> = lower.chars().collect();
+        for run in secret.windows(8) {
+            let run: String = run.iter().collect();
+            assert!(!shown.contains(&run), "the token was repeated: {shown}");
+        }
+    }
+}

@@ -90,6 +90,7 @@ fn server() -> ModServer {
                 Ok(StateSetResult {
                     applied: p.updates,
                     errors: None,
+                    extra: Map::new(),
                 })
             },
         )

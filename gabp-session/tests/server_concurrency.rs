@@ -86,6 +86,7 @@ async fn at_most_max_concurrent_requests_run_at_once() {
             .welcome()
             .capabilities
             .limits
+            .as_ref()
             .unwrap()
             .max_concurrent_requests
             .unwrap()

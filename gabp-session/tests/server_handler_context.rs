@@ -48,6 +48,7 @@ fn server() -> gabp_session::server::ModServer {
                 Ok(StateSetResult {
                     applied: p.updates,
                     errors: None,
+                    extra: Map::new(),
                 })
             },
         )

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use gabp_session::server::{ModServer, ServerLimits};
 use gabp_types::Message;
 use server_support::{
-    close_reason, connect_hello_served, connect_served, fixture, hello_params, request,
+    close_reason, connect, connect_hello_served, connect_served, fixture, hello_params, request,
 };
 
 fn server_with(limits: ServerLimits) -> ModServer {
@@ -89,4 +89,69 @@ async fn tokens_are_never_logged_or_echoed() {
             );
         }
     }
+}
+
+/// Whether `text` holds any 6-character run of `secret`, in any case.
+fn leaks(text: &str, secret: &str) -> bool {
+    let text = text.to_lowercase();
+    let secret: Vec<char> = secret.to_lowercase().chars().collect();
+    secret
+        .windows(6)
+        .any(|w| text.contains(&w.iter().collect::<String>()))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn tokens_in_the_wrong_case_or_field_are_never_echoed_or_logged() {
+    // Letters g-z only, so no run of it can turn up in an id or a hex dump by chance.
+    const MIXED: &str = "GhIjKlMnOpQrStUvWxYzZyXwVuTsRqPoNmLkJiHg";
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let token = gabp_transport::Token::new(MIXED).expect("token");
+    let server = fixture::register(server_support::builder().token(token))
+        .build()
+        .expect("build");
+    let upper = MIXED.to_uppercase();
+    let lower = MIXED.to_lowercase();
+    let wrong = "wrong-token-0123456789-wrong-token-0123456789";
+    let with = |token: &str, field: &str, value: &str| {
+        let mut p = hello_params(token);
+        p[field] = serde_json::json!(value);
+        p
+    };
+    let cases = [
+        // The right token in the wrong case.
+        hello_params(&upper),
+        hello_params(&lower),
+        // The token (in any case, or part of it) in another field, beside the right token or a wrong one.
+        with(MIXED, "platform", MIXED),
+        with(MIXED, "platform", &upper),
+        with(wrong, "platform", &lower),
+        with(wrong, "bridgeVersion", &upper[..20]),
+        with(MIXED, "launchId", &upper),
+        with(wrong, &upper, "x"),
+        with(MIXED, &lower, &upper),
+        serde_json::json!({"Token": upper, "bridgeVersion": "1", "platform": "linux",
+                           "launchId": server_support::LAUNCH_ID}),
+        serde_json::json!({"token": [upper], "bridgeVersion": "1", "platform": "linux",
+                           "launchId": server_support::LAUNCH_ID}),
+    ];
+    let mut answers = Vec::new();
+    for params in cases {
+        let mut client = connect(&server);
+        let (_, hello) = request("session/hello", Some(params));
+        client.send_value(&hello).await;
+        answers.push(Message::Response(client.recv_response().await));
+    }
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("gabp.connection"), "spans are logged");
+    for f in &answers {
+        let shown = serde_json::to_string(f).unwrap();
+        assert!(!leaks(&shown, MIXED), "a token was echoed: {shown}");
+    }
+    assert!(!leaks(&logged, MIXED), "a token reached the log");
 }

@@ -220,6 +220,31 @@ pub enum EndpointError {
     Random(String),
 }
 
+impl EndpointError {
+    /// What is wrong, without the input: for places where the input may hold a secret, such as a
+    /// `bridge.json` field (SPEC/1.0 security.md §6).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            EndpointError::UnknownForm(_) => "is not a GABP endpoint; expected a port, HOST:PORT, \
+                tcp://127.0.0.1:PORT, tcp://[::1]:PORT, unix:///absolute/path.sock or pipe://NAME"
+                .into(),
+            EndpointError::InvalidTcpAddress(_) => {
+                "is not a valid address; expected 127.0.0.1:PORT or [::1]:PORT".into()
+            }
+            EndpointError::InvalidPort(_) => "is not a TCP port (1-65535)".into(),
+            EndpointError::NotLoopback(_) => {
+                "is not a loopback address; GABP TCP is loopback only (127.0.0.1 or [::1])".into()
+            }
+            EndpointError::RelativeUnixPath(_) => "is not an absolute socket path".into(),
+            EndpointError::InvalidUnixPath(_) => "is empty or contains a NUL byte".into(),
+            EndpointError::InvalidPipeName(_) => "is not a valid pipe name: it must be 1-256 \
+                characters without `\\`, `/` or control characters"
+                .into(),
+            EndpointError::Random(e) => format!("could not be made: the random source failed: {e}"),
+        }
+    }
+}
+
 /// How much of the input an error echoes back, in characters, so a huge input never makes a huge
 /// message.
 const SHOWN_CHARS: usize = 120;

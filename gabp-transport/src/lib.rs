@@ -62,7 +62,9 @@ mod token;
 mod unix_socket;
 
 pub use bridge::{connect, connect_stream, spawn, ModProcess};
-pub use config::{BridgeConfig, BridgeMetadata, ConfigError, BRIDGE_JSON, MAX_BRIDGE_JSON_BYTES};
+pub use config::{
+    BridgeConfig, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON, MAX_BRIDGE_JSON_BYTES,
+};
 pub use connection::{Connection, FrameReader, FrameWriter};
 pub use endpoint::{Endpoint, EndpointError};
 pub use error::TransportError;

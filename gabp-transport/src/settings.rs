@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use gabp_types::shorten;
 
-use crate::config::{BridgeConfig, ConfigError};
+use crate::config::{BridgeConfig, ConfigError, Exposure};
 use crate::endpoint::Endpoint;
 use crate::token::Token;
 
@@ -103,6 +103,9 @@ pub struct ModSettings {
     pub endpoint_source: SettingSource,
     /// Where [`ModSettings::token`] came from.
     pub token_source: SettingSource,
+    /// Set when `bridge.json` was read and group or others can read it (SPEC/1.0 security.md §5):
+    /// warn, or refuse to serve.
+    pub bridge_json_exposure: Option<Exposure>,
 }
 
 impl ModSettings {
@@ -170,6 +173,7 @@ impl ModSettings {
                 agent_id,
                 endpoint_source,
                 token_source,
+                bridge_json_exposure: None,
             });
         }
 
@@ -186,8 +190,8 @@ impl ModSettings {
                 bridge_json: e.to_string(),
             })?,
         };
-        let config = match BridgeConfig::read(&path) {
-            Ok(config) => config,
+        let (config, bridge_json_exposure) = match BridgeConfig::read_checked(&path) {
+            Ok(read) => read,
             Err(e) if e.is_not_found() => {
                 return Err(SettingsError::Missing {
                     setting: missing,
@@ -207,6 +211,7 @@ impl ModSettings {
             agent_id,
             endpoint_source,
             token_source,
+            bridge_json_exposure,
         })
     }
 }

@@ -167,6 +167,20 @@ mod tests {
     }
 
     #[test]
+    fn mixed_case_tokens_are_compared_exactly_and_never_printed() {
+        let secret = "MiXeD-CaSe-ToKeN-0123456789-aBcDeF-SeCrEt";
+        let t = Token::new(secret).expect("token");
+        assert!(!t.verify(&secret.to_lowercase()) && !t.verify(&secret.to_uppercase()));
+        let refused = Token::new(" ").expect_err("blank");
+        let shown = format!("{t} {t:?} {refused} {refused:?}").to_lowercase();
+        let runs: Vec<char> = secret.to_lowercase().chars().collect();
+        for run in runs.windows(6) {
+            let run: String = run.iter().collect();
+            assert!(!shown.contains(&run), "{shown}");
+        }
+    }
+
+    #[test]
     fn empty_and_blank_are_refused() {
         assert_eq!(Token::new(""), Err(TokenError::Empty));
         assert_eq!(Token::new(" \t\n"), Err(TokenError::Empty));

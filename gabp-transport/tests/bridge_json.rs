@@ -98,6 +98,119 @@ mod unix {
         assert_eq!(fs::metadata(&path).expect("stat").mode() & 0o7777, 0o600);
     }
 
+    /// Reads `path` on a thread; what it returned, or `None` if it did not return within 10 s.
+    fn read_within_10s(path: &Path) -> Option<Result<BridgeConfig, ConfigError>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = path.to_owned();
+        std::thread::spawn(move || {
+            let _ = tx.send(BridgeConfig::read(&path));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).ok()
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_never_waited_on() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bridge.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("run mkfifo");
+        assert!(made.success());
+        let started = std::time::Instant::now();
+        let err = read_within_10s(&path)
+            .expect("reading a FIFO must not block")
+            .expect_err("a FIFO is not a bridge.json");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        assert!(
+            matches!(err, ConfigError::NotRegular { kind: "a FIFO", .. }),
+            "{err:?}"
+        );
+        let shown = err.to_string();
+        assert!(
+            shown.contains(&path.display().to_string()) && shown.contains("FIFO"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_directory_or_device_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = read_within_10s(dir.path())
+            .expect("prompt")
+            .expect_err("dir");
+        assert!(
+            matches!(
+                err,
+                ConfigError::NotRegular {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let err = read_within_10s(Path::new("/dev/zero"))
+            .expect("prompt")
+            .expect_err("device");
+        assert!(
+            matches!(
+                err,
+                ConfigError::NotRegular {
+                    kind: "a character device",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_link_to_a_regular_file_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = dir.path().join("real.json");
+        let config = sample(6);
+        config.write_atomic(&real).expect("write");
+        let link = dir.path().join("bridge.json");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        assert_eq!(BridgeConfig::read(&link).expect("read"), config);
+    }
+
+    #[test]
+    fn read_checked_reports_group_or_other_read_bits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bridge.json");
+        let config = sample(7);
+        config.write_atomic(&path).expect("write");
+        let (back, exposure) = BridgeConfig::read_checked(&path).expect("read");
+        assert_eq!(back, config);
+        assert_eq!(exposure, None, "0600 is private");
+        for (mode, exposed) in [
+            (0o644, true),
+            (0o640, true),
+            (0o604, true),
+            (0o400, false),
+            (0o620, false),
+        ] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod");
+            let (back, exposure) = BridgeConfig::read_checked(&path).expect("read");
+            assert_eq!(back, config);
+            assert_eq!(exposure.is_some(), exposed, "{mode:o}");
+            if let Some(exposure) = exposure {
+                assert_eq!(exposure.mode, mode);
+                assert_eq!(exposure.path, path);
+                let warning = exposure.to_string();
+                let refusal = ConfigError::from(exposure).to_string();
+                for shown in [warning, refusal] {
+                    assert!(
+                        shown.contains(&path.display().to_string())
+                            && shown.contains(&format!("{mode:04o}")),
+                        "{shown}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_failed_write_leaves_no_temporary_file() {
         let dir = tempfile::tempdir().expect("tempdir");

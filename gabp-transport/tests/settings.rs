@@ -139,6 +139,26 @@ fn bridge_json_fills_what_is_missing() {
     assert_eq!(s.token_source, SettingSource::BridgeJson(path));
 }
 
+#[cfg(unix)]
+#[test]
+fn a_bridge_json_others_can_read_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bridge.json");
+    BridgeConfig::new(
+        Token::new("from-file-0123456789abcdef0123456789abcdef").expect("token"),
+        Endpoint::tcp_v4(5000),
+    )
+    .write_atomic(&path)
+    .expect("write");
+    let s = ModSettings::resolve(explicit_in(&dir), env(&[])).expect("resolves");
+    assert_eq!(s.bridge_json_exposure, None);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let s = ModSettings::resolve(explicit_in(&dir), env(&[])).expect("resolves");
+    let exposure = s.bridge_json_exposure.expect("reported");
+    assert_eq!((exposure.path, exposure.mode), (path, 0o644));
+}
+
 #[test]
 fn bridge_json_at_the_default_path_is_found_through_the_environment() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -3,6 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::strict::{present, NonEmptyString};
 use crate::BoundedU64;
@@ -35,7 +36,8 @@ pub enum AttentionState {
 
 /// One representative entry of an attention item: similar entries fold into one sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct AttentionSample {
     /// Severity of the entry.
     pub level: Severity,
@@ -45,6 +47,11 @@ pub struct AttentionSample {
     pub repeat_count: BoundedU64<1>,
     /// Latest diagnostics sequence this sample represents.
     pub latest_sequence: u64,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// The summarized attention object carried by `attention/current`, `attention/ack` and the attention channels.
@@ -62,7 +69,8 @@ pub struct AttentionSample {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 #[schemars(
     title = "GABP Attention Object",
     description = "A summarized attention item that gates game-bound execution while it is open and blocking."
@@ -114,4 +122,9 @@ pub struct Attention {
         deserialize_with = "present"
     )]
     pub sample: Option<Vec<AttentionSample>>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }

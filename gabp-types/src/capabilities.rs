@@ -86,8 +86,9 @@ impl<const MIN: u64> JsonSchema for BoundedU64<MIN> {
 }
 
 /// Implementation limits the mod advertises (and enforces).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct Limits {
     /// Largest message body accepted, in bytes (at least 1024).
     #[serde(
@@ -110,6 +111,11 @@ pub struct Limits {
         deserialize_with = "present"
     )]
     pub request_timeout: Option<BoundedU64<1>>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Capability extensions: each key (`^[a-z][a-z0-9_-]*$`) maps to an object of that extension's own.
@@ -193,7 +199,8 @@ impl JsonSchema for Extensions {
 
 /// What a mod supports, advertised in the welcome.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 #[schemars(
     title = "GABP Capabilities",
     description = "What a mod supports, advertised in the welcome."
@@ -234,6 +241,11 @@ pub struct Capabilities {
         deserialize_with = "present"
     )]
     pub limits: Option<Limits>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 impl Capabilities {
@@ -254,7 +266,8 @@ impl Capabilities {
 
 /// A tool as listed by `tools/list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 #[schemars(
     title = "GABP Tool Definition",
     description = "A tool a mod offers, as listed by tools/list."
@@ -291,6 +304,11 @@ pub struct ToolDescriptor {
         deserialize_with = "present"
     )]
     pub version: Option<String>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 impl ToolDescriptor {

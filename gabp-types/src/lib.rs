@@ -5,6 +5,7 @@
 //! - [`ErrorCode`] with a named constant for every registry code, and [`ErrorObject`];
 //! - [`methods`]: params and result types of every core method, tied to their names by [`methods::Method`];
 //! - [`Attention`], [`Capabilities`], [`ToolDescriptor`], [`BridgeFile`];
+//! - [`ExtraMembers`]: the members beyond `gabp/1` that reading a peer's answer keeps, in each type's `extra`;
 //! - [`decode`]: the strict and lenient decoders, with errors that carry a JSON pointer and the GABP code to
 //!   answer with;
 //! - [`schema`]: generation of `SCHEMA/1.0/` from these types.
@@ -32,6 +33,7 @@ mod bridge_config;
 mod capabilities;
 pub mod decode;
 mod error;
+mod extra;
 pub mod format;
 mod id;
 mod message;
@@ -48,6 +50,7 @@ pub use capabilities::{
 };
 pub use decode::{DecodeError, DecodeMode};
 pub use error::{shorten, without_json_position, ErrorCode, ErrorObject};
+pub use extra::ExtraMembers;
 pub use id::{InvalidMessageId, MessageId};
 pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};
 pub use name::{ChannelName, InvalidName, MethodName, ToolName};

@@ -70,6 +70,7 @@ fn attention() -> impl Strategy<Value = Attention> {
                 message,
                 repeat_count: BoundedU64::new(n).expect(">= 1"),
                 latest_sequence: seq,
+                extra: Map::new(),
             }
         });
     (
@@ -114,6 +115,7 @@ fn attention() -> impl Strategy<Value = Attention> {
                     diagnostics_cursor: cursor,
                     total_urgent_entries: total,
                     sample,
+                    extra: Map::new(),
                 }
             },
         )

@@ -280,7 +280,9 @@ fn example_attention_event(channel: &str, seq: u64) -> Value {
             repeat_count: BoundedU64::new(if updated { 3 } else { 1 })
                 .unwrap_or_else(|e| panic!("{e}")),
             latest_sequence: if updated { 43 } else { 40 },
+            extra: Map::new(),
         }]),
+        extra: Map::new(),
     };
     let channel = ChannelName::new(channel).unwrap_or_else(|e| panic!("{e}"));
     let payload = serde_json::to_value(&attention).unwrap_or(Value::Null);

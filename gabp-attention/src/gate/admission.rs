@@ -40,11 +40,11 @@ impl Shared {
                     .as_deref()
                     .is_some_and(|t| self.allow.allows(t, core.tags.get(t).into_iter().flatten()));
                 if !allowed {
-                    return Admission::Blocked(BlockedByAttention {
+                    return Admission::Blocked(Box::new(BlockedByAttention {
                         attention: attention.clone(),
                         method: request.method().as_str().to_owned(),
                         tool: tool.map(std::borrow::Cow::into_owned),
-                    });
+                    }));
                 }
             }
         }
@@ -71,7 +71,7 @@ impl Shared {
         loop {
             match self.try_admit(request, synced) {
                 Admission::Admitted(ticket) => return Ok(ticket),
-                Admission::Blocked(blocked) => return Err(blocked),
+                Admission::Blocked(blocked) => return Err(*blocked),
                 Admission::NeedsSync => {
                     self.ensure_synced().await;
                     synced = true;

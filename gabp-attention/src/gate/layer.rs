@@ -71,7 +71,7 @@ where
                 shared: shared.clone(),
             },
             Admission::Blocked(blocked) => State::Done {
-                result: Some(Err(BridgeError::rejected(blocked))),
+                result: Some(Err(BridgeError::rejected(*blocked))),
             },
             // After a handshake or a gap: wait for the refresh, then decide. The service that was polled
             // ready goes with this call; a fresh clone stays for the next.

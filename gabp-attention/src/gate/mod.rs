@@ -317,7 +317,7 @@ impl AttentionGate {
     pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
         let ticket = match self.shared.try_admit(&request, false) {
             Admission::Admitted(ticket) => ticket,
-            Admission::Blocked(blocked) => return Err(BridgeError::rejected(blocked)),
+            Admission::Blocked(blocked) => return Err(BridgeError::rejected(*blocked)),
             Admission::NeedsSync => self
                 .shared
                 .admit(&request)

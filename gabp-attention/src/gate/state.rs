@@ -48,7 +48,7 @@ pub(super) struct GateCore {
 /// The gate's decision on a call.
 pub(super) enum Admission {
     Admitted(Ticket),
-    Blocked(BlockedByAttention),
+    Blocked(Box<BlockedByAttention>),
     /// The gate must bring itself in sync (after a handshake or a gap) before it can decide.
     NeedsSync,
 }

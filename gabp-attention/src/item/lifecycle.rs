@@ -163,6 +163,7 @@ impl Core {
                 acknowledged: true,
                 attention_id: id.clone(),
                 current_attention: None,
+                extra: serde_json::Map::new(),
             };
             return (result, cleared);
         }
@@ -170,6 +171,7 @@ impl Core {
             acknowledged: false,
             attention_id: id.clone(),
             current_attention: self.current(),
+            extra: serde_json::Map::new(),
         };
         (result, None)
     }

@@ -129,6 +129,7 @@ impl Item {
                 message: non_empty(k.message.clone()),
                 repeat_count: at_least_one(k.count),
                 latest_sequence: k.latest,
+                extra: serde_json::Map::new(),
             })
             .collect();
         if let Some(o) = &self.others {
@@ -145,6 +146,7 @@ impl Item {
                 message: non_empty(message),
                 repeat_count: at_least_one(o.count),
                 latest_sequence: o.latest,
+                extra: serde_json::Map::new(),
             });
         }
         sample
@@ -166,6 +168,7 @@ impl Item {
             diagnostics_cursor: None,
             total_urgent_entries: self.total,
             sample: Some(self.sample()),
+            extra: serde_json::Map::new(),
         }
     }
 }

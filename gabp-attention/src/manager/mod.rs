@@ -423,6 +423,7 @@ impl AttentionManager {
         }
         to_value(&AttentionCurrentResult {
             attention: self.current(),
+            extra: serde_json::Map::new(),
         })
     }
 

@@ -165,6 +165,7 @@ impl DemoGame {
                     name: Some(SERVER_NAME.to_owned()),
                     version: Some(env!("CARGO_PKG_VERSION").to_owned()),
                     author: None,
+                    extra: serde_json::Map::new(),
                 })
                 .agent_id(AGENT_ID),
         )

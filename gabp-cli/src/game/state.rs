@@ -20,6 +20,7 @@ fn state_error(field: impl Into<String>, message: impl Into<String>, code: &str)
         field: field.into(),
         message: message.into(),
         code: Some(code.to_owned()),
+        extra: Map::new(),
     }
 }
 
@@ -121,6 +122,7 @@ impl DemoGame {
         Ok(StateSetResult {
             applied,
             errors: (!errors.is_empty()).then_some(errors),
+            extra: Map::new(),
         })
     }
 }

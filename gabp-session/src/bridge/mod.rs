@@ -71,6 +71,7 @@ mod error;
 pub mod events;
 mod link;
 mod reconnect;
+mod redact;
 mod service;
 mod session;
 mod settings;

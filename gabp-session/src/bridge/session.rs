@@ -25,6 +25,7 @@ use super::builder::Connector;
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
 use super::link::{call_link, keep_alive, Link, LinkInfo};
 use super::reconnect::ReconnectPolicy;
+use super::redact::redact_error;
 use super::service::to_params;
 use super::settings::Settings;
 use super::shared::{channels_request, subscribe_result, Shared};
@@ -174,17 +175,25 @@ pub(super) async fn handshake(
     let params = to_params(&hello)?;
     let method = MethodName::new(SessionHello::NAME)
         .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
-    let value = call_link(link, method, Some(params), settings.handshake_timeout).await?;
-    let welcome = Arc::new(parse_welcome(value)?);
+    // The answer may quote the token it refused (SPEC/1.0 security.md §6).
+    let secret = shared.token.expose_secret();
+    let value = call_link(link, method, Some(params), settings.handshake_timeout)
+        .await
+        .map_err(|e| redact_error(e, SessionHello::NAME, secret))?;
+    let welcome = parse_welcome(value)
+        .map_err(|e| redact_error(BridgeError::Protocol(e), SessionHello::NAME, secret))?;
+    let welcome = Arc::new(welcome);
     let max_body = welcome
         .capabilities
         .limits
+        .as_ref()
         .and_then(|l| l.max_message_size)
         .and_then(|m| usize::try_from(m.get()).ok())
         .map_or(link.codec_max_body, |m| m.min(link.codec_max_body));
     if let Some(limit) = welcome
         .capabilities
         .limits
+        .as_ref()
         .and_then(|l| l.max_concurrent_requests)
         .and_then(|m| usize::try_from(m.get()).ok())
     {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::pattern::NamePattern;
+use super::pattern::{NamePattern, PatternError};
 
 /// Publishes events to the bridges subscribed to a channel. Cheap to clone; usable from any thread, async or
 /// not (publishing never blocks on a connection).
@@ -320,8 +320,9 @@ impl EventHub {
     }
 
     /// Expands the requested names into registered channels: exact names, and glob patterns when the
-    /// channel-pattern extension is on. Unknown names and patterns that match nothing are left out.
-    fn expand(&self, requested: &[String]) -> Vec<Arc<Channel>> {
+    /// channel-pattern extension is on. Unknown names and patterns that match nothing are left out; a pattern
+    /// that does not compile is refused (SPEC/1.0 gabp.md §4.4).
+    fn expand(&self, requested: &[String]) -> Result<Vec<Arc<Channel>>, RejectedPattern> {
         let channels = self.channels.read();
         let mut out: Vec<Arc<Channel>> = Vec::new();
         let mut seen = BTreeSet::new();
@@ -330,23 +331,27 @@ impl EventHub {
                 out.push(ch.clone());
             }
         };
-        for name in requested {
+        for (index, name) in requested.iter().enumerate() {
             if let Some(ch) = channels.get(name.as_str()) {
                 push(ch, &mut out);
             } else if self.patterns_enabled() && NamePattern::is_pattern(name) {
-                if let Ok(pattern) = NamePattern::new(name) {
-                    for ch in channels.values().filter(|ch| pattern.matches(&ch.name)) {
-                        push(ch, &mut out);
-                    }
+                let pattern =
+                    NamePattern::new(name).map_err(|error| RejectedPattern { index, error })?;
+                for ch in channels.values().filter(|ch| pattern.matches(&ch.name)) {
+                    push(ch, &mut out);
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// Subscribes `sub` to the requested channels; returns the channels now subscribed among them.
-    pub(crate) fn subscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
-        let targets = self.expand(requested);
+    pub(crate) fn subscribe(
+        &self,
+        sub: &Subscriptions,
+        requested: &[String],
+    ) -> Result<Vec<String>, RejectedPattern> {
+        let targets = self.expand(requested)?;
         let mut current = sub.channels.lock();
         let mut subscribed = Vec::with_capacity(targets.len());
         for ch in targets {
@@ -355,13 +360,17 @@ impl EventHub {
             }
             subscribed.push(ch.name.to_string());
         }
-        subscribed
+        Ok(subscribed)
     }
 
     /// Unsubscribes `sub` from the requested channels; returns the known channels among them, none of which
     /// is subscribed any more.
-    pub(crate) fn unsubscribe(&self, sub: &Subscriptions, requested: &[String]) -> Vec<String> {
-        let targets = self.expand(requested);
+    pub(crate) fn unsubscribe(
+        &self,
+        sub: &Subscriptions,
+        requested: &[String],
+    ) -> Result<Vec<String>, RejectedPattern> {
+        let targets = self.expand(requested)?;
         let mut current = sub.channels.lock();
         let mut unsubscribed = Vec::with_capacity(targets.len());
         for ch in targets {
@@ -370,7 +379,7 @@ impl EventHub {
             }
             unsubscribed.push(ch.name.to_string());
         }
-        unsubscribed
+        Ok(unsubscribed)
     }
 
     /// Removes `sub` from every channel (the connection is closing).
@@ -384,6 +393,15 @@ impl EventHub {
             }
         }
     }
+}
+
+/// A channel pattern of `events/subscribe` or `events/unsubscribe` that was not compiled.
+#[derive(Debug)]
+pub(crate) struct RejectedPattern {
+    /// Its index in `channels`.
+    pub(crate) index: usize,
+    /// Why.
+    pub(crate) error: PatternError,
 }
 
 fn remove_subscriber(ch: &Channel, queue: &Arc<SubscriberQueue>) {
@@ -465,10 +483,10 @@ mod tests {
         let slow = Subscriptions::new(slow_q);
         let fast = Subscriptions::new(fast_q);
         assert_eq!(
-            hub.subscribe(&slow, &["player/move".into()]),
+            hub.subscribe(&slow, &["player/move".into()]).unwrap(),
             ["player/move"]
         );
-        hub.subscribe(&fast, &["player/move".into()]);
+        hub.subscribe(&fast, &["player/move".into()]).unwrap();
         for _ in 0..10 {
             events.publish("player/move", json!({"x": 1})).unwrap();
         }
@@ -495,20 +513,38 @@ mod tests {
         let hub = hub(&["player/move", "player/chat", "world/block_change"]);
         let (q, _rx) = SubscriberQueue::new(8);
         let sub = Subscriptions::new(q);
-        let got = hub.subscribe(&sub, &["player/*".into(), "nope/nope".into()]);
+        let got = hub
+            .subscribe(&sub, &["player/*".into(), "nope/nope".into()])
+            .unwrap();
         assert_eq!(got, ["player/chat", "player/move"]);
         assert_eq!(sub.channels(), ["player/chat", "player/move"]);
         assert_eq!(
-            hub.unsubscribe(&sub, &["player/move".into(), "zzz/zzz".into()]),
+            hub.unsubscribe(&sub, &["player/move".into(), "zzz/zzz".into()])
+                .unwrap(),
             ["player/move"]
         );
         assert_eq!(sub.channels(), ["player/chat"]);
         hub.set_patterns(false);
-        assert!(hub.subscribe(&sub, &["world/*".into()]).is_empty());
+        assert!(hub.subscribe(&sub, &["world/*".into()]).unwrap().is_empty());
+        // Without the extension a pattern is a name: nothing is compiled, nothing refused.
+        assert!(hub.subscribe(&sub, &["*".repeat(2000)]).unwrap().is_empty());
         hub.unsubscribe_all(&sub);
         assert!(sub.channels().is_empty());
         let events = EventPublisher::new(hub);
         assert_eq!(events.subscriber_count("player/chat"), 0);
+    }
+
+    #[test]
+    fn a_hostile_pattern_is_refused_and_nothing_changes() {
+        let hub = hub(&["player/move", "player/chat"]);
+        let (q, _rx) = SubscriberQueue::new(8);
+        let sub = Subscriptions::new(q);
+        let requested = ["player/move".to_owned(), "*".repeat(87_380)];
+        let e = hub.subscribe(&sub, &requested).unwrap_err();
+        assert_eq!(e.index, 1);
+        assert!(matches!(e.error, PatternError::TooLong { len: 87_380 }));
+        assert!(sub.channels().is_empty(), "no partial subscription");
+        assert!(hub.unsubscribe(&sub, &requested).is_err());
     }
 
     #[test]

@@ -170,6 +170,7 @@ impl ServerLimits {
             max_message_size: BoundedU64::new(as_u64(self.max_message_size)).ok(),
             max_concurrent_requests: BoundedU64::new(as_u64(self.max_concurrent_requests)).ok(),
             request_timeout: BoundedU64::new(timeout_secs.max(1)).ok(),
+            extra: serde_json::Map::new(),
         }
     }
 }

@@ -87,6 +87,7 @@ pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
 pub use method::{MethodHandler, StateGetHandler, StateSetHandler};
+pub use pattern::{MAX_GLOB_BYTES, MAX_GLOB_WILDCARDS};
 pub use registry::{ToolRegistry, ToolRegistryError};
 pub use resource::Resource;
 pub use router::Router;

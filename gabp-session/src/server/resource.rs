@@ -7,7 +7,7 @@ use base64::Engine as _;
 use futures::future::BoxFuture;
 use gabp_types::methods::{ContentEncoding, ResourceInfo, ResourcesReadResult};
 use gabp_types::{ErrorObject, Uri};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::context::CallContext;
 use super::handler::ResourceHandler;
@@ -135,6 +135,7 @@ impl Resource {
                 description: self.description,
                 mime_type: self.mime_type,
                 size: self.size,
+                extra: Map::new(),
             },
             reader: self.reader,
         })
@@ -160,6 +161,7 @@ impl RegisteredResource {
                 content: Value::String(read(context).await?),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Utf8),
+                extra: Map::new(),
             },
             Reader::Binary(read) => ResourcesReadResult {
                 content: Value::String(
@@ -167,6 +169,7 @@ impl RegisteredResource {
                 ),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Base64),
+                extra: Map::new(),
             },
         };
         serde_json::to_value(result).map_err(|e| super::session::internal_error(e.to_string()))

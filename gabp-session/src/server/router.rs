@@ -26,7 +26,7 @@ use tower::Service;
 use super::arguments::Arguments;
 use super::context::{CallContext, StateMap};
 use super::error::ToolError;
-use super::events::{EventHub, EventPublisher};
+use super::events::{EventHub, EventPublisher, RejectedPattern};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
@@ -153,8 +153,13 @@ fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
 }
 
 fn compile_pattern(pattern: &str, pointer: &str) -> Result<NamePattern, ErrorObject> {
-    NamePattern::new(pattern)
-        .map_err(|e| invalid_params(pointer, &format!("invalid glob pattern: {e}")))
+    NamePattern::new(pattern).map_err(|e| invalid_params(pointer, &e.to_string()))
+}
+
+/// `-32602` naming the channel pattern the hub refused (SPEC/1.0 gabp.md §4.4).
+fn channel_pattern_error(rejected: RejectedPattern) -> ErrorObject {
+    let pointer = format!("/params/channels/{}", rejected.index);
+    invalid_params(&pointer, &rejected.error.to_string())
 }
 
 fn unix_millis() -> u64 {
@@ -192,7 +197,7 @@ impl Router {
             .filter(|d| pattern.as_ref().is_none_or(|p| p.matches(d.name.as_str())))
             .cloned()
             .collect();
-        to_value(ToolsListResult { tools })
+        to_value(ToolsListResult::new(tools))
     }
 
     /// What a handler of request `id` on `session` may know.
@@ -301,11 +306,19 @@ impl Router {
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
         let state = req.session.subscription_state();
         if subscribe {
-            let subscribed = self.routes.hub.subscribe(state, &names);
-            to_value(SubscribeResult { subscribed })
+            let subscribed = self
+                .routes
+                .hub
+                .subscribe(state, &names)
+                .map_err(channel_pattern_error)?;
+            to_value(SubscribeResult::new(subscribed))
         } else {
-            let unsubscribed = self.routes.hub.unsubscribe(state, &names);
-            to_value(UnsubscribeResult { unsubscribed })
+            let unsubscribed = self
+                .routes
+                .hub
+                .unsubscribe(state, &names)
+                .map_err(channel_pattern_error)?;
+            to_value(UnsubscribeResult::new(unsubscribed))
         }
     }
 
@@ -328,7 +341,7 @@ impl Router {
             })
             .map(|r| r.info.clone())
             .collect();
-        to_value(ResourcesListResult { resources })
+        to_value(ResourcesListResult::new(resources))
     }
 
     fn read_resource(&self, req: &ServerRequest) -> Result<ResponseFuture, ErrorObject> {
@@ -377,7 +390,7 @@ impl Router {
                 state.retain(|k, _| components.iter().any(|c| c == k));
             }
             let timestamp = unix_millis() / 1000;
-            Ok(match to_value(StateGetResult { state, timestamp }) {
+            Ok(match to_value(StateGetResult::new(state, timestamp)) {
                 Ok(v) => Response::success(id, v),
                 Err(e) => Response::error(id, e),
             })
@@ -412,14 +425,10 @@ impl Router {
         };
         let routed = match req.method() {
             "session/hello" => return answer(Ok(self.routes.welcome.clone())),
-            "session/ping" => {
-                return answer(to_value(PingResult {
-                    timestamp: Some(unix_millis()),
-                }))
-            }
+            "session/ping" => return answer(to_value(PingResult::at(unix_millis()))),
             "session/goodbye" => {
                 req.session.close_with(CloseReason::Goodbye);
-                return answer(to_value(GoodbyeResult {}));
+                return answer(to_value(GoodbyeResult::default()));
             }
             "tools/list" => return answer(self.list_tools(&req)),
             "events/subscribe" => return answer(self.subscribe(&req, true)),

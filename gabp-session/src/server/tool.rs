@@ -320,6 +320,7 @@ impl Tool {
             },
             deprecated: self.deprecated,
             version: self.version,
+            extra: serde_json::Map::new(),
         };
         Ok(RegisteredTool {
             descriptor,

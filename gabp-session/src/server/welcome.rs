@@ -74,6 +74,7 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
         resources: Some(UniqueVec::new(parts.resources).map_err(|e| welcome_error(&e))?),
         extensions: (!extensions.is_empty()).then_some(extensions),
         limits: Some(parts.limits.advertised()),
+        extra: Map::new(),
     };
     let non_empty = |s: String, what: &str| {
         NonEmptyString::new(s).map_err(|_| BuildError::InvalidWelcome(format!("{what} is empty")))
@@ -88,6 +89,7 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
         app: AppInfo {
             name: non_empty(app_name, "app.name")?,
             version: non_empty(app_version, "app.version")?,
+            extra: Map::new(),
         },
         capabilities,
         schema_version: gabp_types::methods::SchemaVersion::current(),
@@ -95,6 +97,8 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
             name: Some(env!("CARGO_PKG_NAME").to_owned()),
             version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             author: None,
+            extra: Map::new(),
         })),
+        extra: Map::new(),
     })
 }

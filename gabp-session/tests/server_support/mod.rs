@@ -260,6 +260,7 @@ pub mod fixture {
                     Ok(StateSetResult {
                         applied: p.updates,
                         errors: None,
+                        extra: Map::new(),
                     })
                 },
             )

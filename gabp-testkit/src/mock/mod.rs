@@ -161,6 +161,7 @@ impl MockModBuilder {
                 let applied = StateSetResult {
                     applied: params.updates,
                     errors: None,
+                    extra: Map::new(),
                 };
                 async move { Ok(applied) }
             },

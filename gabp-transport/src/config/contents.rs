@@ -39,20 +39,9 @@ impl BridgeConfig {
             Some(_) => return Err(field_error("token", "must be a string")),
         };
 
-        // From here on, an error may quote a field's value; never let it quote the token (say, a
-        // token pasted into the wrong field).
-        Self::fields_after_token(obj, token).map_err(|e| match e {
-            ConfigError::Field {
-                path,
-                field,
-                problem,
-            } => ConfigError::Field {
-                path,
-                field,
-                problem: redact(problem, secret_of(obj)),
-            },
-            other => other,
-        })
+        // No field error quotes a value: any may be the token pasted into the wrong field, in any
+        // case or in part (SPEC/1.0 security.md §6).
+        Self::fields_after_token(obj, token)
     }
 
     fn fields_after_token(obj: &Map<String, Value>, token: Token) -> Result<Self, ConfigError> {
@@ -119,21 +108,6 @@ impl BridgeConfig {
     }
 }
 
-/// The token's text in a parsed `bridge.json`, if it is a string.
-fn secret_of(obj: &Map<String, Value>) -> &str {
-    obj.get("token").and_then(Value::as_str).unwrap_or("")
-}
-
-/// `text` with every occurrence of `secret` replaced (secrets shorter than 4 characters are too
-/// short to find without mangling the message, and too weak to matter).
-fn redact(text: String, secret: &str) -> String {
-    if secret.len() >= 4 && text.contains(secret) {
-        text.replace(secret, "<redacted>")
-    } else {
-        text
-    }
-}
-
 /// serde_json's message without the " at line L column C" suffix (we report those separately).
 fn json_error_kind(e: &serde_json::Error) -> String {
     without_json_position(&e.to_string()).to_owned()
@@ -162,7 +136,7 @@ fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
             .filter(|a| !a.is_empty())
             .ok_or_else(|| field_error("transport.address", format!("is required for {what}")))
     };
-    let endpoint_error = |e: EndpointError| field_error("transport.address", e.to_string());
+    let endpoint_error = |e: EndpointError| field_error("transport.address", e.reason());
     match kind {
         "stdio" => Ok(Endpoint::Stdio),
         "tcp" => {
@@ -398,6 +372,51 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!err.to_string().contains("sekrit"), "{err}");
+    }
+
+    /// Whether `shown` holds any 6-character run of `secret`, in any case.
+    fn leaks(shown: &str, secret: &str) -> bool {
+        let shown = shown.to_lowercase();
+        let secret: Vec<char> = secret.to_lowercase().chars().collect();
+        secret
+            .windows(6)
+            .any(|w| shown.contains(&w.iter().collect::<String>()))
+    }
+
+    #[test]
+    fn no_error_quotes_any_part_of_the_token_in_any_case() {
+        let secret = "MiXeD-CaSe-ToKeN-0123456789-aBcDeF-SeCrEt";
+        let mut bad = Vec::new();
+        for shown in [
+            secret.to_owned(),
+            secret.to_uppercase(),
+            secret.to_lowercase(),
+            secret[..20].to_owned(),
+            secret[10..].to_uppercase(),
+        ] {
+            for (kind, address) in [
+                ("tcp", shown.clone()),
+                ("tcp", format!("tcp://{shown}")),
+                ("tcp", format!("{shown}:80")),
+                ("tcp", format!("127.0.0.1:{shown}")),
+                ("pipe", format!("pipe://{shown}/x")),
+                ("unix", shown.clone()),
+                ("unix", format!("unix://{shown}")),
+                ("pipe", format!("tcp://{shown}")),
+            ] {
+                bad.push(format!(
+                    r#"{{"token":"{secret}","transport":{{"type":"{kind}","address":"{address}"}}}}"#
+                ));
+            }
+            bad.push(format!(
+                r#"{{"token":"{secret}","transport":{{"type":"{shown}"}}}}"#
+            ));
+        }
+        for text in &bad {
+            let err = parse(text).expect_err(text);
+            let shown = format!("{err} {err:?}");
+            assert!(!leaks(&shown, secret), "{shown}");
+        }
     }
 
     #[test]

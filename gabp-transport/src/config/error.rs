@@ -26,6 +26,28 @@ pub enum ConfigError {
         #[source]
         source: io::Error,
     },
+    /// What is at the path is not a regular file (a FIFO, socket, device or directory); it is
+    /// never opened for a blocking read (SPEC/1.0 security.md §5).
+    #[error("bridge.json at {} is {kind}, not a regular file; refusing to read it", path.display())]
+    NotRegular {
+        /// The path looked at.
+        path: PathBuf,
+        /// What it is instead (`a FIFO`).
+        kind: &'static str,
+    },
+    /// The file is readable by group or others and the reader was asked to refuse such a file
+    /// (made from an [`Exposure`](super::Exposure); SPEC/1.0 security.md §5).
+    #[error(
+        "bridge.json at {} is readable by group or others (mode {mode:04o}) and holds the token; \
+         refusing it: run chmod 600 on it",
+        path.display()
+    )]
+    Exposed {
+        /// The path read.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// The file is larger than [`MAX_BRIDGE_JSON_BYTES`](super::MAX_BRIDGE_JSON_BYTES).
     #[error("bridge.json at {} is larger than {limit} bytes", path.display())]
     TooLarge {

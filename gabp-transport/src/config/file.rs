@@ -1,36 +1,13 @@
-//! The file itself: reading it, and writing it atomically and privately (SPEC/1.0/transport.md §4.3).
+//! Writing the file atomically and privately (SPEC/1.0/transport.md §4.3).
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::error::{read_error, write_error};
-use super::{BridgeConfig, ConfigError, MAX_BRIDGE_JSON_BYTES};
+use super::error::write_error;
+use super::{BridgeConfig, ConfigError};
 
 impl BridgeConfig {
-    /// Read and check the `bridge.json` at `path`.
-    ///
-    /// # Errors
-    ///
-    /// [`ConfigError::NotFound`], [`ConfigError::Read`], [`ConfigError::TooLarge`],
-    /// [`ConfigError::Json`] (with line and column) or [`ConfigError::Field`] (naming the field,
-    /// e.g. `transport.address`). No error ever contains the token.
-    pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
-        let path = path.as_ref();
-        let file = fs::File::open(path).map_err(|source| read_error(path, source))?;
-        let mut bytes = Vec::new();
-        file.take(MAX_BRIDGE_JSON_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|source| read_error(path, source))?;
-        if bytes.len() as u64 > MAX_BRIDGE_JSON_BYTES {
-            return Err(ConfigError::TooLarge {
-                path: path.to_owned(),
-                limit: MAX_BRIDGE_JSON_BYTES,
-            });
-        }
-        Self::from_json_slice(&bytes).map_err(|e| e.at(path))
-    }
-
     /// Write this configuration to `path` atomically, readable by the current user only.
     ///
     /// Steps: create the parent directories (mode 0700 where created), write a temporary file in

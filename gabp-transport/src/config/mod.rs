@@ -3,11 +3,13 @@
 mod contents;
 mod error;
 mod file;
+mod read;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 pub use self::error::ConfigError;
+pub use self::read::Exposure;
 use crate::endpoint::Endpoint;
 use crate::token::Token;
 

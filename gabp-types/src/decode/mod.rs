@@ -17,14 +17,16 @@
 
 mod error;
 mod fast;
+mod hello;
 mod params;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use self::error::DecodeError;
-pub use self::params::{check_params, check_result};
-use self::params::{escape_pointer, typed};
+pub(crate) use self::params::escape_pointer;
+pub use self::params::{check_params, check_result, check_result_in};
+use self::params::{typed, typed_answer};
 use crate::methods::{self, Method};
 use crate::{
     Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
@@ -78,7 +80,7 @@ pub fn decode_response_to(
         outcome: Outcome::Result(result),
     }) = &message
     {
-        check_result(method, result)
+        check_result_in(method, result, mode)
             .map_err(|e| e.with_kind(Some(MessageKind::Response)).with_id(Some(*id)))?;
     }
     Ok(message)
@@ -455,7 +457,7 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
         Some(_) => None,
     };
     if channel.is_attention() {
-        typed::<Attention>(&payload, "/payload", ErrorCode::INVALID_FIELD_VALUE)?;
+        typed_answer::<Attention>(&payload, "/payload", mode)?;
     }
     // SPEC/1.0 extensions.md §tools-changed: checked when writing; read from peers as sent.
     if mode == DecodeMode::Strict && channel.as_str() == methods::TOOLS_CHANGED_CHANNEL {

@@ -10,10 +10,10 @@ use serde_json::Value;
 use super::{DecodeError, DecodeMode};
 use crate::methods::{self, Method};
 use crate::params::{json_str, raw_type_name, Key};
-use crate::{without_json_position, ErrorCode, Params};
+use crate::{shorten, without_json_position, ErrorCode, ExtraMembers, Params};
 
 /// Escapes a JSON pointer reference token (RFC 6901).
-pub(super) fn escape_pointer(token: &str) -> String {
+pub(crate) fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
@@ -210,22 +210,8 @@ pub fn check_params(
 ) -> Result<(), DecodeError> {
     use methods::*;
     match method {
-        SessionHello::NAME => {
-            check::<SessionHello>(params)?;
-            if mode == DecodeMode::Strict {
-                let launch_id = params
-                    .and_then(|p| p.str_member("launchId"))
-                    .unwrap_or_default();
-                if !crate::format::is_hyphenated_uuid(&launch_id) {
-                    return Err(DecodeError::new(
-                        ErrorCode::INVALID_PARAMS,
-                        "/params/launchId",
-                        format!("`launchId` must be a hyphenated UUID, got {launch_id:?}"),
-                    ));
-                }
-            }
-            Ok(())
-        }
+        // Never quotes a value: any may be a token (SPEC/1.0 security.md §6).
+        SessionHello::NAME => super::hello::check_hello(params.map(Params::to_map).as_ref(), mode),
         SessionPing::NAME => check::<SessionPing>(params),
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
@@ -242,27 +228,80 @@ pub fn check_params(
     }
 }
 
-fn result_of<M: Method>(result: &Value) -> Result<(), DecodeError> {
-    typed::<M::Result>(result, "/result", ErrorCode::INVALID_FIELD_VALUE).map(drop)
+/// Reads `result` as `T`; in strict mode, also refuses a member `gabp/1` does not define (a liberal read keeps
+/// it, SPEC/1.0 gabp.md §3.5).
+pub(crate) fn typed_answer<T: DeserializeOwned + ExtraMembers>(
+    value: &Value,
+    base: &str,
+    mode: DecodeMode,
+) -> Result<(), DecodeError> {
+    let typed: T = typed(value, base, ErrorCode::INVALID_FIELD_VALUE)?;
+    match typed.first_extra() {
+        Some(pointer) if mode == DecodeMode::Strict => {
+            let name = pointer
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .replace("~1", "/")
+                .replace("~0", "~");
+            Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                format!("{base}{pointer}"),
+                format!("unknown field `{}`", shorten(&name, 64)),
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
-/// Checks a success `result` against the result schema of `method`; results of unknown methods (and of
-/// `tools/call`, whose result is the tool's own) are accepted as they are.
+fn result_of<M: Method>(result: &Value, mode: DecodeMode) -> Result<(), DecodeError>
+where
+    M::Result: ExtraMembers,
+{
+    typed_answer::<M::Result>(result, "/result", mode)
+}
+
+/// Checks a success `result` strictly against the result schema of `method`: [`check_result_in`] with
+/// [`DecodeMode::Strict`].
 pub fn check_result(method: &str, result: &Value) -> Result<(), DecodeError> {
+    check_result_in(method, result, DecodeMode::Strict)
+}
+
+/// Checks a success `result` against the result schema of `method`, as the decoder would in `mode`: strictly,
+/// a member `gabp/1` does not define is an error; leniently it is kept in the type's `extra` (SPEC/1.0
+/// gabp.md §3.5). Results of unknown methods (and of `tools/call`, whose result is the tool's own) are
+/// accepted as they are.
+///
+/// ```
+/// use gabp_types::decode::{check_result_in, DecodeMode};
+///
+/// let tools = serde_json::json!({"tools": [{
+///     "name": "inventory/get", "title": "Get", "description": "The inventory.",
+///     "inputSchema": {"type": "object"}, "outputSchema": {}, "requiresAuth": true
+/// }]});
+/// assert!(check_result_in("tools/list", &tools, DecodeMode::Lenient).is_ok());
+/// let e = check_result_in("tools/list", &tools, DecodeMode::Strict).unwrap_err();
+/// assert_eq!(e.pointer(), "/result/tools/0/requiresAuth");
+/// ```
+///
+/// # Errors
+///
+/// A [`DecodeError`] with code -32203 and the JSON pointer of the offending value.
+pub fn check_result_in(method: &str, result: &Value, mode: DecodeMode) -> Result<(), DecodeError> {
     use methods::*;
     match method {
-        SessionHello::NAME => result_of::<SessionHello>(result),
-        SessionPing::NAME => result_of::<SessionPing>(result),
-        SessionGoodbye::NAME => result_of::<SessionGoodbye>(result),
-        ToolsList::NAME => result_of::<ToolsList>(result),
-        EventsSubscribe::NAME => result_of::<EventsSubscribe>(result),
-        EventsUnsubscribe::NAME => result_of::<EventsUnsubscribe>(result),
-        ResourcesList::NAME => result_of::<ResourcesList>(result),
-        ResourcesRead::NAME => result_of::<ResourcesRead>(result),
-        StateGet::NAME => result_of::<StateGet>(result),
-        StateSet::NAME => result_of::<StateSet>(result),
-        AttentionCurrent::NAME => result_of::<AttentionCurrent>(result),
-        AttentionAck::NAME => result_of::<AttentionAck>(result),
+        SessionHello::NAME => result_of::<SessionHello>(result, mode),
+        SessionPing::NAME => result_of::<SessionPing>(result, mode),
+        SessionGoodbye::NAME => result_of::<SessionGoodbye>(result, mode),
+        ToolsList::NAME => result_of::<ToolsList>(result, mode),
+        EventsSubscribe::NAME => result_of::<EventsSubscribe>(result, mode),
+        EventsUnsubscribe::NAME => result_of::<EventsUnsubscribe>(result, mode),
+        ResourcesList::NAME => result_of::<ResourcesList>(result, mode),
+        ResourcesRead::NAME => result_of::<ResourcesRead>(result, mode),
+        StateGet::NAME => result_of::<StateGet>(result, mode),
+        StateSet::NAME => result_of::<StateSet>(result, mode),
+        AttentionCurrent::NAME => result_of::<AttentionCurrent>(result, mode),
+        AttentionAck::NAME => result_of::<AttentionAck>(result, mode),
         _ => Ok(()),
     }
 }

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
 use crate::strict::NonEmptyString;
 use crate::Attention;
@@ -13,12 +14,17 @@ pub struct AttentionCurrentParams {}
 
 /// Result of `attention/current`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct AttentionCurrentResult {
     /// The open item, or `null` when none is open.
     #[serde(deserialize_with = "nullable")]
     #[schemars(required, schema_with = "crate::strict::nullable_schema::<Attention>")]
     pub attention: Option<Attention>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Params of `attention/ack`.
@@ -31,7 +37,8 @@ pub struct AttentionAckParams {
 
 /// Result of `attention/ack`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct AttentionAckResult {
     /// Whether the item was acknowledged (false when the id is not the open item's).
     pub acknowledged: bool,
@@ -41,6 +48,11 @@ pub struct AttentionAckResult {
     #[serde(deserialize_with = "nullable")]
     #[schemars(required, schema_with = "crate::strict::nullable_schema::<Attention>")]
     pub current_attention: Option<Attention>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// A required field whose value may be `null` (unlike serde's default for `Option`, absence is an error).

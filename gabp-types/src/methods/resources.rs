@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::strict::{present, Uri};
 
@@ -28,7 +28,8 @@ pub struct ResourcesListParams {
 
 /// One resource of `resources/list`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct ResourceInfo {
     /// The resource's URI.
     pub uri: Uri,
@@ -55,14 +56,34 @@ pub struct ResourceInfo {
         deserialize_with = "present"
     )]
     pub size: Option<u64>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Result of `resources/list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct ResourcesListResult {
     /// The resources.
     pub resources: Vec<ResourceInfo>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+impl ResourcesListResult {
+    /// The result listing `resources`.
+    pub fn new(resources: Vec<ResourceInfo>) -> Self {
+        Self {
+            resources,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Params of `resources/read`.
@@ -92,7 +113,8 @@ pub enum ContentEncoding {
 
 /// Result of `resources/read`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct ResourcesReadResult {
     /// The content (text, or base64 for binary).
     #[schemars(schema_with = "crate::strict::any_value")]
@@ -111,4 +133,9 @@ pub struct ResourcesReadResult {
         deserialize_with = "present"
     )]
     pub encoding: Option<ContentEncoding>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }

@@ -2,6 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use crate::strict::{present, NonEmptyString};
 use crate::Capabilities;
@@ -144,17 +145,22 @@ fn launch_id_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Sche
 
 /// The host application named in the welcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct AppInfo {
     /// Game or application name.
     pub name: NonEmptyString,
     /// Game or application version.
     pub version: NonEmptyString,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Information about the mod itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct ServerInfo {
     /// Mod name.
     #[serde(
@@ -177,6 +183,11 @@ pub struct ServerInfo {
         deserialize_with = "present"
     )]
     pub author: Option<String>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// A schema line version such as `1.0` or `1.1` (`^1\.\d+(?:\.\d+)?$`).
@@ -240,7 +251,8 @@ impl JsonSchema for SchemaVersion {
 
 /// The welcome: result of `session/hello`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 pub struct WelcomeResult {
     /// Identifier of this mod instance.
     pub agent_id: NonEmptyString,
@@ -257,6 +269,11 @@ pub struct WelcomeResult {
         deserialize_with = "present"
     )]
     pub server_info: Option<ServerInfo>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Params of `session/ping` (none).
@@ -265,8 +282,8 @@ pub struct WelcomeResult {
 pub struct PingParams {}
 
 /// Result of `session/ping`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct PingResult {
     /// The mod's clock, in Unix milliseconds.
     #[serde(
@@ -275,6 +292,21 @@ pub struct PingResult {
         deserialize_with = "present"
     )]
     pub timestamp: Option<u64>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+impl PingResult {
+    /// The result carrying the mod's clock, in Unix milliseconds.
+    pub fn at(timestamp: u64) -> Self {
+        Self {
+            timestamp: Some(timestamp),
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Params of `session/goodbye`.
@@ -291,6 +323,12 @@ pub struct GoodbyeParams {
 }
 
 /// Result of `session/goodbye` (empty).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GoodbyeResult {}
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct GoodbyeResult {
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}

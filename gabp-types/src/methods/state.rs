@@ -28,12 +28,28 @@ pub struct StateGetParams {
 
 /// Result of `state/get`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct StateGetResult {
     /// The state, by component.
     pub state: Map<String, Value>,
     /// When it was captured, in Unix seconds.
     pub timestamp: u64,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+impl StateGetResult {
+    /// The result holding `state`, captured at `timestamp` (Unix seconds).
+    pub fn new(state: Map<String, Value>, timestamp: u64) -> Self {
+        Self {
+            state,
+            timestamp,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Params of `state/set`.
@@ -60,7 +76,7 @@ pub struct StateSetParams {
 
 /// One failed update of `state/set`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct StateSetError {
     /// The field that failed.
     pub field: String,
@@ -73,11 +89,16 @@ pub struct StateSetError {
         deserialize_with = "present"
     )]
     pub code: Option<String>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }
 
 /// Result of `state/set`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct StateSetResult {
     /// The updates that were applied.
     pub applied: Map<String, Value>,
@@ -88,4 +109,9 @@ pub struct StateSetResult {
         deserialize_with = "present"
     )]
     pub errors: Option<Vec<StateSetError>>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
 }

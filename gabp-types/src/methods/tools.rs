@@ -42,10 +42,25 @@ pub struct ToolsListParams {
 
 /// Result of `tools/list`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct ToolsListResult {
     /// The tools.
     pub tools: Vec<ToolDescriptor>,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+impl ToolsListResult {
+    /// The result listing `tools`.
+    pub fn new(tools: Vec<ToolDescriptor>) -> Self {
+        Self {
+            tools,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Params of `tools/call`.

@@ -4,9 +4,10 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
+use futures::{FutureExt, TryFutureExt};
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{HelloToken, ServerInfo, CORE_METHODS, TOOLS_CHANGED_CHANNEL};
-use gabp_types::{ChannelName, MethodName, Response, Uri};
+use gabp_types::{ChannelName, ExtraMembers, MethodName, Response, Uri};
 use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
@@ -142,9 +143,11 @@ impl ModServerBuilder {
         self
     }
 
-    /// The welcome's `serverInfo` (default: gabp-session's own name and version).
+    /// The welcome's `serverInfo` (default: gabp-session's own name and version). Its `extra` members are
+    /// dropped: the mod writes strict `gabp/1`.
     #[must_use]
-    pub fn server_info(mut self, info: ServerInfo) -> Self {
+    pub fn server_info(mut self, mut info: ServerInfo) -> Self {
+        info.clear_extra();
         self.server_info = Some(info);
         self
     }
@@ -239,10 +242,19 @@ impl ModServerBuilder {
         self
     }
 
-    /// Serves `state/set` with `handler`, which may take extractors before the params.
+    /// Serves `state/set` with `handler`, which may take extractors before the params. The `extra` members
+    /// of its results are dropped: the mod writes strict `gabp/1`.
     #[must_use]
     pub fn state_set<M, H: StateSetHandler<M>>(mut self, handler: H) -> Self {
-        self.state_set = Some(Arc::new(move |context, p| handler.set(context, p)));
+        self.state_set = Some(Arc::new(move |context, p| {
+            handler
+                .set(context, p)
+                .map_ok(|mut result| {
+                    result.clear_extra();
+                    result
+                })
+                .boxed()
+        }));
         self
     }
 

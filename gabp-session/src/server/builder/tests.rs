@@ -43,7 +43,7 @@ fn welcome_advertises_what_is_registered() {
     let ext = caps.extensions.as_ref().unwrap();
     assert!(ext.get(CHANNEL_PATTERNS_EXTENSION).is_some());
     assert!(ext.get("x-ext").is_some());
-    let limits = caps.limits.unwrap();
+    let limits = caps.limits.as_ref().unwrap();
     assert_eq!(limits.max_message_size.unwrap().get(), 1 << 20);
     assert_eq!(limits.max_concurrent_requests.unwrap().get(), 64);
     assert_eq!(limits.request_timeout.unwrap().get(), 30);

@@ -7,6 +7,7 @@ use std::task::{Context, Poll};
 
 use futures::FutureExt;
 use gabp_transport::Token;
+use gabp_types::decode::DecodeMode;
 use gabp_types::methods::HelloParams;
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
@@ -167,19 +168,25 @@ where
                 tracing::debug!(peer = req.session.peer(), "session established");
                 self.inner.call(req).boxed()
             }
-            Err(e) => {
-                // The token matched, so naming the failure cannot leak it; the message never quotes it.
-                let message = e.to_string();
-                let message = gabp_types::without_json_position(&message);
+            Err(_) => {
+                // Serde's message may quote a value, and any value may be a token in the wrong field or case:
+                // the hello checker's never does (SPEC/1.0 security.md §6).
+                let checked = gabp_types::decode::check_params(
+                    "session/hello",
+                    req.request.params.as_ref(),
+                    DecodeMode::Lenient,
+                );
+                let (path, message) = match &checked {
+                    Err(e) => (e.pointer(), e.reason()),
+                    Ok(()) => ("/params", "does not read as session/hello params"),
+                };
                 ready(
                     req.error(
                         ErrorObject::new(
                             ErrorCode::INVALID_PARAMS,
-                            format!("invalid session/hello params: {message}"),
+                            format!("invalid session/hello params: {path}: {message}"),
                         )
-                        .with_data(
-                            json!({ "errors": [{ "path": "/params", "message": message }] }),
-                        ),
+                        .with_data(json!({ "errors": [{ "path": path, "message": message }] })),
                     ),
                 )
             }

@@ -31,7 +31,8 @@ fn subscriber(server: &ModServer) -> (Subscriptions, mpsc::Receiver<Bytes>) {
     let sub = Subscriptions::new(queue);
     let hub = server.event_publisher().hub().clone();
     assert_eq!(
-        hub.subscribe(&sub, &[TOOLS_CHANGED_CHANNEL.to_owned()]),
+        hub.subscribe(&sub, &[TOOLS_CHANGED_CHANNEL.to_owned()])
+            .unwrap(),
         [TOOLS_CHANGED_CHANNEL]
     );
     (sub, rx)
