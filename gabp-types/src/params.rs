@@ -103,8 +103,15 @@ impl Params {
     /// The raw value of the member `key`, if present, read without parsing the other members' values.
     #[must_use]
     pub fn member(&self, key: &str) -> Option<&RawValue> {
+        let [found] = self.members([key]);
+        found
+    }
+
+    /// The raw values of the members `keys`, found in one pass over the text (the first of repeated keys).
+    #[must_use]
+    pub fn members<const N: usize>(&self, keys: [&str; N]) -> [Option<&RawValue>; N] {
         let mut de = serde_json::Deserializer::from_str(self.0.get());
-        de.deserialize_map(Member { key }).ok().flatten()
+        de.deserialize_map(Members { keys }).unwrap_or([None; N])
     }
 
     /// The string member `key`, if present and a string.
@@ -177,24 +184,24 @@ pub(crate) fn raw_type_name(raw: &str) -> &'static str {
     }
 }
 
-/// Finds one member of an object, skipping the others' values unparsed.
-struct Member<'k> {
-    key: &'k str,
+/// Finds members of an object, skipping the others' values unparsed.
+struct Members<'k, const N: usize> {
+    keys: [&'k str; N],
 }
 
-impl<'de> Visitor<'de> for Member<'_> {
-    type Value = Option<&'de RawValue>;
+impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
+    type Value = [Option<&'de RawValue>; N];
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
+        let mut found = [None; N];
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let value = map.next_value::<&'de RawValue>()?;
-            if key == self.key && found.is_none() {
-                found = Some(value);
+            if let Some(i) = self.keys.iter().position(|k| *k == key) {
+                found[i].get_or_insert(value);
             }
         }
         Ok(found)
@@ -260,6 +267,15 @@ mod tests {
             Some(Cow::Borrowed("a/b"))
         ));
         assert!(params.str_member("arguments").is_none());
+    }
+
+    #[test]
+    fn members_are_found_in_one_pass_first_wins() {
+        let params: Params =
+            serde_json::from_str(r#"{"b": 2, "a": 1, "b": 3, "c": {"x": [1]}}"#).unwrap();
+        let [a, b, d] = params.members(["a", "b", "d"]);
+        assert_eq!((a.unwrap().get(), b.unwrap().get()), ("1", "2"));
+        assert!(d.is_none());
     }
 
     #[test]

@@ -220,12 +220,14 @@ impl Router {
         let Some(params) = &req.request.params else {
             return Err(invalid_params("/params", "`tools/call` requires params"));
         };
-        let name = match params.member("name") {
+        // One pass over the params finds both members (SPEC/1.0 gabp.md §4.5).
+        let [name, arguments] = params.members(["name", "arguments"]);
+        let name = match name {
             None => return Err(invalid_params("/params", "missing field `name`")),
             Some(raw) => gabp_types::params::json_str(raw.get())
                 .ok_or_else(|| invalid_params("/params/name", "must be a tool name string"))?,
         };
-        let arguments = match params.member("arguments") {
+        let arguments = match arguments {
             None => no_arguments(),
             Some(raw) if raw.get().starts_with('{') => raw,
             Some(_) => return Err(invalid_params("/params/arguments", "must be an object")),
