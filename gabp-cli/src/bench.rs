@@ -16,9 +16,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::in_process::InProcessGame;
 use crate::target::{describe_call_error, TargetArgs};
 use crate::terminal::Progress;
+use gabp_demo::InProcessGame;
 
 /// Long help of `gabp bench`.
 pub const EXAMPLES: &str = "\

@@ -16,9 +16,9 @@ use gabp_types::methods::{StateGetParams, StateSetParams};
 use gabp_types::Event;
 use serde_json::{json, Value};
 
-use crate::game::{BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
-use crate::in_process::InProcessGame;
 use crate::terminal::Palette;
+use gabp_demo::InProcessGame;
+use gabp_demo::{BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
 
 /// Long help of `gabp demo`.
 pub const EXAMPLES: &str = "\

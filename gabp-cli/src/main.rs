@@ -17,8 +17,6 @@ mod bench;
 mod call;
 mod conformance;
 mod demo;
-mod game;
-mod in_process;
 mod serve_mod;
 mod tail;
 mod target;

@@ -1,4 +1,4 @@
-//! `gabp mod`: serves the demo game (see [`crate::game`]) on TCP loopback, a Unix socket or stdio.
+//! `gabp mod`: serves the demo game (see [`gabp_demo`]) on TCP loopback, a Unix socket or stdio.
 //!
 //! Settings, first source wins: the flags, the GABS environment (`GABP_SERVER_PORT`, `GABP_TOKEN`,
 //! `GABS_GAME_ID`), `bridge.json` (`--config`, else the platform path), then defaults: a free loopback TCP port
@@ -22,7 +22,7 @@ use gabp_transport::{
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::oneshot;
 
-use crate::game::{DemoGame, AGENT_ID};
+use gabp_demo::{DemoGame, AGENT_ID};
 
 /// Long help of `gabp mod`.
 pub const EXAMPLES: &str = "\

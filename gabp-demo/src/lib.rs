@@ -1,4 +1,4 @@
-//! The demo game served by `gabp mod`: a 16x16x16 voxel world with one player, `steve`, that shows every
+//! The GABP demo game, served by `gabp mod` and `gabp demo`: a 16x16x16 voxel world with one player, `steve`, that shows every
 //! feature of a GABP mod. Its surface is fixed, because docs, examples and tests rely on it:
 //!
 //! | tool | arguments | result | also |
@@ -29,6 +29,7 @@
 //! second.
 
 mod bonus;
+mod in_process;
 mod resources;
 mod state;
 mod tools;
@@ -48,6 +49,7 @@ use serde_json::json;
 
 use self::resources::mod_info_resource;
 
+pub use in_process::InProcessGame;
 pub use world::{BlockType, Position, Slot, World, WorldError, PLAYER_ID, WORLD_SIZE};
 
 /// The welcome's `app.name`.

@@ -3,7 +3,7 @@
 use gabp_session::server::ServeHandle;
 use gabp_transport::{Endpoint, Listener, Token};
 
-use crate::game::{DemoGame, GameLoop};
+use crate::{DemoGame, GameLoop};
 
 /// The demo game (attention included) with its game thread, served on loopback TCP in this process.
 pub struct InProcessGame {

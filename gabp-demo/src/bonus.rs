@@ -84,7 +84,7 @@ impl DemoGame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::game::tests::server;
+    use crate::tests::server;
 
     #[test]
     fn set_bonus_adds_and_removes_demo_bonus_once() {

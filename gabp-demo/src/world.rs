@@ -24,6 +24,7 @@ pub const SPAWN: Position = Position {
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
 pub enum BlockType {
     // No doc comments on the variants: with them, schemars writes a `oneOf` per variant instead of one `enum`.
     Air,
