@@ -1,21 +1,17 @@
 //! The bridge side: [`connect`] to a listening mod, or [`spawn`] one and talk over its stdio.
 
-use std::fmt;
 use std::io;
-use std::process::ExitStatus;
-use std::sync::Arc;
-
-use gabp_codec::FrameCodec;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use gabp_codec::FrameCodec;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::{oneshot, watch, Notify};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 
 use crate::connection::Connection;
 use crate::endpoint::{check_loopback, Endpoint};
 use crate::error::TransportError;
+use crate::process::ModProcess;
 use crate::stream::ByteStream;
 
 /// Connect to a mod listening at `endpoint` and frame the connection.
@@ -98,10 +94,11 @@ pub async fn connect_stream(endpoint: &Endpoint) -> Result<ByteStream, Transport
 ///
 /// The command's stdin and stdout are replaced by pipes (the returned [`Connection`]); its stderr
 /// is left as configured: inherited (passed through) by default, or captured when the command was
-/// given `Stdio::piped()`, in which case [`ModProcess::take_stderr`] hands it out. The child is
-/// killed when the connection is dropped (both halves, if split), or when the runtime shuts down;
-/// [`ModProcess::wait`] observes its exit status. For a graceful stop, close the connection's
-/// sink (the child sees end of input) and wait.
+/// given `Stdio::piped()`, in which case [`ModProcess::take_stderr`] hands it out. The child runs in
+/// a process group of its own (see [`ModProcess`]); the whole group is killed when the connection
+/// is dropped (both halves, if split), on [`ModProcess::kill`], or when the runtime shuts down;
+/// [`ModProcess::wait`] observes the child's exit status. For a graceful stop, close the
+/// connection's sink (the child sees end of input) and wait.
 ///
 /// Takes a [`tokio::process::Command`] or a [`std::process::Command`]. Must be called inside a
 /// Tokio runtime.
@@ -133,66 +130,38 @@ pub async fn connect_stream(endpoint: &Endpoint) -> Result<ByteStream, Transport
 /// [`TransportError::NoRuntime`] outside a Tokio runtime; [`TransportError::Io`] when the program
 /// cannot be started.
 pub fn spawn(command: impl Into<Command>) -> Result<(Connection, ModProcess), TransportError> {
-    let runtime = tokio::runtime::Handle::try_current()
-        .map_err(|_| TransportError::NoRuntime("gabp_transport::spawn"))?;
     let mut command: Command = command.into();
-    let program = command
-        .as_std()
-        .get_program()
-        .to_string_lossy()
-        .into_owned();
     command
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| TransportError::io("start", &program, e))?;
-    let pid = child.id();
-    let missing = |what| {
+        .stdout(std::process::Stdio::piped());
+    let mut process = ModProcess::start_as(command, "gabp_transport::spawn")?;
+    let missing = |what, program: &str| {
         TransportError::io(
             "take the stdio pipes of",
-            &program,
+            program,
             io::Error::other(format!("the child has no {what} pipe")),
         )
     };
-    let stdin = child.stdin.take().ok_or_else(|| missing("stdin"))?;
-    let stdout = child.stdout.take().ok_or_else(|| missing("stdout"))?;
-    let stderr = child.stderr.take();
-
-    let (drop_tx, drop_rx) = oneshot::channel::<()>();
-    let (status_tx, status_rx) = watch::channel(None);
-    let kill = Arc::new(Notify::new());
-    let kill_requested = Arc::clone(&kill);
-    runtime.spawn(async move {
-        let outcome = tokio::select! {
-            status = child.wait() => status,
-            // The connection was dropped (the sender is never used otherwise), or kill() was called.
-            _ = drop_rx => { let _ = child.start_kill(); child.wait().await }
-            () = kill_requested.notified() => { let _ = child.start_kill(); child.wait().await }
-        };
-        let outcome = outcome.map_err(|e| (e.kind(), e.to_string()));
-        status_tx.send_replace(Some(outcome));
-    });
-
-    let peer = match pid {
+    let stdin = process
+        .take_stdin()
+        .ok_or_else(|| missing("stdin", process.program()))?;
+    let stdout = process
+        .take_stdout()
+        .ok_or_else(|| missing("stdout", process.program()))?;
+    let peer = match process.id() {
         Some(pid) => format!("child process {pid}"),
         None => "child process".to_owned(),
     };
-    tracing::debug!(%program, ?pid, "spawned a mod process");
     let pipes = ChildPipes {
         stdout,
         stdin: Some(stdin),
     };
-    let stream = ByteStream::with_guard(pipes, KillOnDrop(drop_tx));
-    let connection = Connection::from_stream(stream, FrameCodec::new(), peer);
-    let process = ModProcess {
-        pid,
-        program,
-        status: status_rx,
-        kill,
-        stderr,
+    // The connection, not the returned process, keeps the child alive.
+    let stream = match process.take_end_on_drop() {
+        Some(guard) => ByteStream::with_guard(pipes, guard),
+        None => ByteStream::new(pipes),
     };
+    let connection = Connection::from_stream(stream, FrameCodec::new(), peer);
     Ok((connection, process))
 }
 
@@ -271,92 +240,5 @@ impl AsyncWrite for ChildPipes {
         // Dropping the pipe closes it.
         this.stdin = None;
         Poll::Ready(Ok(()))
-    }
-}
-
-/// Kills the child when dropped: dropping the sender wakes the supervisor task.
-struct KillOnDrop(#[allow(dead_code)] oneshot::Sender<()>);
-
-type Outcome = Option<Result<ExitStatus, (io::ErrorKind, String)>>;
-
-/// A mod process started by [`spawn`]: its id, its exit status, and its stderr if captured.
-///
-/// Dropping a `ModProcess` does not kill the child; dropping its [`Connection`] does.
-pub struct ModProcess {
-    pid: Option<u32>,
-    program: String,
-    status: watch::Receiver<Outcome>,
-    kill: Arc<Notify>,
-    stderr: Option<ChildStderr>,
-}
-
-impl ModProcess {
-    /// The child's process id, if it had one when it was started.
-    #[must_use]
-    pub fn id(&self) -> Option<u32> {
-        self.pid
-    }
-
-    /// The child's stderr, if the command was given `Stdio::piped()` for it (once).
-    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.stderr.take()
-    }
-
-    /// Ask for the child to be killed now. Returns at once; [`ModProcess::wait`] sees the result.
-    pub fn kill(&self) {
-        self.kill.notify_one();
-    }
-
-    /// The exit status, if the child has exited.
-    #[must_use]
-    pub fn try_status(&self) -> Option<ExitStatus> {
-        match &*self.status.borrow() {
-            Some(Ok(status)) => Some(*status),
-            _ => None,
-        }
-    }
-
-    /// Wait until the child has exited and return its status. Cancel-safe.
-    ///
-    /// # Errors
-    ///
-    /// [`TransportError::Io`] if waiting for the child failed, or if the runtime shut down before
-    /// the child's exit was seen (the child is killed then).
-    pub async fn wait(&mut self) -> Result<ExitStatus, TransportError> {
-        let outcome = self
-            .status
-            .wait_for(Option::is_some)
-            .await
-            .map(|o| o.clone())
-            .map_err(|_| {
-                TransportError::io(
-                    "wait for",
-                    &self.program,
-                    io::Error::other("the runtime shut down before the child exited"),
-                )
-            })?;
-        match outcome {
-            Some(Ok(status)) => Ok(status),
-            Some(Err((kind, message))) => Err(TransportError::io(
-                "wait for",
-                &self.program,
-                io::Error::new(kind, message),
-            )),
-            None => Err(TransportError::io(
-                "wait for",
-                &self.program,
-                io::Error::other("no exit status"),
-            )),
-        }
-    }
-}
-
-impl fmt::Debug for ModProcess {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModProcess")
-            .field("pid", &self.pid)
-            .field("program", &self.program)
-            .field("status", &self.try_status())
-            .finish_non_exhaustive()
     }
 }

@@ -55,13 +55,14 @@ mod error;
 mod listener;
 #[cfg(windows)]
 mod pipe;
+mod process;
 mod settings;
 mod stream;
 mod token;
 #[cfg(unix)]
 mod unix_socket;
 
-pub use bridge::{connect, connect_stream, spawn, ModProcess};
+pub use bridge::{connect, connect_stream, spawn};
 pub use config::{
     BridgeConfig, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON, MAX_BRIDGE_JSON_BYTES,
 };
@@ -69,6 +70,7 @@ pub use connection::{Connection, FrameReader, FrameWriter};
 pub use endpoint::{Endpoint, EndpointError};
 pub use error::TransportError;
 pub use listener::Listener;
+pub use process::ModProcess;
 pub use settings::{
     ExplicitSettings, ModSettings, SettingSource, SettingsError, GABP_SERVER_PORT, GABP_TOKEN,
     GABS_GAME_ID, MIN_TOKEN_CHARS,
