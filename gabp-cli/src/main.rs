@@ -5,6 +5,7 @@
 //!   suite against one; `gabp bench` measures one (or, with `--self`, the demo game against a raw echo).
 //! - `gabp mod` serves the demo game, a 16x16x16 voxel world, as a GABP mod.
 //! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
+//! - `gabp mcp` serves the configured games to AI agents over MCP, as GABS does.
 #![forbid(unsafe_code)]
 
 use std::future::Future;
@@ -17,7 +18,9 @@ mod bench;
 mod call;
 mod conformance;
 mod demo;
+mod mcp;
 mod serve_mod;
+mod signals;
 mod tail;
 mod target;
 mod terminal;
@@ -59,6 +62,9 @@ enum Command {
     Mod(serve_mod::ModArgs),
     /// Validate GABP messages strictly (files, directories or `-` for stdin).
     Validate(validate::ValidateArgs),
+    /// Serve the configured games to AI agents over MCP (stdio, or streamable HTTP): a drop-in for GABS.
+    #[command(after_help = mcp::EXAMPLES)]
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
             ExitCode::from(outcome.code())
         }
         Command::Mod(args) => ExitCode::from(serve_mod::run(&args)),
+        Command::Mcp(args) => ExitCode::from(mcp::run(&args)),
         Command::Demo => client(async { demo::run(&mut std::io::stdout().lock()).await }),
         Command::Call(args) => {
             client(async move { call::run(&args, &mut std::io::stdout()).await })

@@ -215,7 +215,7 @@ async fn serve(resolved: Resolved) -> Result<(), String> {
         ..
     } = resolved;
     // Before anything can be connected to: a signal from now on shuts down instead of killing.
-    let mut signals = Signals::new()?;
+    let mut signals = crate::signals::Signals::new()?;
     let game = DemoGame::new();
     let server = game
         .builder()
@@ -236,7 +236,7 @@ async fn serve(resolved: Resolved) -> Result<(), String> {
 async fn serve_socket(
     server: ModServer,
     endpoint: &Endpoint,
-    signals: &mut Signals,
+    signals: &mut crate::signals::Signals,
 ) -> Result<(), String> {
     let listener = Listener::bind(endpoint)
         .await
@@ -264,7 +264,10 @@ async fn serve_socket(
     Ok(())
 }
 
-async fn serve_stdio(server: &ModServer, signals: &mut Signals) -> Result<(), String> {
+async fn serve_stdio(
+    server: &ModServer,
+    signals: &mut crate::signals::Signals,
+) -> Result<(), String> {
     let (stop, stopped) = oneshot::channel();
     let stdin = StdinUntil {
         stdin: tokio::io::stdin(),
@@ -316,52 +319,6 @@ impl AsyncRead for StdinUntil {
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.stdin).poll_read(cx, buf)
-    }
-}
-
-/// SIGINT and SIGTERM (Ctrl-C elsewhere).
-struct Signals {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Self, String> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let install = |kind: SignalKind, name: &str| {
-                signal(kind).map_err(|e| format!("cannot handle {name}: {e}"))
-            };
-            Ok(Signals {
-                interrupt: install(SignalKind::interrupt(), "SIGINT")?,
-                terminate: install(SignalKind::terminate(), "SIGTERM")?,
-            })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Signals {})
-        }
-    }
-
-    /// Waits for the next signal and names it.
-    async fn recv(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.interrupt.recv() => "SIGINT",
-                _ = self.terminate.recv() => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            match tokio::signal::ctrl_c().await {
-                Ok(()) => "Ctrl-C",
-                Err(_) => std::future::pending().await,
-            }
-        }
     }
 }
 

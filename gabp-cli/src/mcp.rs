@@ -1,0 +1,140 @@
+//! `gabp mcp`: the MCP server that lets AI agents drive GABP games (gabp-hub behind gabp-mcp), a drop-in for
+//! `gabs server`: the same configuration directory and file, the same tools.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use gabp_hub::{Hub, HubConfig};
+use gabp_mcp::http::{Access, HttpServer, API_KEY_VAR};
+use gabp_mcp::{GabpMcp, McpOptions};
+use tokio_util::sync::CancellationToken;
+
+/// Long help of `gabp mcp`.
+pub const EXAMPLES: &str = "\
+Reads DIR/config.json in the GABS format (default DIR: ~/.gabs), so a GABS setup works unchanged: in an MCP
+host's configuration, replace the command `gabs server --configDir DIR` with `gabp mcp --config-dir DIR`.
+Logs go to stderr (RUST_LOG sets the level, default warn); stdout carries MCP.
+
+Examples:
+  # An MCP host starts this on stdio
+  gabp mcp --config-dir ~/.gabs
+
+  # Every game tool as an MCP tool of its own (voxel_world_get_block), with list-changed notifications
+  gabp mcp --mirror-tools
+
+  # Streamable HTTP on loopback at http://127.0.0.1:8080/mcp, clients send `Authorization: Bearer $GABP_MCP_API_KEY`
+  GABP_MCP_API_KEY=$(openssl rand -hex 32) gabp mcp --http 127.0.0.1:8080
+
+Claude Desktop (claude_desktop_config.json):
+  {\"mcpServers\": {\"games\": {\"command\": \"gabp\", \"args\": [\"mcp\", \"--config-dir\", \"/home/me/.gabs\"]}}}";
+
+/// Arguments of `gabp mcp`.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// The configuration directory: its config.json lists the games, each game's bridge.json goes in a
+    /// folder of its own there (default: ~/.gabs, as GABS).
+    #[arg(long = "config-dir", alias = "configDir", value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp (loopback addresses only) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// With --http: serve without a bearer key (otherwise GABP_MCP_API_KEY, or the config's apiKey, is required).
+    #[arg(long, requires = "http")]
+    pub no_auth: bool,
+    /// List every connected game's tools as MCP tools of their own, and notify clients when they change.
+    #[arg(long)]
+    pub mirror_tools: bool,
+    /// Log level on stderr: error, warn, info, debug, trace (default warn; RUST_LOG overrides).
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}
+
+fn default_dir() -> Result<PathBuf, String> {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(|home| PathBuf::from(home).join(".gabs"))
+        .ok_or_else(|| "no home directory: give --config-dir".to_owned())
+}
+
+fn init_tracing(level: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.unwrap_or("warn")));
+    // stdout carries MCP: logs go to stderr only.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Runs `gabp mcp`; returns the exit status.
+pub fn run(args: &McpArgs) -> u8 {
+    init_tracing(args.log_level.as_deref());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return 1;
+        }
+    };
+    let outcome = runtime.block_on(serve(args));
+    // A read of stdin may still be parked on a blocking thread: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+async fn serve(args: &McpArgs) -> Result<(), String> {
+    let dir = match &args.config_dir {
+        Some(dir) => dir.clone(),
+        None => default_dir()?,
+    };
+    let config = HubConfig::load(&dir).map_err(|e| e.to_string())?;
+    let api_key = std::env::var(API_KEY_VAR).ok().or(config.api_key.clone());
+    let hub = Hub::new(config);
+    let front = GabpMcp::new(
+        hub.clone(),
+        McpOptions::default().mirror_tools(args.mirror_tools),
+    );
+    let mut signals = crate::signals::Signals::new()?;
+    let outcome = match args.http {
+        None => {
+            tokio::select! {
+                served = front.serve_stdio() => served.map_err(|e| format!("MCP on stdio: {e}")),
+                signal = signals.recv() => {
+                    tracing::info!(signal, "stopping the games and exiting");
+                    Ok(())
+                }
+            }
+        }
+        Some(addr) => {
+            let access = Access::new(api_key, args.no_auth).map_err(|e| e.to_string())?;
+            let server = HttpServer::bind(front, addr, access)
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!("serving MCP on http://{}/mcp", server.addr());
+            let stop = CancellationToken::new();
+            let serving = tokio::spawn(server.serve(stop.clone()));
+            let signal = signals.recv().await;
+            tracing::info!(signal, "stopping the games and exiting");
+            stop.cancel();
+            match tokio::time::timeout(Duration::from_secs(5), serving).await {
+                Ok(Ok(served)) => served.map_err(|e| e.to_string()),
+                _ => Ok(()),
+            }
+        }
+    };
+    hub.shutdown().await;
+    outcome
+}

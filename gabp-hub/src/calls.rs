@@ -1,0 +1,178 @@
+//! What a client asks of a connected game: its tools, tool calls through the attention gate, attention,
+//! events from the log, resources.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gabp_attention::{GateError, Gated};
+use gabp_session::bridge::BridgeError;
+use gabp_types::methods::{
+    AttentionAckResult, ResourceInfo, ResourcesListParams, ResourcesReadResult,
+};
+use gabp_types::{Attention, ToolDescriptor};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::error::HubError;
+use crate::events::{Cursor, EventBatch};
+use crate::game::Game;
+
+/// The longest `events` waits for new events.
+pub const MAX_EVENT_WAIT: Duration = Duration::from_secs(30);
+
+/// Whether a game offers attention, and its open item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttentionView {
+    /// The game does not advertise `attention/current` and `attention/ack`.
+    Unsupported,
+    /// The open item, if any.
+    Current(Option<Attention>),
+}
+
+impl Game {
+    /// The game's tools as last listed (empty when not connected).
+    #[must_use]
+    pub fn cached_tools(&self) -> Arc<[ToolDescriptor]> {
+        let state = self.shared.state.lock();
+        if state.link.is_some() {
+            state.tools.clone()
+        } else {
+            Arc::from(Vec::new())
+        }
+    }
+
+    /// The game's tools, asked for again unless the game announces its changes.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], [`HubError::Bridge`].
+    pub async fn tools(&self) -> Result<Arc<[ToolDescriptor]>, HubError> {
+        let link = self.require_link()?;
+        let tools = link
+            .bridge
+            .tools()
+            .await
+            .map_err(|e| HubError::bridge(self.id(), e))?;
+        self.shared.state.lock().tools = tools.clone();
+        Ok(tools)
+    }
+
+    /// Calls tool `name` through the attention gate: refused without a message to the game while a blocking
+    /// item is open; one `tools/call` otherwise. The result carries the item that opened while the call ran.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::Blocked`] (not executed), [`HubError::NotConnected`], [`HubError::Bridge`].
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Gated<Value>, HubError> {
+        let link = self.require_link()?;
+        link.gate
+            .call_tool(name, arguments)
+            .await
+            .map_err(|e| HubError::bridge(self.id(), e))
+    }
+
+    /// Whether the game offers attention, and its open item, asked for now.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], [`HubError::Bridge`].
+    pub async fn attention(&self) -> Result<AttentionView, HubError> {
+        let link = self.require_link()?;
+        match link.gate.refresh().await {
+            Ok(item) => Ok(AttentionView::Current(item)),
+            Err(GateError::NotSupported) => Ok(AttentionView::Unsupported),
+            Err(e) => Err(self.gate_error(e)),
+        }
+    }
+
+    /// The open item as the hub follows it from the game's attention events (no request).
+    #[must_use]
+    pub fn blocking_attention(&self) -> Option<Attention> {
+        self.link().and_then(|link| link.gate.blocking())
+    }
+
+    /// Acknowledges item `attention_id`.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], [`HubError::Bridge`] (an unknown id is the game's error answer).
+    pub async fn ack_attention(&self, attention_id: &str) -> Result<AttentionAckResult, HubError> {
+        let link = self.require_link()?;
+        link.gate
+            .ack_id(attention_id)
+            .await
+            .map_err(|e| self.gate_error(e))
+    }
+
+    fn gate_error(&self, error: GateError) -> HubError {
+        match error {
+            GateError::Bridge(e) => HubError::bridge(self.id(), e),
+            other => HubError::Bridge {
+                game: self.id().to_owned(),
+                source: BridgeError::rejected(other),
+            },
+        }
+    }
+
+    /// The logged events after `cursor` (from the oldest kept when `None`), waiting up to `wait` (at most
+    /// 30 s) for one to arrive when there is none yet.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::BadCursor`] for a cursor this hub did not hand out.
+    pub async fn events(
+        &self,
+        cursor: Option<&str>,
+        wait: Duration,
+    ) -> Result<EventBatch, HubError> {
+        let cursor: Option<Cursor> = cursor.map(str::parse).transpose()?;
+        let deadline = Instant::now() + wait.min(MAX_EVENT_WAIT);
+        loop {
+            let arrived = self.shared.events_arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            let batch = self.shared.state.lock().events.read(cursor);
+            if !batch.events.is_empty() || !batch.gaps.is_empty() || Instant::now() >= deadline {
+                return Ok(batch);
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                return Ok(self.shared.state.lock().events.read(cursor));
+            }
+        }
+    }
+
+    /// The channels subscribed with [`Game::subscribe`].
+    #[must_use]
+    pub fn subscribed_channels(&self) -> Vec<String> {
+        self.shared.state.lock().channels.iter().cloned().collect()
+    }
+
+    /// The game's resources.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], [`HubError::Bridge`].
+    pub async fn resources(&self) -> Result<Vec<ResourceInfo>, HubError> {
+        let link = self.require_link()?;
+        if !link.bridge.is_advertised("resources/list") {
+            return Ok(Vec::new());
+        }
+        link.bridge
+            .list_resources(ResourcesListParams::default())
+            .await
+            .map_err(|e| HubError::bridge(self.id(), e))
+    }
+
+    /// Reads resource `uri`.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], [`HubError::Bridge`].
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourcesReadResult, HubError> {
+        let link = self.require_link()?;
+        link.bridge
+            .read_resource(uri)
+            .await
+            .map_err(|e| HubError::bridge(self.id(), e))
+    }
+}

@@ -1,0 +1,449 @@
+//! The hub's configuration: `config.json` in a configuration directory, in the format GABS 1.1 reads, so that a
+//! GABS user's games work unchanged.
+//!
+//! ```json
+//! {
+//!   "version": "1.0",
+//!   "games": {
+//!     "voxel": {
+//!       "id": "voxel", "name": "Voxel demo", "launchMode": "DirectPath",
+//!       "target": "/usr/local/bin/gabp", "args": ["mod"], "workingDir": "/tmp",
+//!       "stopProcessName": "gabp", "env": {"RUST_LOG": "info"}
+//!     }
+//!   },
+//!   "timeouts": { "startup": { "processStartSeconds": 10, "gabpConnectSeconds": 60 } }
+//! }
+//! ```
+//!
+//! Reading is strict where a mistake would launch the wrong thing (types, ids, `env` names) and liberal where
+//! GABS has fields the hub does not use (`toolNormalization`, `portRanges`, `timeouts.session`): those are
+//! accepted and ignored. Launch modes that need a store launcher (`SteamAppId`, `SteamManaged`, `EpicAppId`)
+//! and launch profiles are read but refused when the game is started, with an error that says so.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// The file name of the configuration in its directory.
+pub const CONFIG_FILE: &str = "config.json";
+
+/// A configuration that could not be read: the file, the JSON pointer of the field, and what was expected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not JSON.
+    #[error("{}: not valid JSON at line {line}, column {column}: {message}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        line: usize,
+        /// Where.
+        column: usize,
+        /// What serde_json said.
+        message: String,
+    },
+    /// A field has the wrong type or value.
+    #[error("{}: {pointer}: {expected}", path.display())]
+    Field {
+        /// The file.
+        path: PathBuf,
+        /// The JSON pointer of the field (`/games/voxel/launchMode`).
+        pointer: String,
+        /// What was expected.
+        expected: String,
+    },
+}
+
+/// How a game is launched (GABS's `launchMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchMode {
+    /// `target` is an executable, run with `args` (no shell).
+    DirectPath,
+    /// As `DirectPath`: `target` is one executable path, `args` its arguments.
+    CustomCommand,
+    /// A Steam game started through Steam's launcher (not supported by the hub).
+    SteamAppId,
+    /// A Steam game whose executable GABS finds in the Steam library (not supported by the hub).
+    SteamManaged,
+    /// An Epic Games Store game started through its launcher (not supported by the hub).
+    EpicAppId,
+}
+
+impl LaunchMode {
+    /// The name in the configuration.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchMode::DirectPath => "DirectPath",
+            LaunchMode::CustomCommand => "CustomCommand",
+            LaunchMode::SteamAppId => "SteamAppId",
+            LaunchMode::SteamManaged => "SteamManaged",
+            LaunchMode::EpicAppId => "EpicAppId",
+        }
+    }
+
+    /// Whether the hub can launch games of this mode (it starts processes itself; store launchers are not
+    /// supported).
+    #[must_use]
+    pub fn is_supported(self) -> bool {
+        matches!(self, LaunchMode::DirectPath | LaunchMode::CustomCommand)
+    }
+}
+
+/// One configured game.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GameConfig {
+    /// The game id (the key in `games`).
+    pub id: String,
+    /// Display name (the id when absent).
+    pub name: String,
+    /// What the game is.
+    pub description: Option<String>,
+    /// How it is launched.
+    pub launch_mode: LaunchMode,
+    /// The executable (or store app id).
+    pub target: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Where it runs (the hub's working directory when absent).
+    pub working_dir: Option<PathBuf>,
+    /// The process name GABS uses to find the game; kept for display.
+    pub stop_process_name: Option<String>,
+    /// GABS's opaque `gabpMode`; kept for display.
+    pub gabp_mode: Option<String>,
+    /// Extra environment for the game.
+    pub env: BTreeMap<String, String>,
+    /// Environment variables removed for the game.
+    pub unset_env: Vec<String>,
+    /// Set when the entry uses launch profiles, launch inputs or lifecycle hooks, which the hub does not
+    /// support: starting the game is refused with this explanation.
+    pub unsupported: Option<String>,
+}
+
+/// Startup time limits (`timeouts.startup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StartupTimeouts {
+    /// How long a started process has to show up (default 10 s).
+    pub process_start: Duration,
+    /// How long the hub keeps trying to connect to a started game over GABP (default 60 s).
+    pub gabp_connect: Duration,
+}
+
+impl Default for StartupTimeouts {
+    fn default() -> Self {
+        StartupTimeouts {
+            process_start: Duration::from_secs(10),
+            gabp_connect: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct HubConfig {
+    /// The directory the configuration was read from; each game's `bridge.json` goes in `DIR/<id>/`.
+    pub dir: PathBuf,
+    /// `version`.
+    pub version: String,
+    /// The games, by id.
+    pub games: BTreeMap<String, GameConfig>,
+    /// `timeouts.startup`.
+    pub startup: StartupTimeouts,
+    /// `apiKey`: the bearer key for MCP over HTTP, when the environment gives none.
+    pub api_key: Option<String>,
+}
+
+impl HubConfig {
+    /// Reads `DIR/config.json`. A missing file is an empty configuration (as GABS has it); a file that is there
+    /// must be valid.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file, the field and what was expected.
+    pub fn load(dir: impl AsRef<Path>) -> Result<HubConfig, ConfigError> {
+        let dir = dir.as_ref();
+        let path = dir.join(CONFIG_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(HubConfig {
+                    dir: dir.to_owned(),
+                    version: "1.0".to_owned(),
+                    ..HubConfig::default()
+                })
+            }
+            Err(source) => return Err(ConfigError::Io { path, source }),
+        };
+        let mut config = HubConfig::from_json_slice(&bytes).map_err(|e| e.in_file(&path))?;
+        config.dir = dir.to_owned();
+        Ok(config)
+    }
+
+    /// Parses the text of a `config.json` (the file name in errors is empty).
+    ///
+    /// # Errors
+    ///
+    /// As [`HubConfig::load`].
+    pub fn from_json_slice(bytes: &[u8]) -> Result<HubConfig, ConfigError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| ConfigError::Json {
+            path: PathBuf::new(),
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        let top = object(&value, "")?;
+        let version = optional_str(top, "", "version")?
+            .unwrap_or("1.0")
+            .to_owned();
+        let mut games = BTreeMap::new();
+        if let Some(entries) = top.get("games").filter(|v| !v.is_null()) {
+            for (key, entry) in object(entries, "/games")? {
+                let game = read_game(key, entry)?;
+                games.insert(key.clone(), game);
+            }
+        }
+        let startup = read_startup(top)?;
+        let api_key = optional_str(top, "", "apiKey")?
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned);
+        Ok(HubConfig {
+            dir: PathBuf::new(),
+            version,
+            games,
+            startup,
+            api_key,
+        })
+    }
+}
+
+impl ConfigError {
+    fn in_file(self, file: &Path) -> ConfigError {
+        match self {
+            ConfigError::Json {
+                line,
+                column,
+                message,
+                ..
+            } => ConfigError::Json {
+                path: file.to_owned(),
+                line,
+                column,
+                message,
+            },
+            ConfigError::Field {
+                pointer, expected, ..
+            } => ConfigError::Field {
+                path: file.to_owned(),
+                pointer,
+                expected,
+            },
+            other => other,
+        }
+    }
+}
+
+fn field(pointer: impl Into<String>, expected: impl Into<String>) -> ConfigError {
+    ConfigError::Field {
+        path: PathBuf::new(),
+        pointer: pointer.into(),
+        expected: expected.into(),
+    }
+}
+
+/// A JSON pointer segment (RFC 6901).
+fn segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, ConfigError> {
+    value.as_object().ok_or_else(|| {
+        field(
+            if pointer.is_empty() { "/" } else { pointer },
+            "expected a JSON object",
+        )
+    })
+}
+
+fn optional_str<'a>(
+    obj: &'a Map<String, Value>,
+    at: &str,
+    key: &str,
+) -> Result<Option<&'a str>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(field(format!("{at}/{key}"), "expected a string")),
+    }
+}
+
+fn string_list(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Vec<String>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| field(format!("{at}/{key}/{i}"), "expected a string"))
+            })
+            .collect(),
+        Some(_) => Err(field(format!("{at}/{key}"), "expected an array of strings")),
+    }
+}
+
+/// A game id must work as a directory name and in mirrored tool names.
+fn check_id(key: &str, at: &str) -> Result<(), ConfigError> {
+    let ok = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && !key.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        Err(field(
+            at,
+            "a game id of 1 to 64 characters: letters, digits, '_', '-' or '.', not starting with '.'",
+        ))
+    }
+}
+
+fn env_name_ok(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn read_game(key: &str, entry: &Value) -> Result<GameConfig, ConfigError> {
+    let at = format!("/games/{}", segment(key));
+    check_id(key, &at)?;
+    let obj = object(entry, &at)?;
+    if let Some(id) = optional_str(obj, &at, "id")? {
+        if id != key {
+            return Err(field(
+                format!("{at}/id"),
+                format!("the entry's key \"{key}\" (the id must match the key)"),
+            ));
+        }
+    }
+    let launch_mode = match optional_str(obj, &at, "launchMode")? {
+        None | Some("") | Some("DirectPath") => LaunchMode::DirectPath,
+        Some("CustomCommand") => LaunchMode::CustomCommand,
+        Some("SteamAppId") => LaunchMode::SteamAppId,
+        Some("SteamManaged") => LaunchMode::SteamManaged,
+        Some("EpicAppId") => LaunchMode::EpicAppId,
+        Some(_) => {
+            return Err(field(
+                format!("{at}/launchMode"),
+                "one of DirectPath, CustomCommand, SteamAppId, SteamManaged, EpicAppId",
+            ))
+        }
+    };
+    let target = match optional_str(obj, &at, "target")? {
+        Some(t) if !t.trim().is_empty() => t.to_owned(),
+        _ => {
+            return Err(field(
+                format!("{at}/target"),
+                "a non-empty string: the game's executable",
+            ))
+        }
+    };
+    let mut env = BTreeMap::new();
+    match obj.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(vars)) => {
+            for (name, value) in vars {
+                let pointer = format!("{at}/env/{}", segment(name));
+                let upper = name.to_ascii_uppercase();
+                if !env_name_ok(name) || upper.starts_with("GABS_") || upper.starts_with("GABP_") {
+                    return Err(field(
+                        pointer,
+                        "an environment variable name ([A-Za-z_][A-Za-z0-9_]*) not starting with GABS_ or GABP_ (the hub sets those)",
+                    ));
+                }
+                let value = value
+                    .as_str()
+                    .ok_or_else(|| field(pointer, "expected a string"))?;
+                env.insert(name.clone(), value.to_owned());
+            }
+        }
+        Some(_) => return Err(field(format!("{at}/env"), "expected an object of strings")),
+    }
+    let unsupported = ["profiles", "launchInputs", "lifecycle", "defaultProfile"]
+        .into_iter()
+        .find(|k| obj.get(*k).is_some_and(|v| !v.is_null()))
+        .map(|k| {
+            format!("{at}/{k}: launch profiles, launch inputs and lifecycle hooks are not supported by gabp mcp; remove `{k}` to start this game with its own target and args")
+        });
+    Ok(GameConfig {
+        id: key.to_owned(),
+        name: optional_str(obj, &at, "name")?.unwrap_or(key).to_owned(),
+        description: optional_str(obj, &at, "description")?.map(str::to_owned),
+        launch_mode,
+        target,
+        args: string_list(obj, &at, "args")?,
+        working_dir: optional_str(obj, &at, "workingDir")?
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+        stop_process_name: optional_str(obj, &at, "stopProcessName")?.map(str::to_owned),
+        gabp_mode: optional_str(obj, &at, "gabpMode")?.map(str::to_owned),
+        env,
+        unset_env: string_list(obj, &at, "unsetEnv")?,
+        unsupported,
+    })
+}
+
+fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Duration>, ConfigError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            // GABS replaces values <= 0 with the default.
+            Some(0) => Ok(None),
+            Some(s) if s <= 3600 => Ok(Some(Duration::from_secs(s))),
+            _ => Err(field(
+                format!("{at}/{key}"),
+                "a whole number of seconds from 0 to 3600",
+            )),
+        },
+    }
+}
+
+fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, ConfigError> {
+    let mut startup = StartupTimeouts::default();
+    let Some(timeouts) = top.get("timeouts").filter(|v| !v.is_null()) else {
+        return Ok(startup);
+    };
+    let timeouts = object(timeouts, "/timeouts")?;
+    let Some(s) = timeouts.get("startup").filter(|v| !v.is_null()) else {
+        return Ok(startup);
+    };
+    let s = object(s, "/timeouts/startup")?;
+    if let Some(d) = seconds(s, "/timeouts/startup", "processStartSeconds")? {
+        startup.process_start = d;
+    }
+    if let Some(d) = seconds(s, "/timeouts/startup", "gabpConnectSeconds")? {
+        startup.gabp_connect = d;
+    }
+    Ok(startup)
+}
+
+#[cfg(test)]
+mod tests;

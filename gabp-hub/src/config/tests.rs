@@ -1,0 +1,156 @@
+use super::*;
+use serde_json::json;
+
+fn parse(value: Value) -> Result<HubConfig, ConfigError> {
+    HubConfig::from_json_slice(value.to_string().as_bytes())
+}
+
+fn field_error(value: Value) -> (String, String) {
+    match parse(value) {
+        Err(ConfigError::Field {
+            pointer, expected, ..
+        }) => (pointer, expected),
+        other => panic!("expected a field error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_gabs_config_is_read() {
+    let config = parse(json!({
+        "version": "1.0",
+        "apiKey": "k",
+        "toolNormalization": {"enableOpenAINormalization": true, "maxToolNameLength": 64},
+        "portRanges": {"customRanges": [{"min": 8000, "max": 8999}]},
+        "timeouts": {"startup": {"processStartSeconds": 5, "gabpConnectSeconds": 0},
+                     "session": {"ownerLeaseSeconds": 30}},
+        "games": {
+            "voxel": {"id": "voxel", "name": "Voxel", "launchMode": "DirectPath",
+                      "target": "/bin/game", "args": ["mod", "--x"], "workingDir": "/tmp",
+                      "stopProcessName": "game", "gabpMode": "local", "env": {"A_B": "1"}},
+            "other": {"launchMode": "CustomCommand", "target": "other"}
+        }
+    }))
+    .unwrap();
+    assert_eq!(config.api_key.as_deref(), Some("k"));
+    assert_eq!(config.startup.process_start, Duration::from_secs(5));
+    // 0 means the default, as in GABS.
+    assert_eq!(config.startup.gabp_connect, Duration::from_secs(60));
+    let voxel = &config.games["voxel"];
+    assert_eq!(voxel.launch_mode, LaunchMode::DirectPath);
+    assert_eq!(voxel.args, ["mod", "--x"]);
+    assert_eq!(voxel.working_dir.as_deref(), Some(Path::new("/tmp")));
+    assert_eq!(voxel.env["A_B"], "1");
+    assert_eq!(voxel.unsupported, None);
+    let other = &config.games["other"];
+    assert_eq!(other.name, "other");
+    assert_eq!(other.launch_mode, LaunchMode::CustomCommand);
+}
+
+#[test]
+fn a_missing_file_is_an_empty_config_and_a_broken_one_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = HubConfig::load(dir.path()).unwrap();
+    assert!(config.games.is_empty());
+    std::fs::write(dir.path().join(CONFIG_FILE), "{\"games\": [").unwrap();
+    let err = HubConfig::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("config.json") && err.contains("line 1"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join(CONFIG_FILE),
+        json!({"games": {"g": {"target": 3}}}).to_string(),
+    )
+    .unwrap();
+    let err = HubConfig::load(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("config.json: /games/g/target: expected a string"),
+        "{err}"
+    );
+}
+
+#[test]
+fn each_bad_field_is_named() {
+    let cases = [
+        (json!([]), "/", "object"),
+        (json!({"games": 1}), "/games", "object"),
+        (json!({"games": {"g": []}}), "/games/g", "object"),
+        (json!({"games": {"g": {}}}), "/games/g/target", "executable"),
+        (
+            json!({"games": {"g": {"target": " "}}}),
+            "/games/g/target",
+            "non-empty",
+        ),
+        (
+            json!({"games": {"g": {"id": "h", "target": "x"}}}),
+            "/games/g/id",
+            "must match the key",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "launchMode": "Magic"}}}),
+            "/games/g/launchMode",
+            "DirectPath",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "args": "a b"}}}),
+            "/games/g/args",
+            "array",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "args": ["a", 1]}}}),
+            "/games/g/args/1",
+            "string",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "env": {"GABP_TOKEN": "t"}}}}),
+            "/games/g/env/GABP_TOKEN",
+            "GABP_",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "env": {"1A": "t"}}}}),
+            "/games/g/env/1A",
+            "environment variable",
+        ),
+        (
+            json!({"games": {"g": {"target": "x", "env": {"A": 1}}}}),
+            "/games/g/env/A",
+            "string",
+        ),
+        (
+            json!({"games": {"a/b": {"target": "x"}}}),
+            "/games/a~1b",
+            "game id",
+        ),
+        (
+            json!({"games": {"..": {"target": "x"}}}),
+            "/games/..",
+            "game id",
+        ),
+        (
+            json!({"timeouts": {"startup": {"processStartSeconds": -1}}}),
+            "/timeouts/startup/processStartSeconds",
+            "seconds",
+        ),
+        (json!({"timeouts": 5}), "/timeouts", "object"),
+    ];
+    for (value, pointer, expected) in cases {
+        let (got_pointer, got_expected) = field_error(value.clone());
+        assert_eq!(got_pointer, pointer, "{value}");
+        assert!(
+            got_expected.contains(expected),
+            "{value}: {got_expected:?} lacks {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn store_launchers_and_profiles_are_read_but_flagged() {
+    let config = parse(json!({"games": {
+        "steam": {"launchMode": "SteamAppId", "target": "123", "stopProcessName": "game"},
+        "prof": {"target": "x", "defaultProfile": "dev", "profiles": {"dev": {}}}
+    }}))
+    .unwrap();
+    assert!(!config.games["steam"].launch_mode.is_supported());
+    let why = config.games["prof"].unsupported.as_deref().unwrap();
+    assert!(why.contains("/games/prof/profiles") && why.contains("not supported"));
+}

@@ -1,0 +1,192 @@
+//! The hub's one error type.
+
+use gabp_attention::BlockedByAttention;
+use gabp_session::bridge::BridgeError;
+
+use crate::events::BadCursor;
+
+/// What went wrong in a hub operation. The message is one sentence a person (or an agent) can act on; it never
+/// contains a token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// No configured game has this id (or launch target).
+    #[error("game '{game}' not found; configured games: {}", list(.candidates))]
+    GameNotFound {
+        /// What was asked for.
+        game: String,
+        /// The configured ids.
+        candidates: Vec<String>,
+    },
+    /// A launch target that several games share.
+    #[error("game reference '{game}' matches several configured games ({}); use the exact game id", list(.matches))]
+    AmbiguousGame {
+        /// What was asked for.
+        game: String,
+        /// The games it matches.
+        matches: Vec<String>,
+    },
+    /// The call needs one game and none was named while several (or none) are connected.
+    #[error("{0}")]
+    NoGameSelected(String),
+    /// The game is not connected over GABP.
+    #[error("game '{game}' is not connected via GABP (status {status}); start it with games_start or attach with games_connect")]
+    NotConnected {
+        /// The game.
+        game: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// The game has no tool of this name.
+    #[error("tool '{tool}' not found{}; list the tools with games_tool_names", in_game(.game))]
+    ToolNotFound {
+        /// What was asked for.
+        tool: String,
+        /// The game searched, when one was named.
+        game: Option<String>,
+    },
+    /// A tool name that several games have.
+    #[error("tool '{tool}' matches tools of several games ({}); give gameId or the mirrored name", list(.games))]
+    AmbiguousTool {
+        /// What was asked for.
+        tool: String,
+        /// The games that have it.
+        games: Vec<String>,
+    },
+    /// There is no endpoint to attach to: no `bridge.json`, or one that cannot be read.
+    #[error(
+        "game '{game}' has no GABP endpoint to attach to ({reason}); start it with games_start"
+    )]
+    NotAttachable {
+        /// The game.
+        game: String,
+        /// Why.
+        reason: String,
+    },
+    /// The game cannot be started by the hub as configured.
+    #[error("game '{game}' cannot be started: {reason}")]
+    Unsupported {
+        /// The game.
+        game: String,
+        /// Why, naming the configuration field.
+        reason: String,
+    },
+    /// The game is already running (or starting).
+    #[error("game '{game}' is already {status}; use games_status or games_connect instead of starting it again")]
+    AlreadyRunning {
+        /// The game.
+        game: String,
+        /// Its status.
+        status: &'static str,
+    },
+    /// The game was not started by this hub, so it has no process to stop.
+    #[error("game '{game}' is not running (no process started by this hub)")]
+    NotRunning {
+        /// The game.
+        game: String,
+    },
+    /// The game's process could not be started, or its files written.
+    #[error("cannot start game '{game}': {reason}")]
+    Launch {
+        /// The game.
+        game: String,
+        /// Why.
+        reason: String,
+    },
+    /// The game exited before it could be reached over GABP.
+    #[error("game '{game}' exited during start ({status}){}", tail(.output_tail))]
+    ExitedDuringStart {
+        /// The game.
+        game: String,
+        /// Its exit status, as text.
+        status: String,
+        /// The end of what it printed.
+        output_tail: String,
+    },
+    /// The game was not reached over GABP in time.
+    #[error("game '{game}' was not reachable over GABP within {waited_ms} ms: {reason}")]
+    ConnectTimeout {
+        /// The game.
+        game: String,
+        /// How long the hub tried.
+        waited_ms: u64,
+        /// The last failure.
+        reason: String,
+    },
+    /// The call was refused because a blocking attention item is open. It was not executed.
+    #[error(transparent)]
+    Blocked(Box<BlockedByAttention>),
+    /// A GABP request failed (an error answer of the game, a timeout, a lost connection).
+    #[error("game '{game}': {source}")]
+    Bridge {
+        /// The game.
+        game: String,
+        /// What the bridge said.
+        #[source]
+        source: BridgeError,
+    },
+    /// An event cursor this hub did not hand out.
+    #[error(transparent)]
+    BadCursor(#[from] BadCursor),
+    /// An argument out of range or of the wrong shape.
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn in_game(game: &Option<String>) -> String {
+    game.as_ref()
+        .map(|g| format!(" in game '{g}'"))
+        .unwrap_or_default()
+}
+
+fn tail(output: &str) -> String {
+    if output.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; its output ends with:\n{output}")
+    }
+}
+
+impl HubError {
+    /// A stable code for machines: `game_not_found`, `blocked_by_attention`, `gabp_error`, ...
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            HubError::GameNotFound { .. } => "game_not_found",
+            HubError::AmbiguousGame { .. } => "ambiguous_game_reference",
+            HubError::NoGameSelected(_) => "game_required",
+            HubError::NotConnected { .. } => "not_connected",
+            HubError::ToolNotFound { .. } => "tool_not_found",
+            HubError::AmbiguousTool { .. } => "ambiguous_tool",
+            HubError::NotAttachable { .. } => "endpoint_unavailable",
+            HubError::Unsupported { .. } => "launch_mode_incompatible",
+            HubError::AlreadyRunning { .. } => "already_running",
+            HubError::NotRunning { .. } => "not_running",
+            HubError::Launch { .. } => "spawn_failed",
+            HubError::ExitedDuringStart { .. } => "exited_during_start",
+            HubError::ConnectTimeout { .. } => "started_bridge_pending",
+            HubError::Blocked(_) => "blocked_by_attention",
+            HubError::Bridge { .. } => "gabp_error",
+            HubError::BadCursor(_) => "bad_cursor",
+            HubError::InvalidArgument(_) => "invalid_argument",
+        }
+    }
+
+    pub(crate) fn bridge(game: &str, source: BridgeError) -> HubError {
+        match BlockedByAttention::from_error(&source) {
+            Some(blocked) => HubError::Blocked(Box::new(blocked.clone())),
+            None => HubError::Bridge {
+                game: game.to_owned(),
+                source,
+            },
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! gabp-hub: the multi-game supervisor of gabp-rs.
+//!
+//! A [`Hub`] reads a GABS-compatible configuration ([`HubConfig`]), launches the configured games the way
+//! GABS does (a fresh token and a free loopback port in their environment and `bridge.json`, each in a
+//! process group of its own), attaches to them over GABP as a bridge, and keeps for each one its status, its
+//! tools (refreshed on `tools/changed`), its attention item (followed from events: a refused call costs no
+//! message to the game) and a log of the events a client subscribed to, read by cursor. It has no MCP in it:
+//! `gabp-mcp` puts an MCP front on it.
+//!
+//! ```no_run
+//! use gabp_hub::{Hub, HubConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let hub = Hub::new(HubConfig::load("/home/me/.gabs")?);
+//! let game = hub.game("voxel")?;
+//! game.start().await?;
+//! let block = game
+//!     .call_tool("world/get_block", serde_json::json!({"x": 0, "y": 0, "z": 0}))
+//!     .await?;
+//! println!("{}", block.value);
+//! hub.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+mod calls;
+pub mod config;
+mod error;
+pub mod events;
+mod game;
+pub mod launch;
+mod link;
+pub mod names;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gabp_types::ToolDescriptor;
+use tokio::sync::broadcast;
+
+pub use calls::{AttentionView, MAX_EVENT_WAIT};
+pub use config::{ConfigError, GameConfig, HubConfig, LaunchMode};
+pub use error::HubError;
+pub use events::{EventLimits, Gap, LoggedEvent};
+pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};
+
+/// A change a front end passes on to its clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HubEvent {
+    /// A game's status changed.
+    StatusChanged {
+        /// The game.
+        game: String,
+        /// Its new status.
+        status: GameStatus,
+    },
+    /// A game's tools changed (it connected, disconnected, or announced a change).
+    ToolsChanged {
+        /// The game.
+        game: String,
+    },
+}
+
+/// The supervisor of the configured games. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Hub {
+    config: std::sync::Arc<HubConfig>,
+    games: std::sync::Arc<BTreeMap<String, Game>>,
+    changes: broadcast::Sender<HubEvent>,
+}
+
+/// A game tool found by name.
+#[derive(Debug, Clone)]
+pub struct FoundTool {
+    /// The game.
+    pub game: Game,
+    /// The tool.
+    pub tool: ToolDescriptor,
+}
+
+impl Hub {
+    /// A hub for the games of `config`, none started.
+    #[must_use]
+    pub fn new(config: HubConfig) -> Hub {
+        Hub::with_limits(config, EventLimits::default())
+    }
+
+    /// As [`Hub::new`], with the limits of each game's event log.
+    #[must_use]
+    pub fn with_limits(config: HubConfig, limits: EventLimits) -> Hub {
+        let (changes, _) = broadcast::channel(256);
+        let games = config
+            .games
+            .values()
+            .map(|game| {
+                (
+                    game.id.clone(),
+                    Game::new(
+                        game.clone(),
+                        config.dir.clone(),
+                        config.startup,
+                        limits,
+                        changes.clone(),
+                    ),
+                )
+            })
+            .collect();
+        Hub {
+            config: std::sync::Arc::new(config),
+            games: std::sync::Arc::new(games),
+            changes,
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &HubConfig {
+        &self.config
+    }
+
+    /// The games, by id.
+    pub fn games(&self) -> impl Iterator<Item = &Game> {
+        self.games.values()
+    }
+
+    /// The game `reference`: its id, or a launch target only one game has.
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::GameNotFound`] (with the configured ids), [`HubError::AmbiguousGame`].
+    pub fn game(&self, reference: &str) -> Result<&Game, HubError> {
+        if let Some(game) = self.games.get(reference) {
+            return Ok(game);
+        }
+        let matches: Vec<&Game> = self
+            .games
+            .values()
+            .filter(|g| g.config().target == reference)
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(one),
+            [] => Err(HubError::GameNotFound {
+                game: reference.to_owned(),
+                candidates: self.games.keys().cloned().collect(),
+            }),
+            many => Err(HubError::AmbiguousGame {
+                game: reference.to_owned(),
+                matches: many.iter().map(|g| g.id().to_owned()).collect(),
+            }),
+        }
+    }
+
+    /// The game a call is for: `reference` when given, else the only connected game.
+    ///
+    /// # Errors
+    ///
+    /// As [`Hub::game`]; [`HubError::NoGameSelected`] when none is given and not exactly one is connected.
+    pub fn game_or_connected(&self, reference: Option<&str>) -> Result<&Game, HubError> {
+        if let Some(reference) = reference {
+            return self.game(reference);
+        }
+        let connected: Vec<&Game> = self
+            .games
+            .values()
+            .filter(|g| g.status() == GameStatus::Connected)
+            .collect();
+        match connected.as_slice() {
+            [one] => Ok(one),
+            [] => Err(HubError::NoGameSelected(
+                "no game is connected via GABP; use games_status, games_start or games_connect first"
+                    .to_owned(),
+            )),
+            many => Err(HubError::NoGameSelected(format!(
+                "several games are connected via GABP ({}); give gameId to choose one",
+                many.iter().map(|g| g.id()).collect::<Vec<_>>().join(", ")
+            ))),
+        }
+    }
+
+    /// The tool `name` names: a mirrored name (`voxel_world_get_block`), or with `game` given, the tool's
+    /// GABP name or one of its aliases (`world/get_block`, `world.get_block`, `voxel/world/get_block`).
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::ToolNotFound`], [`HubError::AmbiguousTool`], and as [`Hub::game`].
+    pub fn find_tool(&self, name: &str, game: Option<&str>) -> Result<FoundTool, HubError> {
+        let candidates: Vec<&Game> = match game {
+            Some(reference) => vec![self.game(reference)?],
+            None => self.games.values().collect(),
+        };
+        let mut found: Vec<FoundTool> = Vec::new();
+        for game in candidates {
+            for tool in game.cached_tools().iter() {
+                let tool_name = tool.name.as_str();
+                let hit = names::mirrored_name(game.id(), tool_name) == name
+                    || names::aliases(game.id(), tool_name)
+                        .iter()
+                        .any(|alias| alias == name);
+                if hit {
+                    found.push(FoundTool {
+                        game: game.clone(),
+                        tool: tool.clone(),
+                    });
+                    break;
+                }
+            }
+        }
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(HubError::ToolNotFound {
+                tool: name.to_owned(),
+                game: game.map(str::to_owned),
+            }),
+            _ => Err(HubError::AmbiguousTool {
+                tool: name.to_owned(),
+                games: found.iter().map(|f| f.game.id().to_owned()).collect(),
+            }),
+        }
+    }
+
+    /// Every connected game's tools with their mirrored names, in game and tool order.
+    #[must_use]
+    pub fn mirrored_tools(&self) -> Vec<(String, FoundTool)> {
+        let mut out = Vec::new();
+        for game in self.games.values() {
+            for tool in game.cached_tools().iter() {
+                out.push((
+                    names::mirrored_name(game.id(), tool.name.as_str()),
+                    FoundTool {
+                        game: game.clone(),
+                        tool: tool.clone(),
+                    },
+                ));
+            }
+        }
+        out
+    }
+
+    /// The changes of every game, as they happen.
+    #[must_use]
+    pub fn changes(&self) -> broadcast::Receiver<HubEvent> {
+        self.changes.subscribe()
+    }
+
+    /// Stops every game this hub started: SIGTERM to each process group, SIGKILL to what is left after
+    /// 3 s. Returns when all have ended.
+    pub async fn shutdown(&self) {
+        let stops = self.games.values().map(|game| async move {
+            let _ = game.stop_within(Duration::from_secs(3)).await;
+        });
+        futures::future::join_all(stops).await;
+    }
+}

@@ -1,0 +1,252 @@
+//! gabp-mcp: the MCP front of gabp-rs, on the official Rust SDK `rmcp`.
+//!
+//! [`GabpMcp`] serves a [`gabp_hub::Hub`] to any MCP client (Claude Desktop, Cursor, VS Code, ...) with the
+//! same tools as GABS 1.1 (`games_list`, `games_start`, `games_call_tool`, `games_get_attention`, ...), so
+//! that a GABS configuration works unchanged, plus `games_subscribe`, `games_unsubscribe` and `games_events`
+//! for game events. With [`McpOptions::mirror_tools`] every game tool is also an MCP tool of its own, named
+//! `<gameId>_<tool>` (`voxel_world_get_block`), and clients are told when the list changes. Game resources are
+//! MCP resources under `gabp-game://<gameId>/<uri>`. See `docs/mcp.md` for the mapping.
+//!
+//! ```no_run
+//! use gabp_hub::{Hub, HubConfig};
+//! use gabp_mcp::{GabpMcp, McpOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let hub = Hub::new(HubConfig::load("/home/me/.gabs")?);
+//! GabpMcp::new(hub, McpOptions::default()).serve_stdio().await?;
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+mod catalog;
+mod handlers;
+pub mod http;
+mod reply;
+mod resources;
+
+use std::sync::Arc;
+
+use gabp_hub::{Hub, HubEvent};
+use parking_lot::Mutex;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
+
+use crate::catalog::{HubTool, HUB_TOOLS};
+
+/// What an MCP client is told at `initialize`.
+const INSTRUCTIONS: &str = "gabp mcp drives the games configured for it over GABP. Start with games_list or \
+games_status, then games_start (or games_connect) with a gameId. To act in a game: games_tool_names with \
+brief=true, games_tool_detail for one tool, then games_call_tool. When a call is refused as blocked_by_attention, \
+read games_get_attention and acknowledge with games_ack_attention before acting again.";
+
+/// Options of the MCP front.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct McpOptions {
+    /// List every connected game's tools as MCP tools of their own (`<gameId>_<tool>`), and send
+    /// `notifications/tools/list_changed` when they change.
+    pub mirror_tools: bool,
+}
+
+impl McpOptions {
+    /// With [`McpOptions::mirror_tools`] set as given.
+    #[must_use]
+    pub fn mirror_tools(mut self, mirror: bool) -> Self {
+        self.mirror_tools = mirror;
+        self
+    }
+}
+
+/// The MCP server: a hub behind the GABS tool set. Cheap to clone; clones share the hub and the clients.
+#[derive(Clone)]
+pub struct GabpMcp {
+    hub: Hub,
+    options: McpOptions,
+    peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+}
+
+impl std::fmt::Debug for GabpMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GabpMcp")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GabpMcp {
+    /// A front for `hub`. Within a Tokio runtime, a task passes the hub's changes on to connected clients.
+    #[must_use]
+    pub fn new(hub: Hub, options: McpOptions) -> GabpMcp {
+        let front = GabpMcp {
+            hub,
+            options,
+            peers: Arc::new(Mutex::new(Vec::new())),
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tokio::spawn(front.clone().pass_on_changes());
+        }
+        front
+    }
+
+    /// The hub.
+    #[must_use]
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Serves one client on stdin and stdout until it goes away, then stops the games the hub started.
+    ///
+    /// # Errors
+    ///
+    /// When the MCP session cannot be set up (the client did not initialize).
+    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
+        let hub = self.hub.clone();
+        let result = match self.serve(rmcp::transport::stdio()).await {
+            Ok(running) => running
+                .waiting()
+                .await
+                .map(|_| ())
+                .map_err(std::io::Error::other),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        };
+        hub.shutdown().await;
+        result
+    }
+
+    /// Tells every client about the hub's changes: tool list changes when tools are mirrored, resource list
+    /// changes when a game connects or goes away.
+    async fn pass_on_changes(self) {
+        let mut changes = self.hub.changes();
+        loop {
+            let change = match changes.recv().await {
+                Ok(change) => Some(change),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let peers: Vec<Peer<RoleServer>> = self.peers.lock().clone();
+            let mut gone = false;
+            for peer in &peers {
+                let sent = match &change {
+                    Some(HubEvent::ToolsChanged { .. }) | None if self.options.mirror_tools => {
+                        peer.notify_tool_list_changed().await
+                    }
+                    Some(HubEvent::StatusChanged { .. }) => {
+                        peer.notify_resource_list_changed().await
+                    }
+                    _ => Ok(()),
+                };
+                gone |= sent.is_err();
+            }
+            if gone {
+                self.peers.lock().retain(|p| !p.is_transport_closed());
+            }
+        }
+    }
+
+    fn mirrored_tools(&self) -> Vec<Tool> {
+        self.hub
+            .mirrored_tools()
+            .into_iter()
+            .map(|(name, found)| {
+                let t = &found.tool;
+                let mut tool = Tool::new(
+                    name,
+                    format!("{} (Game: {})", t.description.as_str(), found.game.id()),
+                    Arc::new(t.input_schema.clone()),
+                )
+                .with_title(t.title.as_str());
+                if !t.output_schema.is_empty() {
+                    tool = tool.with_raw_output_schema(Arc::new(t.output_schema.clone()));
+                }
+                tool
+            })
+            .collect()
+    }
+}
+
+fn hub_tool(t: &HubTool) -> Tool {
+    Tool::new(t.name, t.description, t.input_schema())
+        .with_annotations(ToolAnnotations::new().read_only(t.read_only))
+}
+
+impl ServerHandler for GabpMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("gabp-mcp", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.peers.lock().push(context.peer);
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut tools: Vec<Tool> = HUB_TOOLS.iter().map(hub_tool).collect();
+        if self.options.mirror_tools {
+            tools.extend(self.mirrored_tools());
+        }
+        Ok(ListToolsResult {
+            tools,
+            ..Default::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(tool) = HubTool::find(&request.name) {
+            let result =
+                handlers::run(&self.hub, tool, request.arguments.as_ref(), &context.ct).await;
+            return Ok(result.into());
+        }
+        // A game tool by its mirrored name (listed with --mirror-tools; always callable).
+        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        let result = handlers::call_game_tool(
+            &self.hub,
+            &request.name,
+            None,
+            arguments,
+            handlers::CALL_TIMEOUT,
+            &context.ct,
+        )
+        .await
+        .unwrap_or_else(reply::Reply::into_result);
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list(&self.hub).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(&self.hub, &request.uri).await
+    }
+}

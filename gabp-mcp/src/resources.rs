@@ -1,0 +1,107 @@
+//! Game resources as MCP resources: `gabp-game://<gameId>/state` (what the hub knows of the game) and each
+//! resource a connected game offers, as `gabp-game://<gameId>/<its uri>`.
+
+use gabp_hub::{GameStatus, Hub, HubError};
+use gabp_types::methods::ContentEncoding;
+use rmcp::model::{
+    ListResourcesResult, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+};
+use rmcp::ErrorData as McpError;
+use serde_json::{json, Value};
+
+/// The scheme of game resources.
+pub(crate) const SCHEME: &str = "gabp-game://";
+
+fn state_uri(game: &str) -> String {
+    format!("{SCHEME}{game}/state")
+}
+
+pub(crate) async fn list(hub: &Hub) -> Result<ListResourcesResult, McpError> {
+    let mut resources = Vec::new();
+    for game in hub.games() {
+        if game.status() != GameStatus::Connected {
+            continue;
+        }
+        let mut state = Resource::new(state_uri(game.id()), format!("{} game state", game.id()));
+        state.mime_type = Some("application/json".to_owned());
+        resources.push(state);
+        // A game whose resources cannot be listed still shows its state.
+        for info in game.resources().await.unwrap_or_default() {
+            let mut resource = Resource::new(
+                format!("{SCHEME}{}/{}", game.id(), info.uri.as_str()),
+                info.name.clone(),
+            );
+            resource.description = info.description.clone();
+            resource.mime_type = info.mime_type.clone();
+            resources.push(resource);
+        }
+    }
+    Ok(ListResourcesResult {
+        resources,
+        ..Default::default()
+    })
+}
+
+fn not_found(uri: &str, why: impl std::fmt::Display) -> McpError {
+    McpError::resource_not_found(
+        format!("resource {uri} not found: {why}"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, McpError> {
+    let rest = uri.strip_prefix(SCHEME).ok_or_else(|| {
+        not_found(
+            uri,
+            format!("game resources are named {SCHEME}<gameId>/<uri>"),
+        )
+    })?;
+    let (id, inner) = rest
+        .split_once('/')
+        .ok_or_else(|| not_found(uri, "no resource after the game id"))?;
+    let game = hub.game(id).map_err(|e| not_found(uri, e))?;
+    let contents = if inner == "state" {
+        let snapshot = game.snapshot();
+        let names: Vec<String> = game
+            .cached_tools()
+            .iter()
+            .map(|t| t.name.as_str().to_owned())
+            .collect();
+        let text = json!({ "game": snapshot, "availableTools": names }).to_string();
+        ResourceContents::TextResourceContents {
+            uri: uri.to_owned(),
+            mime_type: Some("application/json".to_owned()),
+            text,
+            meta: None,
+        }
+    } else {
+        let read = game.read_resource(inner).await.map_err(|e| match e {
+            HubError::NotConnected { .. } => not_found(uri, e),
+            other => McpError::internal_error(other.to_string(), Some(json!({ "uri": uri }))),
+        })?;
+        let mime_type = read.mime_type.clone();
+        match (read.encoding, read.content) {
+            (Some(ContentEncoding::Base64), Value::String(blob)) => {
+                ResourceContents::BlobResourceContents {
+                    uri: uri.to_owned(),
+                    mime_type,
+                    blob,
+                    meta: None,
+                }
+            }
+            (_, Value::String(text)) => ResourceContents::TextResourceContents {
+                uri: uri.to_owned(),
+                mime_type,
+                text,
+                meta: None,
+            },
+            (_, other) => ResourceContents::TextResourceContents {
+                uri: uri.to_owned(),
+                mime_type: mime_type.or_else(|| Some("application/json".to_owned())),
+                text: other.to_string(),
+                meta: None,
+            },
+        }
+    };
+    Ok(ReadResourceResult::new(vec![contents]).into())
+}
