@@ -1,0 +1,254 @@
+"""Drives `gabp mcp` with the official MCP Python SDK, a client nobody on this project wrote.
+
+Usage: python mcp_python_client.py PATH/TO/gabp
+
+Covers what an MCP host does: launch a game, list and call tools, the attention block and its
+acknowledgement, events by cursor, a crash and a restart, stop, bad input, and MCP over streamable HTTP with
+a bearer key. Prints one line per check and ends with `N passed, M failed`; exits 1 when any failed.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import httpx2
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+GABP = os.path.abspath(sys.argv[1])
+RESULTS = {"passed": 0, "failed": 0}
+
+
+def check(name, condition, detail=""):
+    if condition:
+        RESULTS["passed"] += 1
+        print(f"ok   {name}")
+    else:
+        RESULTS["failed"] += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def write_config(directory, ids):
+    games = {
+        gid: {
+            "id": gid,
+            "name": f"Demo {gid}",
+            "launchMode": "DirectPath",
+            "target": GABP,
+            "args": ["mod"],
+            "env": {"RUST_LOG": "warn"},
+        }
+        for gid in ids
+    }
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({"version": "1.0", "games": games}, f)
+
+
+def structured(result):
+    return result.structured_content or {}
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Listener:
+    def __init__(self):
+        self.tool_list_changed = 0
+
+    async def __call__(self, message):
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed":
+            self.tool_list_changed += 1
+
+
+async def stdio_session(directory):
+    listener = Listener()
+    params = StdioServerParameters(
+        command=GABP,
+        args=["mcp", "--config-dir", directory, "--mirror-tools"],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": directory},
+    )
+    pids = []
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=listener) as s:
+            init = await s.initialize()
+            check("initialize names the server", init.server_info.name == "gabp-mcp", init.server_info)
+            names = {t.name for t in (await s.list_tools()).tools}
+            gabs = {"games_list", "games_show", "games_start", "games_stop", "games_kill",
+                    "games_status", "games_connect", "games_tools", "games_tool_names",
+                    "games_tool_detail", "games_call_tool", "games_get_attention",
+                    "games_ack_attention"}
+            check("the 13 GABS tools are listed", gabs <= names, gabs - names)
+
+            listed = await s.call_tool("games_list", {})
+            check("games_list", "voxel" in listed.content[0].text, listed.content[0].text)
+
+            started = await s.call_tool("games_start", {"gameId": "voxel"})
+            check("games_start connects", structured(started).get("code") == "started_connected",
+                  started.content[0].text)
+            for _ in range(100):
+                if listener.tool_list_changed:
+                    break
+                await asyncio.sleep(0.05)
+            check("tools/list_changed after the start", listener.tool_list_changed > 0)
+            names = {t.name for t in (await s.list_tools()).tools}
+            check("game tools are mirrored", "voxel_world_get_block" in names, sorted(names))
+
+            block = await s.call_tool("games_call_tool", {
+                "tool": "voxel_world_get_block", "arguments": {"x": 0, "y": 0, "z": 0}})
+            check("games_call_tool by mirrored name", structured(block).get("block") == "stone",
+                  block.content[0].text)
+            echo = await s.call_tool("voxel_demo_echo", {"value": [1, 2]})
+            check("a mirrored tool called directly", structured(echo).get("value") == [1, 2],
+                  echo.content[0].text)
+
+            times = []
+            for _ in range(200):
+                t = time.perf_counter()
+                await s.call_tool("games_call_tool", {"tool": "voxel_demo_echo", "arguments": {"value": "x" * 100}})
+                times.append(time.perf_counter() - t)
+            p50 = statistics.median(times) * 1e6
+            print(f"info games_call_tool round trip from the Python SDK: p50 {p50:.0f} us over 200 calls")
+
+            await s.call_tool("games_call_tool", {
+                "tool": "voxel_demo_raise_error", "arguments": {"message": "the autosave failed"}})
+            place = {"tool": "voxel_world_place_block",
+                     "arguments": {"x": 2, "y": 5, "z": 2, "blockType": "glass"}}
+            blocked = await s.call_tool("games_call_tool", place)
+            check("a blocking attention item refuses the call",
+                  blocked.is_error and structured(blocked).get("code") == "blocked_by_attention",
+                  blocked.content[0].text)
+            attention = structured(await s.call_tool("games_get_attention", {"gameId": "voxel"}))
+            check("games_get_attention shows the item", attention.get("blocking") is True, attention)
+            attention_id = (attention.get("attention") or {}).get("attentionId", "")
+            acked = await s.call_tool("games_ack_attention", {"gameId": "voxel", "attentionId": attention_id})
+            check("games_ack_attention", structured(acked).get("acknowledged") is True, acked.content[0].text)
+            placed = await s.call_tool("games_call_tool", place)
+            check("calls flow again after the ack", structured(placed).get("success") is True,
+                  placed.content[0].text)
+
+            await s.call_tool("games_subscribe", {"gameId": "voxel", "channels": ["world/block_change"]})
+            await s.call_tool("games_call_tool", {"tool": "voxel_world_place_block",
+                                                  "arguments": {"x": 3, "y": 6, "z": 3, "blockType": "sand"}})
+            events = structured(await s.call_tool("games_events", {"gameId": "voxel", "waitMs": 5000}))
+            got = [e["payload"].get("x") for e in events.get("events", [])]
+            check("games_events returns the event", 3 in got, events)
+            again = structured(await s.call_tool("games_events", {"gameId": "voxel", "cursor": events.get("cursor")}))
+            check("the same cursor gives no event twice", again.get("events") == [], again)
+
+            bad = await s.call_tool("games_start", {"gameId": "nope"})
+            check("an unknown game is a clear error",
+                  bad.is_error and structured(bad).get("code") == "game_not_found", bad.content[0].text)
+            bad = await s.call_tool("games_call_tool", {"gameId": "voxel", "tool": "no/such_tool"})
+            check("an unknown tool is a clear error", bad.is_error, bad.content[0].text)
+            bad = await s.call_tool("games_call_tool", {"tool": "voxel_world_get_block",
+                                                        "arguments": {"x": "one"}})
+            check("wrong argument types keep the game's code",
+                  bad.is_error and structured(bad).get("gabpError", {}).get("code") == -32602,
+                  bad.content[0].text)
+
+            status = structured(await s.call_tool("games_status", {"gameId": "voxel"}))
+            pid = status.get("pid")
+            pids.append(pid)
+            os.kill(pid, signal.SIGKILL)
+            crashed = time.monotonic()
+            state = None
+            while time.monotonic() - crashed < 5:
+                state = structured(await s.call_tool("games_status", {"gameId": "voxel"})).get("status")
+                if state == "exited":
+                    break
+                await asyncio.sleep(0.05)
+            check("a crash is noticed within a second",
+                  state == "exited" and time.monotonic() - crashed < 1.5, state)
+            restarted = await s.call_tool("games_start", {"gameId": "voxel"})
+            check("the game starts again", structured(restarted).get("code") == "started_connected",
+                  restarted.content[0].text)
+            pids.append(structured(await s.call_tool("games_status", {"gameId": "voxel"})).get("pid"))
+
+            stopped = await s.call_tool("games_stop", {"gameId": "voxel"})
+            check("games_stop", structured(stopped).get("code") == "terminated", stopped.content[0].text)
+            check("the game process is gone after games_stop", not alive(pids[-1]), pids)
+    return pids
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def http_session(directory):
+    port = free_port()
+    env = dict(os.environ, GABP_MCP_API_KEY="k" * 40, HOME=directory)
+    server = subprocess.Popen([GABP, "mcp", "--config-dir", directory, "--http", f"127.0.0.1:{port}"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        request = urllib.request.Request(url, data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            code = 200
+        except urllib.error.HTTPError as e:
+            code = e.code
+        check("HTTP without the bearer key is 401", code == 401, code)
+        headers = {"Authorization": "Bearer " + "k" * 40}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+            async with streamable_http_client(url, http_client=http) as (read, write, *_):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    listed = await s.call_tool("games_list", {})
+                    check("MCP over streamable HTTP with the key", "voxel" in listed.content[0].text,
+                          listed.content[0].text)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+
+    refused = subprocess.run([GABP, "mcp", "--config-dir", directory, "--http", "0.0.0.0:0"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    check("a non-loopback address is refused at start",
+          refused.returncode != 0 and "loopback" in refused.stderr, refused.stderr)
+    env.pop("GABP_MCP_API_KEY")
+    refused = subprocess.run([GABP, "mcp", "--config-dir", directory, "--http", "127.0.0.1:0"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    check("--http without a key is refused", refused.returncode != 0 and "GABP_MCP_API_KEY" in refused.stderr,
+          refused.stderr)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as directory:
+        write_config(directory, ["voxel"])
+        pids = asyncio.run(stdio_session(directory))
+        deadline = time.monotonic() + 10
+        while any(p and alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check("no game process is left after the session", not any(p and alive(p) for p in pids), pids)
+        asyncio.run(http_session(directory))
+    print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
+    sys.exit(1 if RESULTS["failed"] else 0)
+
+
+if __name__ == "__main__":
+    main()
