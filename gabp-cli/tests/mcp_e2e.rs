@@ -331,3 +331,55 @@ async fn closing_the_client_ends_every_game() {
         pids.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn game_resources_are_mcp_resources_and_subscriptions_hear_of_changes() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents, SubscribeRequestParams};
+
+    let mcp = Mcp::start(&["voxel"], &[]).await;
+    mcp.ok("games_start", json!({"gameId": "voxel"})).await;
+    let listed = mcp
+        .client
+        .list_all_resources()
+        .await
+        .expect("resources/list");
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    assert!(uris.contains(&"gabp-game://voxel/state"), "{uris:?}");
+    let world = "gabp-game://voxel/gabp://game/world";
+    assert!(uris.contains(&world), "{uris:?}");
+    let read = mcp
+        .client
+        .read_resource(ReadResourceRequestParams::new(world))
+        .await
+        .expect("resources/read");
+    let text = match &read.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(serde_json::from_str::<Value>(&text).is_ok(), "{text}");
+    let missing = mcp
+        .client
+        .read_resource(ReadResourceRequestParams::new("gabp-game://nope/state"))
+        .await;
+    assert!(missing.is_err());
+
+    let state = "gabp-game://voxel/state";
+    // resources/subscribe is what hosts on the 2025 protocol send.
+    #[allow(deprecated)]
+    mcp.client
+        .subscribe(SubscribeRequestParams::new(state))
+        .await
+        .expect("resources/subscribe");
+    mcp.ok("games_stop", json!({"gameId": "voxel"})).await;
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            mcp.heard
+                .resources_updated
+                .lock()
+                .iter()
+                .any(|u| u == state)
+        })
+        .await,
+        "no resources/updated for {state}"
+    );
+}

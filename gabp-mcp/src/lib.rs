@@ -26,14 +26,16 @@ pub mod http;
 mod reply;
 mod resources;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use gabp_hub::{Hub, HubEvent};
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -70,6 +72,8 @@ pub struct GabpMcp {
     hub: Hub,
     options: McpOptions,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    /// Resource URIs clients subscribed to (`resources/subscribe`).
+    subscribed: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for GabpMcp {
@@ -88,6 +92,7 @@ impl GabpMcp {
             hub,
             options,
             peers: Arc::new(Mutex::new(Vec::new())),
+            subscribed: Arc::new(Mutex::new(BTreeSet::new())),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
             tokio::spawn(front.clone().pass_on_changes());
@@ -131,6 +136,20 @@ impl GabpMcp {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
             let peers: Vec<Peer<RoleServer>> = self.peers.lock().clone();
+            // A game's resources may have changed when its status or tools did: GABP has no change
+            // notification for resources, so subscribers hear of it then (docs/mcp.md).
+            let updated: Vec<String> = match &change {
+                Some(HubEvent::StatusChanged { game, .. } | HubEvent::ToolsChanged { game }) => {
+                    let prefix = format!("{}{game}/", resources::SCHEME);
+                    self.subscribed
+                        .lock()
+                        .iter()
+                        .filter(|uri| uri.starts_with(&prefix))
+                        .cloned()
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
             let mut gone = false;
             for peer in &peers {
                 let sent = match &change {
@@ -143,6 +162,12 @@ impl GabpMcp {
                     _ => Ok(()),
                 };
                 gone |= sent.is_err();
+                for uri in &updated {
+                    let sent = peer
+                        .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+                        .await;
+                    gone |= sent.is_err();
+                }
             }
             if gone {
                 self.peers.lock().retain(|p| !p.is_transport_closed());
@@ -184,6 +209,7 @@ impl ServerHandler for GabpMcp {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .build(),
         )
         .with_server_info(Implementation::new("gabp-mcp", env!("CARGO_PKG_VERSION")))
@@ -240,6 +266,27 @@ impl ServerHandler for GabpMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         resources::list(&self.hub).await
+    }
+
+    #[allow(deprecated)] // resources/subscribe is what 2025 clients send.
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        resources::check_uri(&self.hub, &request.uri)?;
+        self.subscribed.lock().insert(request.uri);
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribed.lock().remove(&request.uri);
+        Ok(())
     }
 
     async fn read_resource(

@@ -49,7 +49,11 @@ fn not_found(uri: &str, why: impl std::fmt::Display) -> McpError {
     )
 }
 
-pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, McpError> {
+/// The game and the game's own URI (`state` for the hub's view) that `uri` names.
+pub(crate) fn check_uri<'u>(
+    hub: &Hub,
+    uri: &'u str,
+) -> Result<(gabp_hub::Game, &'u str), McpError> {
     let rest = uri.strip_prefix(SCHEME).ok_or_else(|| {
         not_found(
             uri,
@@ -58,8 +62,14 @@ pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, M
     })?;
     let (id, inner) = rest
         .split_once('/')
+        .filter(|(_, inner)| !inner.is_empty())
         .ok_or_else(|| not_found(uri, "no resource after the game id"))?;
     let game = hub.game(id).map_err(|e| not_found(uri, e))?;
+    Ok((game.clone(), inner))
+}
+
+pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, McpError> {
+    let (game, inner) = check_uri(hub, uri)?;
     let contents = if inner == "state" {
         let snapshot = game.snapshot();
         let names: Vec<String> = game

@@ -21,6 +21,7 @@ pub const STEP: Duration = Duration::from_secs(60);
 pub struct Heard {
     pub tool_list_changed: AtomicUsize,
     pub resource_list_changed: AtomicUsize,
+    pub resources_updated: parking_lot::Mutex<Vec<String>>,
     pub notify: Notify,
 }
 
@@ -30,6 +31,15 @@ pub struct Listener(pub Arc<Heard>);
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.0.tool_list_changed.fetch_add(1, Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.resources_updated.lock().push(params.uri);
         self.0.notify.notify_waiters();
     }
 
