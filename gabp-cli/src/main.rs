@@ -18,6 +18,7 @@ mod call;
 mod conformance;
 mod demo;
 mod serve_mod;
+mod signals;
 mod tail;
 mod target;
 mod terminal;
