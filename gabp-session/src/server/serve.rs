@@ -183,6 +183,13 @@ impl ModServer {
         &self.inner.welcome
     }
 
+    /// The token bridges must present in `session/hello` (for a bridge in the same process, such as a test's;
+    /// like every [`Token`], it never shows in `Debug` or `Display`).
+    #[must_use]
+    pub fn token(&self) -> &Token {
+        self.inner.auth.token()
+    }
+
     /// The limits.
     #[must_use]
     pub fn limits(&self) -> &ServerLimits {
