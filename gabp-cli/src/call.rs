@@ -20,7 +20,7 @@ Examples:
   # A tool of the demo game, started with `gabp mod` (which writes bridge.json for us)
   gabp call demo/echo '{\"value\": 1}'
 
-  # The same call spelled out, with the endpoint and token given
+  # A tool call spelled out, with the endpoint and token given
   gabp call --connect tcp://127.0.0.1:4711 --token $TOKEN tools/call \\
       '{\"name\": \"world/get_block\", \"arguments\": {\"x\": 3, \"y\": 4, \"z\": 3}}'
 
