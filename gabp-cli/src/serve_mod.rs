@@ -26,8 +26,6 @@ use tokio::sync::oneshot;
 
 use gabp_demo::{DemoGame, AGENT_ID};
 
-use crate::signals::Signals;
-
 /// Long help of `gabp mod`.
 pub const EXAMPLES: &str = "\
 Settings, first source wins: the flags; the GABS environment (GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID);
@@ -205,7 +203,7 @@ fn init_tracing() {
 
 async fn serve(resolved: Resolved) -> Result<(), String> {
     // Before anything can be connected to: a signal from now on shuts down instead of killing.
-    let mut signals = Signals::new()?;
+    let mut signals = crate::signals::Signals::new()?;
     let game = DemoGame::new();
     let server = game
         .builder()
@@ -266,7 +264,7 @@ async fn publish(resolved: &Resolved, listening: &Endpoint) -> Option<BridgeJson
 async fn serve_socket(
     server: ModServer,
     resolved: &Resolved,
-    signals: &mut Signals,
+    signals: &mut crate::signals::Signals,
 ) -> Result<(), String> {
     let endpoint = &resolved.settings.endpoint;
     let listener = Listener::bind(endpoint).await.map_err(|e| {
@@ -300,7 +298,10 @@ async fn serve_socket(
     Ok(())
 }
 
-async fn serve_stdio(server: &ModServer, signals: &mut Signals) -> Result<(), String> {
+async fn serve_stdio(
+    server: &ModServer,
+    signals: &mut crate::signals::Signals,
+) -> Result<(), String> {
     let (stop, stopped) = oneshot::channel();
     let stdin = StdinUntil {
         stdin: tokio::io::stdin(),

@@ -1,4 +1,4 @@
-//! SIGINT and SIGTERM for `gabp mod`: the first shuts down gracefully, a second stops at once.
+//! SIGINT and SIGTERM (Ctrl-C elsewhere) for the commands that serve until told to stop.
 
 /// SIGINT and SIGTERM (Ctrl-C elsewhere).
 pub(crate) struct Signals {
