@@ -4,6 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 use gabp_session::bridge::Bridge;
+use gabp_types::methods::CORE_METHODS;
 use serde_json::Value;
 
 use crate::target::{describe_call_error, TargetArgs};
@@ -12,10 +13,14 @@ use crate::target::{describe_call_error, TargetArgs};
 pub const EXAMPLES: &str = "\
 The result is printed as pretty JSON on stdout. An error answer is one line on stderr
 (`error: METHOD: CODE MESSAGE (data: ...)`) and exit status 1. The method is sent even if the mod does not
-advertise it, so that you see the mod's own answer.
+advertise it, so that you see the mod's own answer; but a METHOD that is neither a core method nor advertised,
+and is the name of one of the mod's tools, calls that tool with PARAMS_JSON as its arguments.
 
 Examples:
-  # A tool of the demo game (start it with `gabp mod`, which prints its endpoint)
+  # A tool of the demo game, started with `gabp mod` (which writes bridge.json for us)
+  gabp call demo/echo '{\"value\": 1}'
+
+  # A tool call spelled out, with the endpoint and token given
   gabp call --connect tcp://127.0.0.1:4711 --token $TOKEN tools/call \\
       '{\"name\": \"world/get_block\", \"arguments\": {\"x\": 3, \"y\": 4, \"z\": 3}}'
 
@@ -59,11 +64,42 @@ pub async fn run(args: &CallArgs, stdout: &mut dyn Write) -> Result<(), String> 
     let session = target
         .open(Bridge::builder(target.token.clone()).check_advertised(false))
         .await?;
-    let outcome = session.bridge.request(&args.method, params).await;
+    let outcome = match tool_named(&session.bridge, &args.method).await {
+        Some(tool) => {
+            let arguments = if params.is_null() {
+                Value::Object(serde_json::Map::new())
+            } else {
+                params
+            };
+            session.bridge.call_tool(&tool, arguments).await
+        }
+        None => session.bridge.request(&args.method, params).await,
+    };
     // Whatever the answer, leave politely.
     session.finish().await;
     let result = outcome.map_err(|e| format!("{}: {}", args.method, describe_call_error(&e)))?;
     let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
     writeln!(stdout, "{text}").map_err(|e| format!("cannot write to stdout: {e}"))?;
     Ok(())
+}
+
+/// `METHOD` read as a tool name: not a core method, not a method the mod advertises, but one of its tools.
+async fn tool_named(bridge: &Bridge, method: &str) -> Option<String> {
+    if CORE_METHODS.contains(&method) {
+        return None;
+    }
+    let advertises = bridge
+        .welcome()
+        .capabilities
+        .methods
+        .as_ref()
+        .is_some_and(|methods| methods.iter().any(|m| m.as_str() == method));
+    if advertises {
+        return None;
+    }
+    let tools = bridge.list_tools().await.ok()?;
+    tools
+        .iter()
+        .any(|tool| tool.name.as_str() == method)
+        .then(|| method.to_owned())
 }

@@ -1,9 +1,11 @@
 //! `gabp mod`: serves the demo game (see [`gabp_demo`]) on TCP loopback, a Unix socket or stdio.
 //!
-//! Settings, first source wins: the flags, the GABS environment (`GABP_SERVER_PORT`, `GABP_TOKEN`,
-//! `GABS_GAME_ID`), `bridge.json` (`--config`, else the platform path), then defaults: a free loopback TCP port
-//! and a fresh token, printed to stderr. On a socket the first stdout line is `listening on ENDPOINT`; on stdio,
-//! stdout carries frames only. SIGINT and SIGTERM shut down gracefully (a second one stops at once).
+//! Settings, first source wins ([`ModSettings::resolve_or_default`]): the flags, the GABS environment
+//! (`GABP_SERVER_PORT`, `GABP_TOKEN`, `GABS_GAME_ID`), `bridge.json` (`--config`, else the platform path), then
+//! defaults: a free loopback TCP port and a fresh token. On a socket, a mod that chose its own endpoint and token
+//! writes them to `bridge.json` for bridges (SPEC/1.0/transport.md §4.3) and removes it on exit; the first stdout
+//! line is `listening on ENDPOINT`. On stdio, stdout carries frames only. SIGINT and SIGTERM shut down gracefully
+//! (a second one stops at once).
 
 use std::ffi::OsString;
 use std::future::Future as _;
@@ -16,8 +18,8 @@ use std::time::Duration;
 use clap::Args;
 use gabp_session::server::ModServer;
 use gabp_transport::{
-    ConfigError, Connection, Endpoint, ExplicitSettings, Listener, ModSettings, SettingsError,
-    Token,
+    BridgeJsonGuard, ConfigError, Connection, Endpoint, ExplicitSettings, Listener, ModSettings,
+    SettingSource, Token,
 };
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::oneshot;
@@ -27,14 +29,22 @@ use gabp_demo::{DemoGame, AGENT_ID};
 /// Long help of `gabp mod`.
 pub const EXAMPLES: &str = "\
 Settings, first source wins: the flags; the GABS environment (GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID);
-bridge.json (--config, else the platform path); defaults (a free port on 127.0.0.1, a fresh token printed
-to stderr). Logs go to stderr; RUST_LOG sets the level (default info).
+bridge.json (--config, else the platform path; one left by a process that has exited is passed over);
+defaults (a free port on 127.0.0.1, a fresh token). Logs go to stderr; RUST_LOG sets the level (default info).
+
+bridge.json: when the mod chose its endpoint and token itself (flags or defaults) and listens on a socket, it
+writes them to bridge.json (--config, else the platform path; mode 0600, atomically) before the `listening on`
+line, so that `gabp call`, `tools` and `tail` need no flags, and removes the file on exit. When the endpoint or
+the token came from the GABS environment or from a bridge.json, the launcher owns the file and the mod leaves it
+alone. --no-bridge-json writes nothing. A fresh token is printed to stderr only when no bridge.json holds it.
 
 Examples:
-  # TCP on a free loopback port; the first stdout line is `listening on tcp://127.0.0.1:PORT`
-  gabp mod --token 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+  # Terminal 1: the demo game on a free loopback port, announced in bridge.json
+  gabp mod
+  # Terminal 2: no flags needed
+  gabp call demo/echo '{\"value\":1}'
 
-  # A fresh Unix socket (0600, unpredictable path), removed on exit
+  # A fresh Unix socket (0600, unpredictable path), removed on exit; the token comes from the environment
   GABP_TOKEN=0123456789abcdef0123456789abcdef gabp mod --listen unix
 
   # One bridge on stdin/stdout; exits when stdin closes
@@ -54,25 +64,29 @@ pub struct ModArgs {
     /// other users can see command lines.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// The bridge.json to take the endpoint and token from (default: the platform path).
+    /// The bridge.json to take the endpoint and token from, or to write them to when the mod chose them
+    /// itself (default: the platform path).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Refuse a bridge.json that group or others can read (without it: a warning).
     #[arg(long)]
     pub strict: bool,
+    /// Do not write bridge.json, even when the mod chose its endpoint and token itself.
+    #[arg(long)]
+    pub no_bridge_json: bool,
 }
 
 /// What `gabp mod` serves with.
 #[derive(Debug)]
 pub struct Resolved {
-    /// Where to listen.
-    pub endpoint: Endpoint,
-    /// The token.
-    pub token: Token,
+    /// Where to listen, the token, and where they came from.
+    pub settings: ModSettings,
     /// The `agentId`.
     pub agent_id: String,
-    /// Whether the token was generated for this run (and so must be shown).
+    /// Whether the token was generated for this run (and so must reach bridges: through bridge.json, or shown).
     pub generated_token: bool,
+    /// Whether to write bridge.json when the mod owns it (no `--no-bridge-json`).
+    pub publish: bool,
     /// What the user should know but that did not stop the mod (a bridge.json others can read).
     pub warnings: Vec<String>,
 }
@@ -99,42 +113,28 @@ where
         .as_deref()
         .map(|t| Token::new(t).map_err(|e| format!("--token: {e}")))
         .transpose()?;
-    let mut explicit = ExplicitSettings {
+    let explicit = ExplicitSettings {
         endpoint,
         token,
         agent_id: None,
         bridge_json: args.config.clone(),
     };
-    let mut generated_token = false;
-    let settings = match ModSettings::resolve(explicit.clone(), &env) {
-        Ok(settings) => settings,
-        // No bridge.json at the default path (or no default path): the defaults apply. A --config file that
-        // does not exist is an error.
-        Err(SettingsError::Missing { setting, .. }) if args.config.is_none() => {
-            if setting.contains("endpoint") {
-                explicit.endpoint = Some(Endpoint::tcp_v4(0));
-            }
-            if setting.contains("token") {
-                explicit.token =
-                    Some(Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?);
-                generated_token = true;
-            }
-            ModSettings::resolve(explicit, &env).map_err(|e| e.to_string())?
-        }
-        Err(e) => return Err(e.to_string()),
-    };
+    let settings = ModSettings::resolve_or_default(explicit, &env).map_err(|e| e.to_string())?;
     // SPEC/1.0 security.md §5: a bridge.json others can read is a warning, or with --strict an error.
-    let warnings = match settings.bridge_json_exposure {
+    let warnings = match settings.bridge_json_exposure.clone() {
         None => Vec::new(),
         Some(exposure) if args.strict => return Err(ConfigError::from(exposure).to_string()),
         Some(exposure) => vec![exposure.to_string()],
     };
     Ok(Resolved {
-        endpoint: settings.endpoint,
-        token: settings.token,
-        agent_id: settings.agent_id.unwrap_or_else(|| AGENT_ID.to_owned()),
-        generated_token,
+        agent_id: settings
+            .agent_id
+            .clone()
+            .unwrap_or_else(|| AGENT_ID.to_owned()),
+        generated_token: settings.token_source == SettingSource::Default,
+        publish: !args.no_bridge_json,
         warnings,
+        settings,
     })
 }
 
@@ -167,12 +167,6 @@ pub fn run(args: &ModArgs) -> u8 {
     };
     for warning in &resolved.warnings {
         eprintln!("warning: {warning}");
-    }
-    if resolved.generated_token {
-        eprintln!(
-            "generated token: {} (no --token, GABP_TOKEN or bridge.json; bridges present it in session/hello)",
-            resolved.token.expose_secret()
-        );
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -208,40 +202,79 @@ fn init_tracing() {
 }
 
 async fn serve(resolved: Resolved) -> Result<(), String> {
-    let Resolved {
-        endpoint,
-        token,
-        agent_id,
-        ..
-    } = resolved;
     // Before anything can be connected to: a signal from now on shuts down instead of killing.
     let mut signals = crate::signals::Signals::new()?;
     let game = DemoGame::new();
     let server = game
         .builder()
-        .token(token)
-        .agent_id(agent_id)
+        .token(resolved.settings.token.clone())
+        .agent_id(resolved.agent_id.clone())
         .build()
         .map_err(|e| format!("cannot build the demo mod: {e}"))?;
     // Lives until serving is over: graceful shutdown may still run calls queued for the game thread.
     let _game_loop = game
         .run_loop(server.main_thread())
         .map_err(|e| format!("cannot start the game thread: {e}"))?;
-    match endpoint {
-        Endpoint::Stdio => serve_stdio(&server, &mut signals).await,
-        endpoint => serve_socket(server, &endpoint, &mut signals).await,
+    if resolved.settings.endpoint == Endpoint::Stdio {
+        show_generated_token(&resolved, None);
+        serve_stdio(&server, &mut signals).await
+    } else {
+        serve_socket(server, &resolved, &mut signals).await
+    }
+}
+
+/// A generated token must reach bridges: through bridge.json, or else it is shown on stderr.
+fn show_generated_token(resolved: &Resolved, bridge_json: Option<&BridgeJsonGuard>) {
+    match bridge_json {
+        Some(guard) => eprintln!(
+            "wrote {} for bridges (endpoint and token; removed on exit)",
+            guard.path().display()
+        ),
+        None if resolved.generated_token => eprintln!(
+            "generated token: {} (no --token, GABP_TOKEN or bridge.json; bridges present it in session/hello)",
+            resolved.settings.token.expose_secret()
+        ),
+        None => {}
+    }
+}
+
+/// Writes bridge.json for the endpoint being served, when this mod owns the file (see [`EXAMPLES`]).
+async fn publish(resolved: &Resolved, listening: &Endpoint) -> Option<BridgeJsonGuard> {
+    if !resolved.publish {
+        return None;
+    }
+    let settings = resolved.settings.clone();
+    let listening = listening.clone();
+    // Blocking file-system work (fsync).
+    let written =
+        tokio::task::spawn_blocking(move || settings.publish_bridge_json(&listening)).await;
+    match written {
+        Ok(Ok(guard)) => guard,
+        Ok(Err(e)) => {
+            eprintln!("warning: bridges will need --connect and --token: {e}");
+            None
+        }
+        Err(e) => {
+            eprintln!("warning: cannot write bridge.json: {e}");
+            None
+        }
     }
 }
 
 async fn serve_socket(
     server: ModServer,
-    endpoint: &Endpoint,
+    resolved: &Resolved,
     signals: &mut crate::signals::Signals,
 ) -> Result<(), String> {
-    let listener = Listener::bind(endpoint)
-        .await
-        .map_err(|e| format!("cannot listen on {endpoint}: {e}"))?;
+    let endpoint = &resolved.settings.endpoint;
+    let listener = Listener::bind(endpoint).await.map_err(|e| {
+        let from = &resolved.settings.endpoint_source;
+        format!("cannot listen on {endpoint} (from {from}): {e}")
+    })?;
     let handle = server.serve(listener);
+    // Before the listening line: whoever waits for it finds bridge.json in place. Removed when dropped.
+    let bridge_json = publish(resolved, handle.endpoint()).await;
+    show_generated_token(resolved, bridge_json.as_ref());
     let line = format!("listening on {}", handle.endpoint());
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
@@ -261,6 +294,7 @@ async fn serve_socket(
             tracing::warn!(signal = second, "second signal: stopping without waiting for requests in flight");
         }
     }
+    drop(bridge_json);
     Ok(())
 }
 
@@ -340,6 +374,7 @@ mod tests {
             token: token.map(str::to_owned),
             config: config.map(Path::to_path_buf),
             strict: false,
+            no_bridge_json: false,
         }
     }
 
@@ -347,9 +382,9 @@ mod tests {
     fn defaults_when_nothing_is_configured() {
         let home = tempfile::tempdir().unwrap();
         let r = resolve(&args(None, None, None), env(home.path(), &[])).unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(0));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(0));
         assert!(r.generated_token);
-        assert_eq!(r.token.expose_secret().len(), 64);
+        assert_eq!(r.settings.token.expose_secret().len(), 64);
         assert_eq!(r.agent_id, AGENT_ID);
     }
 
@@ -364,8 +399,8 @@ mod tests {
 
         // bridge.json at the default path.
         let r = resolve(&args(None, None, None), env(home.path(), &[])).unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(40001));
-        assert!(r.token.verify(TOKEN_B));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(40001));
+        assert!(r.settings.token.verify(TOKEN_B));
         assert!(!r.generated_token);
 
         // The GABS environment wins over it.
@@ -375,8 +410,8 @@ mod tests {
             ("GABS_GAME_ID", "minecraft"),
         ];
         let r = resolve(&args(None, None, None), env(home.path(), &vars)).unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(40002));
-        assert!(r.token.verify(TOKEN_A));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(40002));
+        assert!(r.settings.token.verify(TOKEN_A));
         assert_eq!(r.agent_id, "minecraft");
 
         // Flags win over both.
@@ -385,8 +420,8 @@ mod tests {
             env(home.path(), &vars),
         )
         .unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(40003));
-        assert!(r.token.verify(TOKEN_B));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(40003));
+        assert!(r.settings.token.verify(TOKEN_B));
 
         // Only a token in the environment: the endpoint still comes from bridge.json.
         let r = resolve(
@@ -394,8 +429,33 @@ mod tests {
             env(home.path(), &[("GABP_TOKEN", TOKEN_A)]),
         )
         .unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(40001));
-        assert!(r.token.verify(TOKEN_A));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(40001));
+        assert!(r.settings.token.verify(TOKEN_A));
+    }
+
+    #[test]
+    fn the_mod_writes_bridge_json_only_for_settings_of_its_own() {
+        let home = tempfile::tempdir().unwrap();
+        let owns = |a: &ModArgs, vars: &[(&str, &str)]| {
+            let r = resolve(a, env(home.path(), vars)).unwrap();
+            r.publish && r.settings.owns_bridge_json()
+        };
+        assert!(owns(&args(None, None, None), &[]), "defaults");
+        assert!(owns(&args(Some("unix"), Some(TOKEN_A), None), &[]), "flags");
+        assert!(!owns(
+            &args(None, None, None),
+            &[("GABP_SERVER_PORT", "40005")]
+        ));
+        assert!(!owns(&args(None, None, None), &[("GABP_TOKEN", TOKEN_A)]));
+        let mut quiet = args(None, None, None);
+        quiet.no_bridge_json = true;
+        assert!(!owns(&quiet, &[]), "--no-bridge-json");
+        // Settings from a bridge.json: the launcher that wrote it owns it.
+        let config = home.path().join("gabp").join("bridge.json");
+        BridgeConfig::new(Token::new(TOKEN_B).unwrap(), Endpoint::tcp_v4(40006))
+            .write_atomic(&config)
+            .unwrap();
+        assert!(!owns(&args(None, None, None), &[]));
     }
 
     #[test]
@@ -406,10 +466,10 @@ mod tests {
             env(home.path(), &[("GABP_SERVER_PORT", "40004")]),
         )
         .unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(40004));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(40004));
         assert!(r.generated_token);
         let r = resolve(&args(None, Some(TOKEN_A), None), env(home.path(), &[])).unwrap();
-        assert_eq!(r.endpoint, Endpoint::tcp_v4(0));
+        assert_eq!(r.settings.endpoint, Endpoint::tcp_v4(0));
         assert!(!r.generated_token);
     }
 
@@ -425,8 +485,8 @@ mod tests {
         .write_atomic(&config)
         .unwrap();
         let r = resolve(&args(None, None, Some(&config)), env(dir.path(), &[])).unwrap();
-        assert_eq!(r.endpoint, Endpoint::unix(&socket).unwrap());
-        assert!(r.token.verify(TOKEN_A));
+        assert_eq!(r.settings.endpoint, Endpoint::unix(&socket).unwrap());
+        assert!(r.settings.token.verify(TOKEN_A));
 
         let missing = dir.path().join("missing.json");
         let e = resolve(&args(None, None, Some(&missing)), env(dir.path(), &[])).unwrap_err();
@@ -485,11 +545,11 @@ mod tests {
             env(home.path(), &vars),
         )
         .unwrap();
-        let Endpoint::Unix(path) = &a.endpoint else {
-            panic!("{:?}", a.endpoint)
+        let Endpoint::Unix(path) = &a.settings.endpoint else {
+            panic!("{:?}", a.settings.endpoint)
         };
         assert!(path.starts_with(home.path()));
-        assert_ne!(a.endpoint, b.endpoint);
+        assert_ne!(a.settings.endpoint, b.settings.endpoint);
     }
 
     #[test]
@@ -498,7 +558,10 @@ mod tests {
         let mut a = args(None, Some(TOKEN_A), None);
         a.stdio = true;
         assert_eq!(
-            resolve(&a, env(home.path(), &[])).unwrap().endpoint,
+            resolve(&a, env(home.path(), &[]))
+                .unwrap()
+                .settings
+                .endpoint,
             Endpoint::Stdio
         );
         let r = resolve(
@@ -506,6 +569,6 @@ mod tests {
             env(home.path(), &[]),
         )
         .unwrap();
-        assert_eq!(r.endpoint, Endpoint::Stdio);
+        assert_eq!(r.settings.endpoint, Endpoint::Stdio);
     }
 }

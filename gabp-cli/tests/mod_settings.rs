@@ -76,20 +76,23 @@ fn bridge_json_sets_endpoint_and_token() {
 }
 
 #[test]
-fn without_any_token_a_fresh_one_is_printed_to_stderr() {
+fn without_any_token_a_fresh_one_goes_to_bridge_json_not_stderr() {
     let mut m = Launch::new(&[]).spawn(false);
-    let rest = m.stderr_line("generated token: ");
-    let token = rest.split_whitespace().next().expect("token").to_owned();
+    let endpoint = m.listening_on();
+    let written = m.stderr_line("wrote ");
+    assert!(written.contains("bridge.json"), "{written}");
+    let config = BridgeConfig::read(m.home.path().join("gabp").join("bridge.json")).expect("read");
+    let token = config.token.expose_secret().to_owned();
     assert_eq!(token.len(), 64);
     assert!(token
         .bytes()
         .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
-    let endpoint = m.listening_on();
     assert!(endpoint.starts_with("tcp://127.0.0.1:"), "{endpoint}");
     let mut c = m.connect(&endpoint);
     c.hello(&token);
     m.signal("TERM");
     m.assert_clean_exit();
+    assert!(!m.stderr_text().contains(&token), "never shown");
 }
 
 /// Runs `gabp mod ARGS` expecting a one-line error; returns the line.

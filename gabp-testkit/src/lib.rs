@@ -4,6 +4,7 @@
 //! | piece | what it is |
 //! |---|---|
 //! | [`pair`], [`MockMod::pair`] | a [`MockMod`] and a handshaken [`Bridge`](gabp_session::bridge::Bridge), connected in memory |
+//! | [`pair_with`], [`ServerPair::builder`] | your own [`ModServer`](gabp_session::server::ModServer) and a handshaken bridge, connected the same way |
 //! | [`MockMod`], [`MockTool`] | a scriptable mod on a real [`ModServer`](gabp_session::server::ModServer): tools with canned values, errors or closures; channels; resources; state |
 //! | [`Recorder`] | every frame between them, in both directions, with [`requests`](Recorder::requests), [`events`](Recorder::events), [`assert_sent_strictly_valid`](Recorder::assert_sent_strictly_valid) and more |
 //! | [`FaultProxy`], [`Fault`], [`Faults`] | a frame-level proxy between any bridge and any mod (in memory or on loopback TCP) that delays, drops, corrupts, re-numbers and injects |
@@ -49,6 +50,7 @@ mod mock;
 mod pair;
 mod proxy;
 mod record;
+mod server_pair;
 pub mod wire;
 
 pub use error::TestkitError;
@@ -58,6 +60,7 @@ pub use mock::{MockMod, MockModBuilder, MockTool, ToolCall};
 pub use pair::{pair, LinkedConnection, Pair, PairBuilder};
 pub use proxy::{FaultProxy, ProxyHandle, DEFAULT_PROXY_MAX_FRAME, MALFORMED_HEADER};
 pub use record::{Direction, RecordedFrame, Recorder, StrictViolation};
+pub use server_pair::{pair_with, ServerPair, ServerPairBuilder};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

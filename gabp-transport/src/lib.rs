@@ -6,7 +6,7 @@
 //! | where | [`Endpoint`]: `tcp://127.0.0.1:PORT`, `tcp://[::1]:PORT`, `unix:///path.sock`, `pipe://NAME`, `stdio` | same |
 //! | connection | [`Listener::bind`] + [`Listener::accept`] | [`connect`], or [`spawn`] a mod and use its stdio |
 //! | framing | [`Connection`]: `Content-Length` frames ([`gabp_codec::FrameCodec`]) over any [`ByteStream`]; [`Connection::new`] adapts any `AsyncRead + AsyncWrite` | same |
-//! | configuration | [`ModSettings`]: explicit values, then the GABS environment, then `bridge.json` | [`BridgeConfig`]: `bridge.json`, written atomically and private |
+//! | configuration | [`ModSettings`]: explicit values, then the GABS environment, then `bridge.json`, then ([`ModSettings::resolve_or_default`]) a free loopback port and a fresh token; [`ModSettings::publish_bridge_json`] announces the mod | [`BridgeConfig`]: `bridge.json`, written atomically and private ([`BridgeJsonGuard`] removes it) |
 //! | secret | [`Token`]: 256 random bits, constant-time comparison, never printed | same |
 //!
 //! Security rules (SPEC/1.0/security.md): TCP is loopback only, and says "loopback" when it
@@ -64,7 +64,8 @@ mod unix_socket;
 
 pub use bridge::{connect, connect_stream, spawn};
 pub use config::{
-    BridgeConfig, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON, MAX_BRIDGE_JSON_BYTES,
+    BridgeConfig, BridgeJsonGuard, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON,
+    MAX_BRIDGE_JSON_BYTES,
 };
 pub use connection::{Connection, FrameReader, FrameWriter};
 pub use endpoint::{Endpoint, EndpointError};

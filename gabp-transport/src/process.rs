@@ -287,6 +287,7 @@ async fn supervise(
     group.kill(&mut child, exited);
     if !exited {
         record(child.wait().await);
+        group.leader_exited();
     }
 }
 

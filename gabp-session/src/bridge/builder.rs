@@ -15,6 +15,7 @@ use tower::{Layer, Service};
 
 use super::events::Reorder;
 use super::reconnect::{Keepalive, ReconnectPolicy};
+use super::retry::ConnectRetry;
 use super::session;
 use super::shared::Shared;
 use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
@@ -245,6 +246,14 @@ impl<L> BridgeBuilder<L> {
         self
     }
 
+    /// Wait for a mod that is not listening yet (or not again) when connecting: retry with backoff until the
+    /// retry's deadline (default: one attempt). Applies to [`BridgeBuilder::connect`] and
+    /// [`BridgeBuilder::connect_with`]; after the first handshake, [`BridgeBuilder::reconnect`] takes over.
+    pub fn retry_connect(mut self, retry: ConnectRetry) -> Self {
+        self.settings.connect_retry = Some(retry);
+        self
+    }
+
     /// Ping a silent mod and declare it dead past a deadline (default: no keepalive).
     pub fn keepalive(mut self, keepalive: Keepalive) -> Self {
         self.settings.keepalive = Some(keepalive);
@@ -302,13 +311,16 @@ where
     /// [`BridgeError::Transport`] when the mod cannot be reached; [`BridgeError::AuthenticationFailed`] for a
     /// refused token; [`BridgeError::Disconnected`] when the mod closes the connection during the handshake;
     /// [`BridgeError::Timeout`] when it does not answer; [`BridgeError::Protocol`] for an invalid welcome.
+    /// With [`BridgeBuilder::retry_connect`], [`BridgeError::Unreachable`] (naming the endpoint) when no attempt
+    /// succeeded before the deadline.
     pub async fn connect(self, endpoint: &Endpoint) -> Result<Bridge, BridgeError> {
+        let target = endpoint.to_string();
         let endpoint = endpoint.clone();
-        self.connect_with(move || {
+        let connector = move || {
             let endpoint = endpoint.clone();
             async move { gabp_transport::connect(&endpoint).await }
-        })
-        .await
+        };
+        self.connect_to(Arc::new(connector), target).await
     }
 
     /// Connects with `connector` and performs the handshake; reconnects with it too.
@@ -317,7 +329,20 @@ where
     ///
     /// As [`BridgeBuilder::connect`].
     pub async fn connect_with(self, connector: impl Connector) -> Result<Bridge, BridgeError> {
-        let connector: Arc<dyn Connector> = Arc::new(connector);
+        self.connect_to(Arc::new(connector), "the connector's mod".to_owned())
+            .await
+    }
+
+    async fn connect_to(
+        self,
+        connector: Arc<dyn Connector>,
+        target: String,
+    ) -> Result<Bridge, BridgeError> {
+        if let Some(retry) = self.settings.connect_retry.clone() {
+            let (shared, raw, path) = self.prepare();
+            let welcome = super::retry::start_retrying(&shared, connector, &retry, target).await?;
+            return Ok(Bridge::from_parts(raw, path, welcome));
+        }
         let connection = match connector.connect().await {
             Ok(c) => c,
             Err(e) => {
@@ -363,6 +388,13 @@ where
         connection: Connection,
         connector: Option<Arc<dyn Connector>>,
     ) -> Result<Bridge, BridgeError> {
+        let (shared, raw, path) = self.prepare();
+        let welcome = session::start(&shared, connection, connector).await?;
+        Ok(Bridge::from_parts(raw, path, welcome))
+    }
+
+    /// The bridge's shared state, configured, with its bare service and call path: all but the handshake.
+    fn prepare(self) -> (Arc<Shared>, BridgeService, CallPath) {
         let BridgeBuilder {
             shared,
             settings,
@@ -374,8 +406,7 @@ where
             shared: shared.clone(),
         };
         let path = call_path(layer.layer(raw.clone()));
-        let welcome = session::start(&shared, connection, connector).await?;
-        Ok(Bridge::from_parts(raw, path, welcome))
+        (shared, raw, path)
     }
 }
 

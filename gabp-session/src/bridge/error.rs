@@ -162,6 +162,25 @@ pub enum BridgeError {
     /// The connection could not be established.
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// No attempt to reach the mod succeeded before the deadline of
+    /// [`ConnectRetry`](crate::bridge::ConnectRetry) (local).
+    #[error(
+        "no mod reachable at {endpoint} within {waited:.1?} ({attempts} attempts); last: {last}"
+    )]
+    Unreachable {
+        /// What was being reached: the endpoint, as text.
+        endpoint: String,
+        /// How many attempts were made.
+        attempts: u32,
+        /// How long they took in all.
+        waited: Duration,
+        /// The error of the last attempt.
+        #[source]
+        last: Box<BridgeError>,
+    },
+    /// `bridge.json` could not be found or read ([`Bridge::discover`](crate::bridge::Bridge::discover)).
+    #[error(transparent)]
+    Config(#[from] gabp_transport::ConfigError),
 }
 
 /// One failure listed in the `data.errors` of an invalid-params error (-32602).
@@ -300,7 +319,7 @@ impl BridgeError {
 
     /// Whether the failure says nothing about the request itself and a retry may succeed: the mod's
     /// `data.retryable` when it says, else `true` for [`BridgeError::Timeout`],
-    /// [`BridgeError::Disconnected`] and [`BridgeError::ToolTimeout`].
+    /// [`BridgeError::Disconnected`], [`BridgeError::ToolTimeout`] and [`BridgeError::Unreachable`].
     pub fn is_retryable(&self) -> bool {
         if let Some(flag) = self.error_object().and_then(ErrorObject::retryable) {
             return flag;
@@ -310,6 +329,7 @@ impl BridgeError {
             BridgeError::Timeout { .. }
                 | BridgeError::Disconnected
                 | BridgeError::ToolTimeout { .. }
+                | BridgeError::Unreachable { .. }
         )
     }
 

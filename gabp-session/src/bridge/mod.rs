@@ -72,6 +72,7 @@ pub mod events;
 mod link;
 mod reconnect;
 mod redact;
+mod retry;
 mod service;
 mod session;
 mod settings;
@@ -116,6 +117,7 @@ pub use state::{ConnectionState, DisconnectReason};
 
 use builder::{CallPath, Started};
 pub use reconnect::{Keepalive, ReconnectPolicy};
+pub use retry::ConnectRetry;
 
 /// A client connection to a mod: handshake done, calls and subscriptions ready.
 ///

@@ -67,6 +67,10 @@ pub(crate) async fn start(
 pub(super) struct OnDrop<F: FnOnce()>(Option<F>);
 
 impl<F: FnOnce()> OnDrop<F> {
+    pub(super) fn new(f: F) -> Self {
+        OnDrop(Some(f))
+    }
+
     pub(super) fn disarm(&mut self) {
         self.0 = None;
     }

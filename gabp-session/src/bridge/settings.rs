@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::events::Reorder;
 use super::reconnect::{Keepalive, ReconnectPolicy};
+use super::retry::ConnectRetry;
 
 /// The default time limit of a call: 30 seconds (SPEC/1.0 gabp.md §7).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -32,6 +33,7 @@ pub(crate) struct Settings {
     pub(crate) check_advertised: bool,
     pub(crate) reconnect: Option<ReconnectPolicy>,
     pub(crate) keepalive: Option<Keepalive>,
+    pub(crate) connect_retry: Option<ConnectRetry>,
 }
 
 impl Default for Settings {
@@ -51,6 +53,7 @@ impl Default for Settings {
             check_advertised: true,
             reconnect: None,
             keepalive: None,
+            connect_retry: None,
         }
     }
 }

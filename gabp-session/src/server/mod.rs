@@ -91,7 +91,7 @@ pub use pattern::{MAX_GLOB_BYTES, MAX_GLOB_WILDCARDS};
 pub use registry::{ToolRegistry, ToolRegistryError};
 pub use resource::Resource;
 pub use router::Router;
-pub use serve::{ModServer, ServeHandle};
+pub use serve::{ModServer, ServeHandle, ServeStatus, ShutdownTrigger};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::Tool;
 pub use welcome::{CHANNEL_PATTERNS_EXTENSION, TOOLS_CHANGED_EXTENSION};

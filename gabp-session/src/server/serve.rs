@@ -183,6 +183,13 @@ impl ModServer {
         &self.inner.welcome
     }
 
+    /// The token bridges must present in `session/hello` (for a bridge in the same process, such as a test's;
+    /// like every [`Token`], it never shows in `Debug` or `Display`).
+    #[must_use]
+    pub fn token(&self) -> &Token {
+        self.inner.auth.token()
+    }
+
     /// The limits.
     #[must_use]
     pub fn limits(&self) -> &ServerLimits {
@@ -337,8 +344,9 @@ impl ModServer {
         }
     }
 
-    /// Accepts bridges on `listener` and serves each on its own task, until [`ServeHandle::shutdown`] (or,
-    /// for a stdio listener, until its one connection ends). Accepted connections use this server's limits.
+    /// Accepts bridges on `listener` and serves each on its own task, until [`ServeHandle::shutdown`] or a
+    /// [`ShutdownTrigger`] (or, for a stdio listener, until its one connection ends). Accepted connections use
+    /// this server's limits. See [`ServeHandle`] for the life cycle.
     ///
     /// Must be called within a Tokio runtime.
     #[must_use]
@@ -386,6 +394,37 @@ async fn accept_loop(server: ModServer, listener: Listener, shutdown: Cancellati
 }
 
 /// A running server, from [`ModServer::serve`].
+///
+/// Life cycle (SPEC/1.0 gabp.md §7, transport.md §2.1):
+///
+/// - **On a socket** the server accepts bridges until it is told to stop: [`ServeHandle::shutdown`], or
+///   [`ShutdownTrigger::trigger`] from any clone of [`ServeHandle::shutdown_trigger`] (a game's quit menu,
+///   another task). It then stops accepting, lets every connection answer its requests in flight and closes
+///   them; [`ServeHandle::status`] goes from [`ServeStatus::Running`] through [`ServeStatus::ShuttingDown`]
+///   to [`ServeStatus::Stopped`].
+/// - **On stdio** the server has one bridge, the process that started the mod, and stops by itself when that
+///   connection ends: when the mod's stdin reaches end of input (the bridge closed it, or exited) after the
+///   requests already received are answered. A stdio mod then exits: poll [`ServeHandle::is_running`] from
+///   the game loop, or await [`ServeHandle::wait`].
+///
+/// Dropping the handle does not stop the server; it keeps serving until its runtime shuts down.
+///
+/// ```
+/// use gabp_session::server::{ModServer, ServeStatus};
+/// use gabp_transport::{Endpoint, Listener, Token};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = ModServer::builder().token(Token::generate()?).build()?;
+/// let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await?);
+/// let quit = handle.shutdown_trigger(); // cloneable: hand it to whatever ends the game
+///
+/// assert!(handle.is_running());
+/// quit.trigger();
+/// handle.wait().await; // returns once every connection is closed
+/// # Ok(())
+/// # }
+/// ```
 pub struct ServeHandle {
     endpoint: Endpoint,
     shutdown: CancellationToken,
@@ -393,10 +432,44 @@ pub struct ServeHandle {
     server: ModServer,
 }
 
+/// Where a [`ServeHandle`] is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServeStatus {
+    /// Accepting and serving bridges.
+    Running,
+    /// Told to stop: no longer accepting; connections answer their requests in flight, then close.
+    ShuttingDown,
+    /// Done: every connection is closed and the listener is gone (or serving failed).
+    Stopped,
+}
+
+/// Starts the graceful shutdown of a served mod, from anywhere; from [`ServeHandle::shutdown_trigger`].
+/// Cheap to clone; triggering again does nothing more.
+#[derive(Clone, Debug)]
+pub struct ShutdownTrigger {
+    shutdown: CancellationToken,
+}
+
+impl ShutdownTrigger {
+    /// Stops accepting and lets the connections finish their requests in flight, then close (as
+    /// [`ServeHandle::shutdown`], without waiting). Returns at once.
+    pub fn trigger(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Whether a shutdown was asked for (by this trigger, another clone, or [`ServeHandle::shutdown`]).
+    #[must_use]
+    pub fn is_triggered(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+}
+
 impl fmt::Debug for ServeHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServeHandle")
             .field("endpoint", &self.endpoint)
+            .field("status", &self.status())
             .finish_non_exhaustive()
     }
 }
@@ -414,6 +487,33 @@ impl ServeHandle {
         &self.server
     }
 
+    /// Where serving is now, without waiting.
+    #[must_use]
+    pub fn status(&self) -> ServeStatus {
+        if self.task.is_finished() {
+            ServeStatus::Stopped
+        } else if self.shutdown.is_cancelled() {
+            ServeStatus::ShuttingDown
+        } else {
+            ServeStatus::Running
+        }
+    }
+
+    /// Whether the server has not stopped yet (it may be shutting down): [`ServeStatus::Stopped`] is the only
+    /// status for which this is `false`.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.status() != ServeStatus::Stopped
+    }
+
+    /// A cloneable trigger of the graceful shutdown, to keep where the game decides to stop.
+    #[must_use]
+    pub fn shutdown_trigger(&self) -> ShutdownTrigger {
+        ShutdownTrigger {
+            shutdown: self.shutdown.clone(),
+        }
+    }
+
     /// Shuts down gracefully: stops accepting, lets every connection answer its requests in flight, closes
     /// them, and returns once all are closed and the listener is gone (a Unix socket file is removed).
     pub async fn shutdown(self) {
@@ -423,7 +523,8 @@ impl ServeHandle {
         }
     }
 
-    /// Waits until serving ends by itself (a stdio listener whose connection closed) without shutting down.
+    /// Waits until serving ends by itself (a stdio listener whose connection closed) or through a
+    /// [`ShutdownTrigger`], without shutting down.
     pub async fn wait(self) {
         if let Err(e) = self.task.await {
             tracing::error!(error = %e, "the accept loop failed");

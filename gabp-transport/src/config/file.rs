@@ -27,7 +27,11 @@ impl BridgeConfig {
     /// [`ConfigError::Unwritable`] (see [`BridgeConfig::to_json_string`]). The temporary file is
     /// removed on every error.
     pub fn write_atomic(&self, path: impl AsRef<Path>) -> Result<(), ConfigError> {
-        let path = path.as_ref();
+        self.write_identified(path.as_ref()).map(drop)
+    }
+
+    /// [`BridgeConfig::write_atomic`], returning what identifies the file written.
+    pub(super) fn write_identified(&self, path: &Path) -> Result<FileIdentity, ConfigError> {
         let text = self.to_json_string()?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -48,7 +52,7 @@ impl BridgeConfig {
             file.sync_all()
                 .map_err(|e| write_error("fsync", &tmp_path, e))?;
             let identity =
-                FileIdentity::of(&file).map_err(|e| write_error("stat", &tmp_path, e))?;
+                FileIdentity::of(&file, &text).map_err(|e| write_error("stat", &tmp_path, e))?;
             fs::rename(&tmp_path, path).map_err(|e| write_error("rename into", path, e))?;
             Ok(identity)
         })();
@@ -61,7 +65,8 @@ impl BridgeConfig {
         };
         drop(file);
         sync_dir(&dir);
-        identity.verify(path)
+        identity.verify(path)?;
+        Ok(identity)
     }
 }
 
@@ -132,21 +137,25 @@ fn sync_dir(dir: &Path) {
     let _ = dir;
 }
 
-/// What a written file must still be after the rename.
-struct FileIdentity {
+/// What a written file must still be after the rename (and is, until someone replaces it).
+pub(super) struct FileIdentity {
     #[cfg(unix)]
     dev: u64,
     #[cfg(unix)]
     ino: u64,
     #[cfg(unix)]
     uid: u32,
+    /// Without inode numbers, the text written tells the file apart (it holds the token).
+    #[cfg(not(unix))]
+    text: String,
 }
 
 impl FileIdentity {
-    fn of(file: &fs::File) -> io::Result<Self> {
+    fn of(file: &fs::File, text: &str) -> io::Result<Self> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
+            let _ = text;
             let m = file.metadata()?;
             Ok(FileIdentity {
                 dev: m.dev(),
@@ -157,7 +166,22 @@ impl FileIdentity {
         #[cfg(not(unix))]
         {
             let _ = file;
-            Ok(FileIdentity {})
+            Ok(FileIdentity {
+                text: text.to_owned(),
+            })
+        }
+    }
+
+    /// Whether the file at `path` is still the one written (not replaced, not removed).
+    pub(super) fn is_at(&self, path: &Path) -> bool {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (self.dev, self.ino))
+        }
+        #[cfg(not(unix))]
+        {
+            fs::read_to_string(path).is_ok_and(|text| text == self.text)
         }
     }
 

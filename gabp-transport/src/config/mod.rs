@@ -3,12 +3,14 @@
 mod contents;
 mod error;
 mod file;
+mod publish;
 mod read;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 pub use self::error::ConfigError;
+pub use self::publish::BridgeJsonGuard;
 pub use self::read::Exposure;
 use crate::endpoint::Endpoint;
 use crate::token::Token;

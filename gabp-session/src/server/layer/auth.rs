@@ -59,6 +59,11 @@ impl AuthLayer {
             token: Arc::new(token),
         }
     }
+
+    /// The token bridges must present.
+    pub(crate) fn token(&self) -> &Token {
+        &self.token
+    }
 }
 
 impl fmt::Debug for AuthLayer {
