@@ -383,3 +383,64 @@ async fn game_resources_are_mcp_resources_and_subscriptions_hear_of_changes() {
         "no resources/updated for {state}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn game_progress_reaches_the_client_and_a_cancelled_call_ends() {
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestParams, ClientRequest, NumberOrString, ProgressToken,
+        RequestMetaObject,
+    };
+    use rmcp::service::PeerRequestOptions;
+
+    let mcp = Mcp::start(&["voxel"], &[]).await;
+    mcp.ok("games_start", json!({"gameId": "voxel"})).await;
+    let mut params = CallToolRequestParams::new("games_call_tool").with_arguments(
+        json!({"gameId": "voxel", "tool": "demo/sleep", "arguments": {"ms": 600}})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::Number(7),
+    )));
+    let result = mcp.client.call_tool(params).await.expect("call");
+    assert_ne!(result.is_error, Some(true), "{}", text(&result));
+    let progress = mcp.heard.progress.lock().clone();
+    // 600 ms, reported at least every 100 ms.
+    assert!(progress.len() >= 4, "{progress:?}");
+    assert!(progress.iter().all(|(_, total)| *total == Some(600.0)));
+    assert!(
+        progress.windows(2).all(|w| w[0].0 <= w[1].0),
+        "{progress:?}"
+    );
+
+    // An MCP cancellation ends the call at once; the game serves on.
+    let params = CallToolRequestParams::new("games_call_tool").with_arguments(
+        json!({"gameId": "voxel", "tool": "demo/sleep", "arguments": {"ms": 20000}})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let handle = mcp
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .expect("send");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    handle
+        .cancel(Some("changed my mind".into()))
+        .await
+        .expect("cancel");
+    let echo = mcp
+        .ok(
+            "games_call_tool",
+            json!({"gameId": "voxel", "tool": "demo/echo", "arguments": {"value": 1}}),
+        )
+        .await;
+    assert_eq!(echo["value"], 1);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gabp_session::server::{EventPublisher, Tool, ToolError};
+use gabp_session::server::{CallContext, EventPublisher, Tool, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -305,17 +305,27 @@ impl DemoGame {
 
     pub(super) fn sleep_tool(&self) -> Tool {
         let game = self.clone();
-        Tool::new("demo/sleep", move |s: Sleep| {
+        Tool::new("demo/sleep", move |ctx: CallContext, s: Sleep| {
             game.count_call();
             async move {
-                tokio::time::sleep(Duration::from_millis(s.ms)).await;
+                // Progress at least every 100 ms (SPEC/1.0 extensions.md §progress).
+                let total = Duration::from_millis(s.ms);
+                let started = tokio::time::Instant::now();
+                loop {
+                    let slept = started.elapsed().min(total);
+                    ctx.progress(slept.as_millis() as f64, Some(s.ms as f64), Some("sleeping"));
+                    if slept >= total {
+                        break;
+                    }
+                    tokio::time::sleep((total - slept).min(Duration::from_millis(100))).await;
+                }
                 Ok::<_, ToolError>(Slept { slept_ms: s.ms })
             }
         })
         .title("Sleep")
         .description(
-            "Waits ms milliseconds (0..=60000), then answers. A sleep longer than the request timeout \
-             (30 s) is answered -32403.",
+            "Waits ms milliseconds (0..=60000), then answers, reporting progress every 100 ms when asked. \
+             A sleep longer than the request timeout (30 s) is answered -32403.",
         )
         .tags(["demo", "timing", "read-only"])
     }

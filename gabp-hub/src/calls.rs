@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::FutureExt;
 use gabp_attention::{GateError, Gated};
-use gabp_session::bridge::BridgeError;
+use gabp_session::bridge::{BridgeError, BridgeRequest, ProgressUpdates};
 use gabp_types::methods::{
     AttentionAckResult, ResourceInfo, ResourcesListParams, ResourcesReadResult,
 };
@@ -16,6 +18,9 @@ use tokio::time::Instant;
 use crate::error::HubError;
 use crate::events::{Cursor, EventBatch};
 use crate::game::Game;
+
+/// A game tool call under way: its result, with the attention item that opened while it ran.
+pub type GameCall = BoxFuture<'static, Result<Gated<Value>, HubError>>;
 
 /// The longest `events` waits for new events.
 pub const MAX_EVENT_WAIT: Duration = Duration::from_secs(30);
@@ -69,6 +74,38 @@ impl Game {
             .call_tool(name, arguments)
             .await
             .map_err(|e| HubError::bridge(self.id(), e))
+    }
+
+    /// As [`Game::call_tool`], asking the game for its progress when it offers the `progress` extension
+    /// (SPEC/1.0 extensions.md §progress): the progress items as a stream, and the call. Dropping the call
+    /// cancels it on the game (`tools/cancel`, when offered).
+    ///
+    /// # Errors
+    ///
+    /// [`HubError::NotConnected`], or the request cannot be made; the call's own errors as
+    /// [`Game::call_tool`].
+    pub fn call_tool_with_progress(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<(ProgressUpdates, GameCall), HubError> {
+        let link = self.require_link()?;
+        let updates = link.bridge.progress_updates();
+        let request = if link.bridge.offers_progress() {
+            BridgeRequest::tool_call_with_progress(name, arguments, updates.token())
+        } else {
+            BridgeRequest::tool_call(name, arguments)
+        }
+        .map_err(|e| HubError::bridge(self.id(), e))?;
+        let game = self.id().to_owned();
+        let call = async move {
+            link.gate
+                .call(request)
+                .await
+                .map_err(|e| HubError::bridge(&game, e))
+        }
+        .boxed();
+        Ok((updates, call))
     }
 
     /// Whether the game offers attention, and its open item, asked for now.

@@ -40,7 +40,7 @@ use std::time::Duration;
 use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
-pub use calls::{AttentionView, MAX_EVENT_WAIT};
+pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
 pub use config::{ConfigError, GameConfig, HubConfig, LaunchMode};
 pub use error::HubError;
 pub use events::{EventLimits, Gap, LoggedEvent};

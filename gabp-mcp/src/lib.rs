@@ -240,9 +240,19 @@ impl ServerHandler for GabpMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| (token, context.peer.clone()));
         if let Some(tool) = HubTool::find(&request.name) {
-            let result =
-                handlers::run(&self.hub, tool, request.arguments.as_ref(), &context.ct).await;
+            let result = handlers::run(
+                &self.hub,
+                tool,
+                request.arguments.as_ref(),
+                &context.ct,
+                progress,
+            )
+            .await;
             return Ok(result.into());
         }
         // A game tool by its mirrored name (listed with --mirror-tools; always callable).
@@ -254,6 +264,7 @@ impl ServerHandler for GabpMcp {
             arguments,
             handlers::CALL_TIMEOUT,
             &context.ct,
+            progress,
         )
         .await
         .unwrap_or_else(reply::Reply::into_result);

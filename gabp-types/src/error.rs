@@ -88,6 +88,8 @@ codes! {
     TOOL_EXECUTION_FAILED = -32402, "Tool Execution Failed";
     /// -32403: the tool exceeded its time limit.
     TOOL_TIMEOUT = -32403, "Tool Timeout";
+    /// -32404: the call was cancelled with `tools/cancel` before it finished (the `cancel` extension).
+    TOOL_CANCELLED = -32404, "Tool Cancelled";
     /// -32500: unknown event channel.
     CHANNEL_NOT_FOUND = -32500, "Channel Not Found";
     /// -32501: subscribing failed.

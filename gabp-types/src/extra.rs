@@ -7,7 +7,8 @@ use crate::decode::escape_pointer;
 use crate::methods::{
     AppInfo, AttentionAckResult, AttentionCurrentResult, GoodbyeResult, PingResult, ResourceInfo,
     ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult, StateSetError,
-    StateSetResult, SubscribeResult, ToolsListResult, UnsubscribeResult, WelcomeResult,
+    StateSetResult, SubscribeResult, ToolsCancelResult, ToolsListResult, UnsubscribeResult,
+    WelcomeResult,
 };
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
 
@@ -94,6 +95,7 @@ flat!(
     StateGetResult,
     StateSetError,
     AttentionSample,
+    ToolsCancelResult,
 );
 
 /// Types that hold other such types: `$field => inside` for a value or an `Option`, `$field => each` for a

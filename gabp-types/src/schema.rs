@@ -265,6 +265,13 @@ fn event_schema() -> Value {
                     "properties": { "channel": { "const": methods::TOOLS_CHANGED_CHANNEL } }
                 },
                 "then": { "properties": { "payload": schema_of::<methods::ToolsChangedPayload>() } }
+            },
+            {
+                "if": {
+                    "required": ["channel"],
+                    "properties": { "channel": { "const": methods::PROGRESS_CHANNEL } }
+                },
+                "then": { "properties": { "payload": schema_of::<methods::ProgressPayload>() } }
             }
         ],
         "additionalProperties": false
@@ -373,7 +380,7 @@ pub fn schema_files() -> Vec<SchemaFile> {
         schema: with_header(
             "events/event.message.json",
             "GABP event",
-            "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload.",
+            "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload, on tools/progress a progress payload.",
             event_schema(),
         ),
     });
@@ -395,12 +402,22 @@ pub fn schema_files() -> Vec<SchemaFile> {
             schema_of::<methods::ToolsChangedPayload>(),
         ),
     });
+    files.push(SchemaFile {
+        path: "events/tools-progress.payload.schema.json".into(),
+        schema: with_header(
+            "events/tools-progress.payload.schema.json",
+            "GABP progress event payload",
+            "Payload of the tools/progress channel (the progress extension): how far one tools/call has come.",
+            schema_of::<methods::ProgressPayload>(),
+        ),
+    });
     use methods::*;
     method_files::<SessionHello>(&mut files);
     method_files::<SessionPing>(&mut files);
     method_files::<SessionGoodbye>(&mut files);
     method_files::<ToolsList>(&mut files);
     method_files::<ToolsCall>(&mut files);
+    method_files::<ToolsCancel>(&mut files);
     method_files::<EventsSubscribe>(&mut files);
     method_files::<EventsUnsubscribe>(&mut files);
     method_files::<ResourcesList>(&mut files);
@@ -416,7 +433,7 @@ pub fn schema_files() -> Vec<SchemaFile> {
 /// the message it applies to)`: the envelope always (to the whole message); a core method's request schema for
 /// its requests; the response schema of `response_to`, when given, for a response; the attention payload schema
 /// (to `/payload`) for an event on an `attention/*` channel, the tools-changed payload schema for one on
-/// `tools/changed`.
+/// `tools/changed`, the progress payload schema for one on `tools/progress`.
 pub fn applicable_schemas(
     message: &Value,
     response_to: Option<&str>,
@@ -432,13 +449,15 @@ pub fn applicable_schemas(
     match message.get("type").and_then(Value::as_str) {
         Some("request") => {
             if let Some(m) = message.get("method").and_then(Value::as_str) {
-                if methods::CORE_METHODS.contains(&m) {
+                if methods::CORE_METHODS.contains(&m) || m == methods::ToolsCancel::NAME {
                     paths.push((format!("methods/{}.request.json", m.replace('/', ".")), ""));
                 }
             }
         }
         Some("response") => {
-            if let Some(m) = response_to.filter(|m| methods::CORE_METHODS.contains(m)) {
+            if let Some(m) = response_to
+                .filter(|m| methods::CORE_METHODS.contains(m) || *m == methods::ToolsCancel::NAME)
+            {
                 paths.push((format!("methods/{}.response.json", stem(m)), ""));
             }
         }
@@ -459,6 +478,15 @@ pub fn applicable_schemas(
         {
             paths.push((
                 "events/tools-changed.payload.schema.json".to_owned(),
+                "/payload",
+            ));
+        }
+        Some("event")
+            if message.get("channel").and_then(Value::as_str)
+                == Some(methods::PROGRESS_CHANNEL) =>
+        {
+            paths.push((
+                "events/tools-progress.payload.schema.json".to_owned(),
                 "/payload",
             ));
         }

@@ -341,9 +341,18 @@ impl AttentionGate {
         name: &str,
         arguments: Value,
     ) -> Result<Gated<Value>, BridgeError> {
-        let mut response = self
-            .send(BridgeRequest::tool_call(name, arguments)?)
-            .await?;
+        self.call(BridgeRequest::tool_call(name, arguments)?).await
+    }
+
+    /// Sends `request` through the gate (see [`AttentionGate::send`]) and returns its result with the item
+    /// that opened or changed while it ran: for a `tools/call` made another way, such as one asking for
+    /// progress.
+    ///
+    /// # Errors
+    ///
+    /// As [`AttentionGate::call_tool`].
+    pub async fn call(&self, request: BridgeRequest) -> Result<Gated<Value>, BridgeError> {
+        let mut response = self.send(request).await?;
         let attention = response
             .extensions_mut()
             .remove::<RelatedAttention>()

@@ -22,6 +22,7 @@ pub struct Heard {
     pub tool_list_changed: AtomicUsize,
     pub resource_list_changed: AtomicUsize,
     pub resources_updated: parking_lot::Mutex<Vec<String>>,
+    pub progress: parking_lot::Mutex<Vec<(f64, Option<f64>)>>,
     pub notify: Notify,
 }
 
@@ -32,6 +33,14 @@ impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.0.tool_list_changed.fetch_add(1, Ordering::SeqCst);
         self.0.notify.notify_waiters();
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.progress.lock().push((params.progress, params.total));
     }
 
     async fn on_resource_updated(

@@ -23,7 +23,7 @@ const TOOLS: [&str; 9] = [
     "demo/set_bonus",
 ];
 
-const METHODS: [&str; 13] = [
+const METHODS: [&str; 14] = [
     "session/hello",
     "session/ping",
     "session/goodbye",
@@ -35,6 +35,7 @@ const METHODS: [&str; 13] = [
     "resources/read",
     "state/get",
     "state/set",
+    "tools/cancel",
     "attention/current",
     "attention/ack",
 ];

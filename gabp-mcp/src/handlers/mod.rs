@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::HubTool;
 use crate::reply::{Args, Reply};
 
-pub(crate) use play::{call_game_tool, CALL_TIMEOUT};
+pub(crate) use play::{call_game_tool, ProgressTo, CALL_TIMEOUT};
 
 /// Runs hub tool `tool` with `arguments`.
 pub(crate) async fn run(
@@ -20,6 +20,7 @@ pub(crate) async fn run(
     tool: &HubTool,
     arguments: Option<&Map<String, Value>>,
     cancel: &CancellationToken,
+    progress: ProgressTo,
 ) -> CallToolResult {
     let outcome = async {
         let args = Args::new(tool, arguments)?;
@@ -34,7 +35,7 @@ pub(crate) async fn run(
             "games_tool_names" => discovery::tool_names(hub, &args).await?,
             "games_tools" => discovery::tools(hub, &args).await?,
             "games_tool_detail" => discovery::tool_detail(hub, &args).await?,
-            "games_call_tool" => return play::call_tool(hub, &args, cancel).await,
+            "games_call_tool" => return play::call_tool(hub, &args, cancel, progress).await,
             "games_get_attention" => play::get_attention(hub, &args).await?,
             "games_ack_attention" => play::ack_attention(hub, &args).await?,
             "games_subscribe" => play::subscribe(hub, &args).await?,

@@ -2,9 +2,11 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use gabp_hub::{AttentionView, Game, Hub, HubError};
 use gabp_types::Attention;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
+use rmcp::{Peer, RoleServer};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -17,8 +19,12 @@ pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most bytes of arguments passed on to a game (the game's own frame limit is usually 1 MiB).
 pub(crate) const MAX_ARGUMENTS: usize = 1 << 20;
 
+/// Where a call's progress goes: the client's progress token and the client.
+pub(crate) type ProgressTo = Option<(ProgressToken, Peer<RoleServer>)>;
+
 /// Calls game tool `name` (mirrored, or with `game` its GABP name) with `arguments`, ending the call when
-/// `cancel` fires or `timeout` passes.
+/// `cancel` fires or `timeout` passes (the game is told with `tools/cancel`). With `progress`, the game's
+/// progress events go to the client as MCP progress notifications.
 pub(crate) async fn call_game_tool(
     hub: &Hub,
     name: &str,
@@ -26,6 +32,7 @@ pub(crate) async fn call_game_tool(
     arguments: Value,
     timeout: Duration,
     cancel: &CancellationToken,
+    progress: ProgressTo,
 ) -> Result<CallToolResult, Reply> {
     let size = arguments.to_string().len();
     if size > MAX_ARGUMENTS {
@@ -36,7 +43,26 @@ pub(crate) async fn call_game_tool(
         ));
     }
     let found = resolve(hub, name, game).await?;
-    let call = found.game.call_tool(found.tool.name.as_str(), arguments);
+    let (mut updates, call) = found
+        .game
+        .call_tool_with_progress(found.tool.name.as_str(), arguments)?;
+    let call = async {
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut call => return result,
+                Some(item) = updates.next(), if progress.is_some() => {
+                    if let Some((token, peer)) = &progress {
+                        let mut note = ProgressNotificationParam::new(token.clone(), item.progress);
+                        note.total = item.total;
+                        note.message = item.message;
+                        let _ = peer.notify_progress(note).await;
+                    }
+                }
+            }
+        }
+    };
     let gated = tokio::select! {
         r = tokio::time::timeout(timeout, call) => match r {
             Ok(result) => result?,
@@ -95,6 +121,7 @@ pub(crate) async fn call_tool(
     hub: &Hub,
     args: &Args<'_>,
     cancel: &CancellationToken,
+    progress: ProgressTo,
 ) -> Result<CallToolResult, Reply> {
     let name = args.required_str("tool")?;
     let arguments = args
@@ -112,7 +139,16 @@ pub(crate) async fn call_tool(
         }
         None => CALL_TIMEOUT,
     };
-    call_game_tool(hub, name, args.str("gameId")?, arguments, timeout, cancel).await
+    call_game_tool(
+        hub,
+        name,
+        args.str("gameId")?,
+        arguments,
+        timeout,
+        cancel,
+        progress,
+    )
+    .await
 }
 
 fn connected<'h>(hub: &'h Hub, args: &Args<'_>) -> Result<&'h Game, Reply> {

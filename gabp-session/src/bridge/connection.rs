@@ -84,6 +84,11 @@ impl Role for BridgeRole {
     }
 
     fn on_event(&mut self, event: gabp_types::Event) {
+        // SPEC/1.0 extensions.md §progress: progress goes to its call, not to subscriptions.
+        if event.channel.as_str() == gabp_types::methods::PROGRESS_CHANNEL {
+            self.shared.progress.deliver(event.payload);
+            return;
+        }
         // SPEC/1.0 extensions.md §tools-changed: the cached list is stale before anyone sees the event.
         if event.channel.as_str() == gabp_types::methods::TOOLS_CHANGED_CHANNEL {
             self.shared.tools.invalidate();

@@ -99,28 +99,49 @@ impl Link {
         self.in_flight.close();
     }
 
-    /// Tells the engine that the caller of `id` gave up. Should the queue be full, the engine sweeps the
-    /// abandoned call later.
-    pub(super) fn forget(&self, id: MessageId) {
-        let _ = self.outgoing.try_send(Outgoing::Forget(id));
+    /// Whether the mod's welcome lists `method` (an extension method, such as `tools/cancel`).
+    pub(super) fn advertises(&self, method: &str) -> bool {
+        matches!(
+            self.info.get(),
+            Some(LinkInfo { advertised: Some(methods), .. }) if methods.contains(method)
+        )
+    }
+
+    /// Tells the engine that the caller of `id` gave up; with `cancel`, the mod is asked to stop the call
+    /// (SPEC/1.0 extensions.md §cancel). Should the queue be full, the engine sweeps the abandoned call later.
+    pub(super) fn forget(&self, id: MessageId, cancel: bool) {
+        let cancel = cancel.then(|| cancel_body(id)).flatten();
+        let _ = self.outgoing.try_send(Outgoing::Forget { id, cancel });
     }
 }
 
-/// Removes a call from the pending table when its future is dropped (timeout or cancellation).
-/// Counts the call as pending while it lives.
+/// A `tools/cancel` request for call `id`, serialized.
+fn cancel_body(id: MessageId) -> Option<bytes::Bytes> {
+    use gabp_types::methods::{ToolsCancel, ToolsCancelParams};
+    let method = MethodName::new(ToolsCancel::NAME).ok()?;
+    let params = Params::from_serialize(&ToolsCancelParams { id }).ok()?;
+    crate::engine::to_body(&gabp_types::Request::with_raw_params(method, Some(params))).ok()
+}
+
+/// Removes a call from the pending table when its future is dropped (timeout or cancellation), and asks the
+/// mod to cancel a dropped `tools/call` when it offers `tools/cancel`. Counts the call as pending while it
+/// lives.
 pub(super) struct PendingGuard<'a> {
     pub(super) link: &'a Link,
     pub(super) id: MessageId,
     pub(super) armed: bool,
+    cancel: bool,
 }
 
 impl<'a> PendingGuard<'a> {
-    pub(super) fn new(link: &'a Link, id: MessageId) -> Self {
+    pub(super) fn new(link: &'a Link, id: MessageId, method: &str) -> Self {
         link.pending.fetch_add(1, Ordering::AcqRel);
         PendingGuard {
             link,
             id,
             armed: true,
+            cancel: method == gabp_types::methods::ToolsCall::NAME
+                && link.advertises(gabp_types::methods::ToolsCancel::NAME),
         }
     }
 }
@@ -129,7 +150,7 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         self.link.pending.fetch_sub(1, Ordering::AcqRel);
         if self.armed {
-            self.link.forget(self.id);
+            self.link.forget(self.id, self.cancel);
         }
     }
 }
@@ -213,7 +234,7 @@ pub(super) async fn exchange(
     }
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
     // tells it to forget the call.
-    let mut guard = PendingGuard::new(link, request.id);
+    let mut guard = PendingGuard::new(link, request.id, request.method.as_str());
     let delivery = rx.await;
     guard.armed = false;
     match delivery {

@@ -70,6 +70,7 @@ mod connection;
 mod error;
 pub mod events;
 mod link;
+mod progress;
 mod reconnect;
 mod redact;
 mod retry;
@@ -108,6 +109,7 @@ pub use error::{
     LIBGAB_TOOL_NOT_FOUND,
 };
 pub use events::{Subscription, SubscriptionItem};
+pub use progress::ProgressUpdates;
 pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
 pub use settings::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REORDER_CAPACITY,

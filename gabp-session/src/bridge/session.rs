@@ -116,6 +116,8 @@ pub(super) async fn establish(
     let queues = Queues {
         outgoing: Some(queue),
         events: None,
+        progress: None,
+        in_flight: None,
     };
     let limits = engine::Limits {
         max_message_size: codec_max_body,

@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     pub(super) generation: AtomicU64,
     /// The tool list of [`Bridge::tools`](super::Bridge::tools).
     pub(super) tools: ToolCache,
+    /// Where the progress events of calls in flight go, by token (SPEC/1.0 extensions.md §progress).
+    pub(super) progress: super::progress::ProgressRoutes,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             shutdown: CancellationToken::new(),
             closing: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            progress: super::progress::ProgressRoutes::default(),
             tools: ToolCache::default(),
         })
     }

@@ -27,8 +27,12 @@ pub(crate) enum Outgoing {
         body: Bytes,
         reply: oneshot::Sender<Delivery>,
     },
-    /// The caller of `id` gave up (timed out or dropped): forget it, discard its answer.
-    Forget(MessageId),
+    /// The caller of `id` gave up (timed out or dropped): forget it, discard its answer, and write `cancel`
+    /// (a `tools/cancel` request, whose answer is discarded too) when given.
+    Forget {
+        id: MessageId,
+        cancel: Option<Bytes>,
+    },
 }
 
 /// The table of calls in flight. Calls whose caller is gone are swept lazily, so the table stays bounded even

@@ -22,6 +22,7 @@
 
 mod body;
 mod calls;
+mod inflight;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -46,6 +47,7 @@ use tokio::time::Sleep;
 
 pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
+pub(crate) use inflight::InFlight;
 
 use calls::Calls;
 
@@ -128,6 +130,11 @@ pub(crate) struct Queues {
     pub(crate) outgoing: Option<mpsc::Receiver<Outgoing>>,
     /// Events this side sends (a mod's subscriptions).
     pub(crate) events: Option<mpsc::Receiver<Bytes>>,
+    /// Progress events of the calls this side handles: written before any answer, so that a call's progress
+    /// always precedes its response (SPEC/1.0 extensions.md §progress).
+    pub(crate) progress: Option<mpsc::Receiver<Bytes>>,
+    /// The `tools/call` requests the peer may cancel (SPEC/1.0 extensions.md §cancel).
+    pub(crate) in_flight: Option<std::sync::Arc<InFlight>>,
 }
 
 /// One connection's loop. Build it with [`Engine::new`], run it with [`Engine::run`].
@@ -138,6 +145,8 @@ pub(crate) struct Engine<P: Role> {
     calls: Calls,
     outgoing: Option<mpsc::Receiver<Outgoing>>,
     events: Option<mpsc::Receiver<Bytes>>,
+    progress: Option<mpsc::Receiver<Bytes>>,
+    in_flight: Option<std::sync::Arc<InFlight>>,
     /// Requests being handled on tasks of their own; each yields its serialized answer.
     handling: JoinSet<Bytes>,
     /// Answers waiting for the sink, in order.
@@ -164,6 +173,8 @@ impl<P: Role> Engine<P> {
             calls: Calls::new(limits.calls),
             outgoing: queues.outgoing,
             events: queues.events,
+            progress: queues.progress,
+            in_flight: queues.in_flight,
             handling: JoinSet::new(),
             backlog: VecDeque::new(),
             waiting: None,
@@ -194,10 +205,23 @@ impl<P: Role> Engine<P> {
             if let Some(ended) = self.poll_signals(cx) {
                 return Poll::Ready(ended);
             }
-            while let Poll::Ready(Some(done)) = self.handling.poll_join_next(cx) {
+            while let Poll::Ready(Some(done)) = self.handling.poll_join_next_with_id(cx) {
+                let task = match &done {
+                    Ok((task, _)) => *task,
+                    Err(e) => e.id(),
+                };
+                let cancelled = self
+                    .in_flight
+                    .as_ref()
+                    .and_then(|f| f.finished(task))
+                    .filter(|(_, cancelled)| *cancelled);
                 match done {
-                    Ok(answer) => self.backlog.push_back(answer),
-                    Err(e) if e.is_cancelled() => {}
+                    Ok((_, answer)) => self.backlog.push_back(answer),
+                    Err(e) if e.is_cancelled() => {
+                        if let Some((id, _)) = cancelled {
+                            self.push_answer(Response::error(id, cancelled_error()));
+                        }
+                    }
                     Err(e) => tracing::error!(error = %e, "a request task failed"),
                 }
             }
@@ -297,7 +321,11 @@ impl<P: Role> Engine<P> {
             return Ok(());
         }
         loop {
-            if self.backlog.is_empty() && self.outgoing.is_none() && self.events.is_none() {
+            if self.backlog.is_empty()
+                && self.outgoing.is_none()
+                && self.events.is_none()
+                && self.progress.is_none()
+            {
                 break;
             }
             match Pin::new(&mut self.writer).poll_ready(cx) {
@@ -321,6 +349,13 @@ impl<P: Role> Engine<P> {
 
     /// The next frame to write: an answer, a request this side sends, or an event.
     fn next_frame(&mut self, cx: &mut Context<'_>) -> Option<Bytes> {
+        if let Some(progress) = &mut self.progress {
+            match progress.poll_recv(cx) {
+                Poll::Ready(Some(body)) => return Some(body),
+                Poll::Ready(None) => self.progress = None,
+                Poll::Pending => {}
+            }
+        }
         if let Some(body) = self.backlog.pop_front() {
             return Some(body);
         }
@@ -331,7 +366,13 @@ impl<P: Role> Engine<P> {
                         self.calls.insert(id, reply);
                         return Some(body);
                     }
-                    Poll::Ready(Some(Outgoing::Forget(id))) => self.calls.forget(&id),
+                    Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
+                        self.calls.forget(&id);
+                        // SPEC/1.0 extensions.md §cancel: the mod stops work nobody waits for.
+                        if let Some(cancel) = cancel {
+                            return Some(cancel);
+                        }
+                    }
                     Poll::Ready(None) => {
                         self.outgoing = None;
                         break;
@@ -460,6 +501,9 @@ impl<P: Role> Engine<P> {
 
     fn dispatch(&mut self, request: Request) {
         let id = request.id;
+        let cancellable = self.in_flight.is_some()
+            && request.method.as_str()
+                == <gabp_types::methods::ToolsCall as gabp_types::methods::Method>::NAME;
         let mut future = self.peer.call(request);
         let max = self.limits.max_message_size;
         // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
@@ -478,7 +522,7 @@ impl<P: Role> Engine<P> {
                 return;
             }
         }
-        self.handling.spawn(async move {
+        let handle = self.handling.spawn(async move {
             let response = match AssertUnwindSafe(future).catch_unwind().await {
                 Ok(Ok(response)) => response,
                 Ok(Err(never)) => match never {},
@@ -486,6 +530,9 @@ impl<P: Role> Engine<P> {
             };
             encode(response, max)
         });
+        if let (true, Some(in_flight)) = (cancellable, &self.in_flight) {
+            in_flight.register(id, handle);
+        }
     }
 }
 
@@ -496,6 +543,14 @@ enum Read<R> {
     Idle,
     /// The peer is gone.
     Failed(Ended<R>),
+}
+
+/// The answer of a call cancelled with `tools/cancel` (SPEC/1.0 extensions.md §cancel).
+fn cancelled_error() -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::TOOL_CANCELLED,
+        "the call was cancelled (tools/cancel)",
+    )
 }
 
 fn panicked(id: MessageId) -> Response {

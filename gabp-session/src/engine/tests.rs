@@ -75,6 +75,8 @@ fn start() -> Harness {
     let queues = Queues {
         outgoing: Some(queue),
         events: None,
+        progress: None,
+        in_flight: None,
     };
     let limits = Limits {
         max_message_size: 1 << 20,
@@ -131,7 +133,10 @@ async fn a_forgotten_call_discards_its_late_answer() {
     let mut h = start();
     let (id, rx) = send_call(&h, "game/slow").await;
     drop(rx);
-    h.outgoing.send(Outgoing::Forget(id)).await.unwrap();
+    h.outgoing
+        .send(Outgoing::Forget { id, cancel: None })
+        .await
+        .unwrap();
     let _ = next_message(&mut h.peer).await;
     answer(&mut h.peer, id, Value::from(1)).await;
     // The next call still gets its own answer.

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::ToolError;
 use super::events::EventPublisher;
+use super::progress::Progress;
 use super::session::Session;
 
 /// Values shared by every handler of a mod, one per type, registered with
@@ -61,6 +62,7 @@ pub struct CallContext {
     cancellation: CancellationToken,
     events: EventPublisher,
     state: Arc<StateMap>,
+    progress: Option<Arc<Progress>>,
 }
 
 impl fmt::Debug for CallContext {
@@ -87,7 +89,28 @@ impl CallContext {
             cancellation,
             events,
             state,
+            progress: None,
         }
+    }
+
+    pub(crate) fn with_progress(mut self, progress: Option<Arc<Progress>>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Reports the call's progress: `done` of `total` (when known), with an optional message for people.
+    /// Sent to the bridge as `tools/progress` events when its request asked for them (SPEC/1.0 extensions.md
+    /// §progress), at most one per 50 ms; otherwise nothing happens.
+    pub fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(progress) = &self.progress {
+            progress.report(done, total, message);
+        }
+    }
+
+    /// Whether the bridge asked for this call's progress.
+    #[must_use]
+    pub fn reports_progress(&self) -> bool {
+        self.progress.is_some()
     }
 
     /// The session (connection) the call arrived on: its peer, the bridge's hello, its subscriptions.

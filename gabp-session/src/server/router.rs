@@ -10,9 +10,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use gabp_types::methods::{
-    ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
+    CallMeta, ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
     ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
-    SubscribeResult, ToolsListParams, ToolsListResult, UnsubscribeResult,
+    SubscribeResult, ToolsCancelParams, ToolsCancelResult, ToolsListParams, ToolsListResult,
+    UnsubscribeResult,
 };
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
@@ -32,10 +33,12 @@ use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
 use super::main_thread::MainThread;
 use super::pattern::NamePattern;
+use super::progress::Progress;
 use super::registry::ToolTable;
 use super::resource::RegisteredResource;
 use super::session::{internal_error, CloseReason, Session};
 use super::tool::Handler;
+use super::tool::RegisteredTool;
 use super::ServerRequest;
 
 /// Serves `state/get` with the call's context.
@@ -220,8 +223,8 @@ impl Router {
         let Some(params) = &req.request.params else {
             return Err(invalid_params("/params", "`tools/call` requires params"));
         };
-        // One pass over the params finds both members (SPEC/1.0 gabp.md §4.5).
-        let [name, arguments] = params.members(["name", "arguments"]);
+        // One pass over the params finds the members (SPEC/1.0 gabp.md §4.5).
+        let [name, arguments, meta] = params.members(["name", "arguments", "_meta"]);
         let name = match name {
             None => return Err(invalid_params("/params", "missing field `name`")),
             Some(raw) => gabp_types::params::json_str(raw.get())
@@ -258,8 +261,32 @@ impl Router {
                 Ok(Ok(())) => e.into_error_object(),
             }
         };
+        let session = &req.session;
+        let progress = meta.and_then(|meta| progress_of(session, meta.get()));
+        let future = self.run_tool(&tool, &req, args, progress.clone(), explain)?;
+        Ok(match progress {
+            // The handler's reports end before its answer exists (SPEC/1.0 extensions.md §progress).
+            Some(progress) => async move {
+                let answer = future.await;
+                progress.close();
+                answer
+            }
+            .boxed(),
+            None => future,
+        })
+    }
+
+    fn run_tool(
+        &self,
+        tool: &Arc<RegisteredTool>,
+        req: &ServerRequest,
+        args: Arguments<'_>,
+        progress: Option<Arc<Progress>>,
+        explain: impl Fn(ToolError) -> ErrorObject,
+    ) -> Result<ResponseFuture, ErrorObject> {
         let id = req.id();
         let session = &req.session;
+        let name = tool.descriptor.name.as_str();
         match &tool.handler {
             Handler::Async(handler, takes_context) => {
                 // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
@@ -270,12 +297,16 @@ impl Router {
                 } else {
                     (session.cancellation().clone(), None)
                 };
-                let context = self.context(session.clone(), id, cancellation);
+                let context = self
+                    .context(session.clone(), id, cancellation)
+                    .with_progress(progress);
                 handler(context, guard, id, args).map_err(explain)
             }
             Handler::MainThread(handler) => {
                 let cancellation = session.cancellation().child_token();
-                let context = self.context(session.clone(), id, cancellation.clone());
+                let context = self
+                    .context(session.clone(), id, cancellation.clone())
+                    .with_progress(progress);
                 let job = handler(context, args).map_err(explain)?;
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
@@ -433,6 +464,7 @@ impl Router {
                 return answer(to_value(GoodbyeResult::default()));
             }
             "tools/list" => return answer(self.list_tools(&req)),
+            "tools/cancel" => return answer(cancel(&req)),
             "events/subscribe" => return answer(self.subscribe(&req, true)),
             "events/unsubscribe" => return answer(self.subscribe(&req, false)),
             "resources/list" => return answer(self.list_resources(&req)),
@@ -468,6 +500,25 @@ impl Router {
         };
         routed.map_err(|e| req.error(e))
     }
+}
+
+/// `tools/cancel` (SPEC/1.0 extensions.md §cancel): aborts the call if it still runs; the engine answers it
+/// `-32404`. An unknown or finished id is answered `cancelled: false`.
+fn cancel(req: &ServerRequest) -> Result<Value, ErrorObject> {
+    let p: ToolsCancelParams = required_params(req)?;
+    let cancelled = req
+        .session
+        .in_flight()
+        .is_some_and(|in_flight| in_flight.cancel(&p.id));
+    to_value(ToolsCancelResult::new(cancelled))
+}
+
+/// The progress reporter of a call whose `_meta` carries a progress token (SPEC/1.0 extensions.md
+/// §progress). The params were checked on decoding, so a token of the wrong type never gets here.
+fn progress_of(session: &Session, meta: &str) -> Option<Arc<Progress>> {
+    let sink = session.progress_sink()?;
+    let meta: CallMeta = serde_json::from_str(meta).ok()?;
+    Some(Arc::new(Progress::new(meta.progress_token?, sink.clone())))
 }
 
 impl Service<ServerRequest> for Router {

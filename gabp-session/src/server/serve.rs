@@ -308,7 +308,14 @@ impl ModServer {
             };
             let limits = &server.inner.limits;
             let (queue, events) = SubscriberQueue::new(limits.event_queue);
-            let session = Session::new(connection.peer().to_owned(), queue);
+            let (progress, progress_rx) = super::progress::ProgressSink::new();
+            let in_flight = Arc::new(crate::engine::InFlight::default());
+            let session = Session::with_extensions(
+                connection.peer().to_owned(),
+                queue,
+                Some(Arc::new(progress)),
+                Some(in_flight.clone()),
+            );
             let span = tracing::info_span!(
                 "gabp.connection",
                 id = session.id(),
@@ -324,6 +331,8 @@ impl ModServer {
             let queues = Queues {
                 outgoing: None,
                 events: Some(events),
+                progress: Some(progress_rx),
+                in_flight: Some(in_flight),
             };
             let limits = engine::Limits {
                 max_message_size: limits.max_message_size,

@@ -154,6 +154,10 @@ struct SessionInner {
     subscriptions: Subscriptions,
     /// Fires when the connection ends; every call's token is a child of it.
     ended: CancellationToken,
+    /// Where this connection's progress events go (SPEC/1.0 extensions.md §progress).
+    progress: Option<Arc<super::progress::ProgressSink>>,
+    /// The calls a `tools/cancel` may name (SPEC/1.0 extensions.md §cancel).
+    in_flight: Option<Arc<crate::engine::InFlight>>,
 }
 
 static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
@@ -170,6 +174,16 @@ impl fmt::Debug for Session {
 
 impl Session {
     pub(crate) fn new(peer: String, queue: Arc<SubscriberQueue>) -> Self {
+        Session::with_extensions(peer, queue, None, None)
+    }
+
+    /// A session whose calls can report progress into `progress` and be cancelled through `in_flight`.
+    pub(crate) fn with_extensions(
+        peer: String,
+        queue: Arc<SubscriberQueue>,
+        progress: Option<Arc<super::progress::ProgressSink>>,
+        in_flight: Option<Arc<crate::engine::InFlight>>,
+    ) -> Self {
         Session {
             inner: Arc::new(SessionInner {
                 id: NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed),
@@ -181,6 +195,8 @@ impl Session {
                 waker: AtomicWaker::new(),
                 subscriptions: Subscriptions::new(queue),
                 ended: CancellationToken::new(),
+                progress,
+                in_flight,
             }),
         }
     }
@@ -283,6 +299,14 @@ impl Session {
     /// Marks the connection ended: cancels every call still running on it.
     pub(crate) fn end(&self) {
         self.inner.ended.cancel();
+    }
+
+    pub(crate) fn progress_sink(&self) -> Option<&Arc<super::progress::ProgressSink>> {
+        self.inner.progress.as_ref()
+    }
+
+    pub(crate) fn in_flight(&self) -> Option<&Arc<crate::engine::InFlight>> {
+        self.inner.in_flight.as_ref()
     }
 
     pub(crate) fn subscription_state(&self) -> &Subscriptions {

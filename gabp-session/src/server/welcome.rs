@@ -3,7 +3,10 @@
 
 use std::fmt;
 
-use gabp_types::methods::{AppInfo, ServerInfo, WelcomeResult, TOOLS_CHANGED_CHANNEL};
+use gabp_types::methods::{
+    AppInfo, Method, ServerInfo, ToolsCancel, WelcomeResult, CANCEL_EXTENSION, PROGRESS_CHANNEL,
+    PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS, TOOLS_CHANGED_CHANNEL,
+};
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
 
@@ -57,6 +60,18 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
             .insert(TOOLS_CHANGED_EXTENSION, ext)
             .map_err(|e| welcome_error(&e))?;
     }
+    // Every call of this mod can report progress and be cancelled (SPEC/1.0 extensions.md §progress, §cancel).
+    let mut ext = Map::new();
+    ext.insert("channel".into(), json!(PROGRESS_CHANNEL));
+    ext.insert("minIntervalMs".into(), json!(PROGRESS_MIN_INTERVAL_MS));
+    extensions
+        .insert(PROGRESS_EXTENSION, ext)
+        .map_err(|e| welcome_error(&e))?;
+    let mut ext = Map::new();
+    ext.insert("method".into(), json!(ToolsCancel::NAME));
+    extensions
+        .insert(CANCEL_EXTENSION, ext)
+        .map_err(|e| welcome_error(&e))?;
     for (key, value) in parts.extensions {
         extensions
             .insert(key, value)

@@ -88,10 +88,11 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
                     format!("invalid type: {}, expected an object", raw_type_name(text)),
                 ))
             }
+            "_meta" => check_call_meta(text)?,
             other => {
                 return Err(invalid(
                     "/params",
-                    format!("unknown field `{other}`, expected `name` or `arguments`"),
+                    format!("unknown field `{other}`, expected `name`, `arguments` or `_meta`"),
                 ))
             }
         }
@@ -101,6 +102,28 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
     } else {
         Err(invalid("/params", "missing field `name`".to_owned()))
     }
+}
+
+/// `_meta` of `tools/call` params: an object whose `progressToken`, when present, is a string or an integer
+/// (SPEC/1.0 extensions.md §progress); other members are allowed.
+fn check_call_meta(text: &str) -> Result<(), DecodeError> {
+    let invalid = |pointer: &str, reason: String| {
+        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
+    };
+    if !text.starts_with('{') {
+        return Err(invalid(
+            "/params/_meta",
+            format!("invalid type: {}, expected an object", raw_type_name(text)),
+        ));
+    }
+    serde_json::from_str::<methods::CallMeta>(text)
+        .map(drop)
+        .map_err(|_| {
+            invalid(
+                "/params/_meta/progressToken",
+                "expected a string or an integer".to_owned(),
+            )
+        })
 }
 
 /// How many members are kept without allocating: more than `tools/call` params have.
@@ -216,6 +239,7 @@ pub fn check_params(
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
         ToolsCall::NAME => check_tools_call(params),
+        ToolsCancel::NAME => check::<ToolsCancel>(params),
         EventsSubscribe::NAME => check::<EventsSubscribe>(params),
         EventsUnsubscribe::NAME => check::<EventsUnsubscribe>(params),
         ResourcesList::NAME => check::<ResourcesList>(params),
@@ -294,6 +318,7 @@ pub fn check_result_in(method: &str, result: &Value, mode: DecodeMode) -> Result
         SessionPing::NAME => result_of::<SessionPing>(result, mode),
         SessionGoodbye::NAME => result_of::<SessionGoodbye>(result, mode),
         ToolsList::NAME => result_of::<ToolsList>(result, mode),
+        ToolsCancel::NAME => result_of::<ToolsCancel>(result, mode),
         EventsSubscribe::NAME => result_of::<EventsSubscribe>(result, mode),
         EventsUnsubscribe::NAME => result_of::<EventsUnsubscribe>(result, mode),
         ResourcesList::NAME => result_of::<ResourcesList>(result, mode),

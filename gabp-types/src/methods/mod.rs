@@ -29,8 +29,10 @@ pub use self::state::{
     StateGetParams, StateGetResult, StateSetError, StateSetParams, StateSetResult,
 };
 pub use self::tools::{
-    ToolFilter, ToolsCallParams, ToolsChangedPayload, ToolsListParams, ToolsListResult,
-    TOOLS_CHANGED_CHANNEL, TOOLS_CHANGED_EXTENSION,
+    CallMeta, ProgressPayload, ProgressToken, ToolFilter, ToolsCallParams, ToolsCancelParams,
+    ToolsCancelResult, ToolsChangedPayload, ToolsListParams, ToolsListResult, CANCEL_EXTENSION,
+    PROGRESS_CHANNEL, PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS, TOOLS_CHANGED_CHANNEL,
+    TOOLS_CHANGED_EXTENSION,
 };
 
 /// A core method: its name and the types of its params and result.
@@ -85,6 +87,10 @@ method!(
 method!(
     /// `tools/call`: invoke a tool; the result is the tool's own value.
     ToolsCall, "tools/call", true, ToolsCallParams, Value
+);
+method!(
+    /// `tools/cancel`: cancel a `tools/call` in flight (the `cancel` extension, SPEC/1.0 extensions.md §cancel).
+    ToolsCancel, "tools/cancel", true, ToolsCancelParams, ToolsCancelResult
 );
 method!(
     /// `events/subscribe`: subscribe to channels.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::strict::{present, UniqueVec};
-use crate::{ToolDescriptor, ToolName};
+use crate::{MessageId, ToolDescriptor, ToolName};
 
 /// Filter of `tools/list`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -76,6 +76,117 @@ pub struct ToolsCallParams {
         deserialize_with = "present"
     )]
     pub arguments: Option<Map<String, Value>>,
+    /// Request metadata: the progress token of the `progress` extension (SPEC/1.0 extensions.md §progress).
+    #[serde(
+        rename = "_meta",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub meta: Option<CallMeta>,
+}
+
+/// The `_meta` member of `tools/call` params. Members other than `progressToken` are allowed and ignored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CallMeta {
+    /// Asks for progress events about this call, carrying this token (SPEC/1.0 extensions.md §progress).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub progress_token: Option<ProgressToken>,
+}
+
+/// A progress token: a string or an integer, chosen by the bridge, unique among its calls in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ProgressToken {
+    /// A string token.
+    String(String),
+    /// An integer token.
+    Integer(i64),
+}
+
+impl std::fmt::Display for ProgressToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProgressToken::String(s) => f.write_str(s),
+            ProgressToken::Integer(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+/// The key of the `progress` extension in `capabilities.extensions` (SPEC/1.0 extensions.md §progress).
+pub const PROGRESS_EXTENSION: &str = "progress";
+
+/// The channel of progress events (SPEC/1.0 extensions.md §progress).
+pub const PROGRESS_CHANNEL: &str = "tools/progress";
+
+/// The least time between two progress events of one call, in milliseconds.
+pub const PROGRESS_MIN_INTERVAL_MS: u64 = 50;
+
+/// Payload of a `tools/progress` event (SPEC/1.0 extensions.md §progress).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProgressPayload {
+    /// The token of the call, as its request gave it.
+    pub progress_token: ProgressToken,
+    /// How much is done (grows from one event of a call to the next).
+    #[schemars(range(min = 0))]
+    pub progress: f64,
+    /// How much there is to do, when known.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    #[schemars(range(min = 0))]
+    pub total: Option<f64>,
+    /// What is being done, for people.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub message: Option<String>,
+}
+
+/// The key of the `cancel` extension in `capabilities.extensions` (SPEC/1.0 extensions.md §cancel).
+pub const CANCEL_EXTENSION: &str = "cancel";
+
+/// Params of `tools/cancel` (SPEC/1.0 extensions.md §cancel).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsCancelParams {
+    /// The id of the `tools/call` request to cancel.
+    pub id: MessageId,
+}
+
+/// Result of `tools/cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ToolsCancelResult {
+    /// Whether the call was still running here and is now cancelled (it is answered `-32404`); `false` for
+    /// an unknown or finished call.
+    pub cancelled: bool,
+    /// Members gabp/1 does not define, kept when a peer's answer is read liberally (SPEC/1.0 gabp.md §3.5).
+    /// Empty in what our mod writes.
+    #[serde(flatten, skip_serializing_if = "Map::is_empty")]
+    #[schemars(skip)]
+    pub extra: Map<String, Value>,
+}
+
+impl ToolsCancelResult {
+    /// The answer: `cancelled` or not.
+    #[must_use]
+    pub fn new(cancelled: bool) -> Self {
+        ToolsCancelResult {
+            cancelled,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// The key of the `tools-changed` extension in `capabilities.extensions` (SPEC/1.0 extensions.md

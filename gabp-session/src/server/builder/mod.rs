@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use futures::{FutureExt, TryFutureExt};
 use gabp_transport::{ModSettings, Token};
-use gabp_types::methods::{HelloToken, ServerInfo, CORE_METHODS, TOOLS_CHANGED_CHANNEL};
+use gabp_types::methods::{
+    HelloToken, Method, ServerInfo, ToolsCancel, CORE_METHODS, TOOLS_CHANGED_CHANNEL,
+};
 use gabp_types::{ChannelName, ExtraMembers, MethodName, Response, Uri};
 use serde_json::{Map, Value};
 use tower::util::BoxService;
@@ -452,13 +454,15 @@ impl ModServerBuilder {
             })
             .map(str::to_owned)
             .collect();
+        // SPEC/1.0 extensions.md §cancel: the extension's method.
+        methods.push(ToolsCancel::NAME.to_owned());
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
             MethodName::new(name.clone()).map_err(|e| BuildError::InvalidName {
                 kind: "method",
                 reason: e.to_string(),
             })?;
-            if served.contains(name.as_str()) {
+            if served.contains(name.as_str()) || name == ToolsCancel::NAME {
                 return Err(BuildError::ReservedMethod(name));
             }
             if custom.insert(name.clone(), handler).is_some() {

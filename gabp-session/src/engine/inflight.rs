@@ -1,0 +1,94 @@
+//! The `tools/call` requests a mod is handling on tasks of their own, which the bridge may cancel with
+//! `tools/cancel` (SPEC/1.0 extensions.md §cancel). A request answered at its first poll never gets here: it is
+//! finished before a cancel could name it.
+
+use std::collections::HashMap;
+
+use gabp_types::MessageId;
+use parking_lot::Mutex;
+use tokio::task::{AbortHandle, Id};
+
+#[derive(Default)]
+struct Inner {
+    by_request: HashMap<MessageId, (AbortHandle, bool)>,
+    by_task: HashMap<Id, MessageId>,
+}
+
+/// One connection's cancellable requests.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    inner: Mutex<Inner>,
+}
+
+impl InFlight {
+    /// Request `id` runs as the task of `handle`.
+    pub(crate) fn register(&self, id: MessageId, handle: AbortHandle) {
+        let mut inner = self.inner.lock();
+        inner.by_task.insert(handle.id(), id);
+        inner.by_request.insert(id, (handle, false));
+    }
+
+    /// Cancels request `id`: its task is aborted (its handler's cancellation token fires) and it is answered
+    /// `-32404` when the engine sees the task end. `false` when no such request is running here.
+    pub(crate) fn cancel(&self, id: &MessageId) -> bool {
+        let mut inner = self.inner.lock();
+        match inner.by_request.get_mut(id) {
+            Some((handle, cancelled)) if !handle.is_finished() => {
+                *cancelled = true;
+                handle.abort();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The task `task` ended: its request, and whether it ended because it was cancelled here.
+    pub(crate) fn finished(&self, task: Id) -> Option<(MessageId, bool)> {
+        let mut inner = self.inner.lock();
+        let id = inner.by_task.remove(&task)?;
+        let cancelled = match inner.by_request.get(&id) {
+            Some((handle, cancelled)) if handle.id() == task => {
+                let cancelled = *cancelled;
+                inner.by_request.remove(&id);
+                cancelled
+            }
+            _ => false,
+        };
+        Some((id, cancelled))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cancelled_task_is_reported_once_and_a_finished_one_is_not_cancelled() {
+        let in_flight = InFlight::default();
+        let mut tasks = tokio::task::JoinSet::new();
+        let slow = MessageId::new_v4();
+        let handle = tasks.spawn(std::future::pending::<()>());
+        in_flight.register(slow, handle);
+        assert!(in_flight.cancel(&slow));
+        let Some(Err(e)) = tasks.join_next_with_id().await else {
+            panic!("the task was not aborted")
+        };
+        assert!(e.is_cancelled());
+        assert_eq!(in_flight.finished(e.id()), Some((slow, true)));
+        assert_eq!(in_flight.finished(e.id()), None);
+        assert!(
+            !in_flight.cancel(&slow),
+            "a finished request is not cancelled"
+        );
+
+        let quick = MessageId::new_v4();
+        let handle = tasks.spawn(async {});
+        in_flight.register(quick, handle);
+        let Some(Ok((task, ()))) = tasks.join_next_with_id().await else {
+            panic!("the task failed")
+        };
+        assert!(!in_flight.cancel(&quick));
+        assert_eq!(in_flight.finished(task), Some((quick, false)));
+        assert!(!in_flight.cancel(&MessageId::new_v4()));
+    }
+}
