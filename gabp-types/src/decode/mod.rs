@@ -467,6 +467,27 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
             ErrorCode::INVALID_FIELD_VALUE,
         )?;
     }
+    // SPEC/1.0 extensions.md §progress: checked when writing; read from peers as sent.
+    if mode == DecodeMode::Strict && channel.as_str() == methods::PROGRESS_CHANNEL {
+        let progress = typed::<methods::ProgressPayload>(
+            &payload,
+            "/payload",
+            ErrorCode::INVALID_FIELD_VALUE,
+        )?;
+        let negative = |pointer: &str| {
+            DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                pointer,
+                "must be a number >= 0".to_owned(),
+            )
+        };
+        if progress.progress < 0.0 {
+            return Err(negative("/payload/progress"));
+        }
+        if progress.total.is_some_and(|t| t < 0.0) {
+            return Err(negative("/payload/total"));
+        }
+    }
     Ok(Event {
         id,
         channel,
