@@ -125,6 +125,16 @@ async def stdio_session(directory):
             p50 = statistics.median(times) * 1e6
             print(f"info games_call_tool round trip from the Python SDK: p50 {p50:.0f} us over 200 calls")
 
+            reports = []
+
+            async def on_progress(progress, total, message):
+                reports.append((progress, total))
+
+            slept = await s.call_tool("games_call_tool", {"tool": "voxel_demo_sleep", "arguments": {"ms": 500}},
+                                      progress_callback=on_progress)
+            check("the game's progress reaches the client",
+                  not slept.is_error and len(reports) >= 3 and all(t == 500 for _, t in reports), reports)
+
             await s.call_tool("games_call_tool", {
                 "tool": "voxel_demo_raise_error", "arguments": {"message": "the autosave failed"}})
             place = {"tool": "voxel_world_place_block",
