@@ -130,10 +130,11 @@ async fn dropping_the_connection_of_spawn_ends_its_group() {
     let _cleanup = Cleanup(pgid);
     until_members(pgid, 3).await; // sh, sleep, cat
     drop(conn);
-    assert!(!common::within("the exit", process.wait())
+    // The shell may exit on its own first (cat sees the end of its input), or be killed: either way it
+    // exits, and the group's `sleep` must not outlive it.
+    common::within("the exit", process.wait())
         .await
-        .expect("status")
-        .success());
+        .expect("status");
     until_members(pgid, 0).await;
 }
 
