@@ -59,11 +59,11 @@ pub enum Side {
     Recorder,
 }
 
-/// One line of a recording, for the schema: the header or a record.
-#[derive(JsonSchema)]
+/// One line of a recording, the header or a record: what `SCHEMA/1.0/recording.schema.json` describes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
-enum Line {
+#[non_exhaustive]
+pub enum Line {
     /// The first line, and only the first.
     Header(Header),
     /// Any later line.
@@ -87,14 +87,16 @@ pub struct Header {
     /// Always `header`.
     pub kind: HeaderKind,
     /// Always `gabp-recording`.
+    #[schemars(extend("const" = "gabp-recording"))]
     pub format: String,
     /// The format version, 1.
+    #[schemars(extend("const" = 1))]
     pub version: u64,
     /// The program that wrote the recording.
     pub recorder: Software,
-    /// Who the mod was, from the welcome of the first connection; `null` when no welcome was seen before the
-    /// header had to be written.
-    #[serde(rename = "mod")]
+    /// Who the mod was, from the first welcome; absent when no welcome came before the header had to be
+    /// written.
+    #[serde(rename = "mod", default, skip_serializing_if = "Option::is_none")]
     pub mod_identity: Option<ModIdentity>,
     /// What was redacted.
     pub redaction: Redaction,
@@ -234,6 +236,7 @@ pub enum Record {
         /// Why it could not be recorded as a message.
         reason: String,
         /// Its length in bytes, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         length: Option<u64>,
     },
     /// Traffic that was forwarded but not recorded, because the recorder fell behind the wire.
@@ -260,6 +263,7 @@ pub enum Record {
         /// Which side ended it.
         by: Side,
         /// Why, when there was an error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
 }
@@ -290,12 +294,6 @@ impl Record {
     }
 }
 
-/// The JSON Schema of one line of a recording (for `SCHEMA/1.0/recording.schema.json`): a header or a record.
-#[must_use]
-pub fn line_schema() -> Value {
-    schemars::schema_for!(Line).to_value()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,7 +309,7 @@ mod tests {
         let text = serde_json::to_value(&header).unwrap();
         assert_eq!(text["kind"], "header");
         assert_eq!(text["format"], FORMAT);
-        assert_eq!(text["mod"], Value::Null);
+        assert!(text.get("mod").is_none());
         assert_eq!(
             text["redaction"]["hello"],
             json!(["/params/token", "/params/auth"])

@@ -19,7 +19,7 @@ pub mod replay_bridge;
 mod replay_mod;
 mod write;
 
-pub use format::{Direction, Header, ModIdentity, Record, Redaction, Side, Software};
+pub use format::{Direction, Header, Line, ModIdentity, Record, Redaction, Side, Software};
 pub use proxy::{ProxyConfig, ProxyHandle, ProxyStats, RecordingProxy};
 pub use read::{Recording, RecordingError, RecordingReader, DEFAULT_MAX_LINE, MAX_RECORDS};
 pub use replay_mod::{ReplayError, ReplayHandle, ReplayMod, ReplayOptions};

@@ -75,6 +75,8 @@ pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io:
         start: setup.start,
         stats: setup.stats,
         held: Some(Vec::new()),
+        held_since: None,
+        dirty: false,
         hellos: HashMap::new(),
         header: (setup.recorder, redaction),
     };
@@ -85,12 +87,18 @@ pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io:
             continue;
         }
         let step = || -> io::Result<()> {
+            // A tick flushes whatever is written, so nothing waits more than a tick to reach the file.
+            let tick = matches!(entry, Entry::Tick);
             state.take(entry)?;
-            if state.held.is_some() && state.start.elapsed() >= setup.flush_every {
+            let waited = state
+                .held_since
+                .is_some_and(|t| t.elapsed() >= setup.flush_every);
+            if state.held.is_some() && waited {
                 state.write_header(None)?;
             }
-            if last_flush.elapsed() >= setup.flush_every {
+            if state.dirty && (tick || last_flush.elapsed() >= setup.flush_every) {
                 state.out.flush()?;
+                state.dirty = false;
                 last_flush = Instant::now();
             }
             Ok(())
@@ -116,6 +124,10 @@ struct State {
     stats: Arc<Stats>,
     /// Entries waiting for the header, until it is written.
     held: Option<Vec<Entry>>,
+    /// When the first of them came.
+    held_since: Option<Instant>,
+    /// Whether lines were written since the last flush.
+    dirty: bool,
     /// The id of each connection's `session/hello`, to know its welcome.
     hellos: HashMap<u64, Value>,
     header: (Software, Redaction),
@@ -130,6 +142,7 @@ impl State {
             return self.write(entry);
         }
         let identity = self.identity(&entry);
+        self.held_since.get_or_insert_with(Instant::now);
         let held = self.held.get_or_insert_with(Vec::new);
         held.push(entry);
         if identity.is_some() || held.len() >= HELD_BACK {
@@ -168,6 +181,7 @@ impl State {
 
     fn write_header(&mut self, identity: Option<ModIdentity>) -> io::Result<()> {
         let (recorder, redaction) = self.header.clone();
+        self.dirty = true;
         self.out
             .header(&Header::new(recorder, identity, redaction))?;
         for entry in self.held.take().unwrap_or_default() {
@@ -181,6 +195,7 @@ impl State {
     }
 
     fn write(&mut self, entry: Entry) -> io::Result<()> {
+        self.dirty = true;
         let record = match entry {
             Entry::Tick => return Ok(()),
             Entry::Frame {
