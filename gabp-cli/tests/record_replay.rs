@@ -316,3 +316,75 @@ async fn a_bridge_without_the_recorders_token_is_refused() {
         "{last:?}"
     );
 }
+
+/// Makes `gabp-testkit/tests/data/python_mod.jsonl`, the committed recording of a mod that is not gabp-rs
+/// (`python_mod.py`, Python 3 standard library). Run once when the format changes:
+/// `cargo test -p gabp-cli --test record_replay -- --ignored regenerate_the_python_mod_recording`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "test-data generation step, run by hand"]
+async fn regenerate_the_python_mod_recording() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../gabp-testkit/tests/data");
+    let token = "707974686f6e2d6d6f642d746f6b656e2d666f722d74657374732d6f6e6c792d";
+    let mut python = std::process::Command::new("python3")
+        .arg(format!("{data}/python_mod.py"))
+        .env("GABP_TOKEN", token)
+        .env("GABP_SERVER_PORT", "0")
+        .stdout(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    let stdout = python.stdout.take().expect("stdout");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("listening line");
+    let endpoint: Endpoint = line
+        .trim()
+        .trim_start_matches("listening on ")
+        .parse()
+        .expect("endpoint");
+    let (mut recorder, config) = record(&endpoint, token, &[]);
+    let mut bridge = client(&config).await;
+    bridge.ok("tools/list", None).await;
+    bridge
+        .ok("events/subscribe", Some(json!({"channels": ["py/sum"]})))
+        .await;
+    // Two calls in one write, each followed by an event.
+    let add = |a: i64, b: i64| {
+        wire::request(
+            "tools/call",
+            Some(json!({"name": "py/add", "arguments": {"a": a, "b": b}})),
+        )
+    };
+    let ((first, one), (second, two)) = (add(1, 2), add(40, 2));
+    let burst = [
+        wire::frame(&serde_json::to_vec(&one).unwrap()),
+        wire::frame(&serde_json::to_vec(&two).unwrap()),
+    ];
+    bridge.write_raw(&burst.concat()).await;
+    assert_eq!(
+        bridge.response(first).await.result(),
+        Some(&json!({"sum": 3}))
+    );
+    assert_eq!(
+        bridge.response(second).await.result(),
+        Some(&json!({"sum": 42}))
+    );
+    bridge.next_event().await;
+    bridge.next_event().await;
+    bridge.ok("session/ping", None).await;
+    bridge.ok("session/goodbye", None).await;
+    bridge.shutdown_write().await;
+    bridge.until_closed().await;
+    stop(&mut recorder, "TERM");
+    std::fs::copy(
+        recorder.path("rec.jsonl"),
+        format!("{data}/python_mod.jsonl"),
+    )
+    .expect("copy");
+    record_support::kill_group(python.id());
+    let _ = python.wait();
+    assert_eq!(record_support::left_in_group(python.id()), 0);
+}

@@ -138,13 +138,17 @@ impl Gabp {
 impl Drop for Gabp {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{}", self.child.id()))
-                .status();
+            kill_group(self.child.id());
             let _ = self.child.wait();
         }
     }
+}
+
+/// Sends SIGKILL to every process of the group `pgid`.
+pub fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{pgid}")])
+        .status();
 }
 
 /// How many processes are left in the process group `pgid` (zombies included), from `/proc/*/stat`.
