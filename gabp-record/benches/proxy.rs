@@ -55,7 +55,9 @@ async fn run() {
     let server = ModServer::builder()
         .app("bench", "0")
         .token(token.clone())
-        .tool(Tool::new("bench/echo", |e: Echo| async move { Ok::<_, ToolError>(e) }))
+        .tool(Tool::new("bench/echo", |e: Echo| async move {
+            Ok::<_, ToolError>(e)
+        }))
         .build()
         .expect("server");
     let served = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.expect("bind"));
@@ -79,7 +81,9 @@ async fn run() {
     let mut rate = [Vec::new(), Vec::new(), Vec::new()];
     for round in 0..ROUNDS {
         for (i, (path, endpoint, token)) in paths.iter().enumerate() {
-            let bridge = Bridge::connect(endpoint, token.clone()).await.expect("connect");
+            let bridge = Bridge::connect(endpoint, token.clone())
+                .await
+                .expect("connect");
             let latency = latency(&bridge).await;
             let throughput = throughput(&bridge).await;
             println!("round {round} {path:?}: p50 {latency:?}, {throughput:.0} calls/s");
@@ -95,7 +99,10 @@ async fn run() {
     let added_proxy = us(p50[2]) - us(p50[0]);
     println!();
     println!("median of {ROUNDS} rounds          p50 (us)  added (us)  calls/s at {IN_FLIGHT} in flight  vs direct");
-    for (i, name) in ["direct", "bare relay", "recording proxy"].iter().enumerate() {
+    for (i, name) in ["direct", "bare relay", "recording proxy"]
+        .iter()
+        .enumerate()
+    {
         println!(
             "{name:<28} {:>8.1}  {:>10.1}  {:>26.0}  {:>9.2}x",
             us(p50[i]),
@@ -119,7 +126,10 @@ async fn latency(bridge: &Bridge) -> Duration {
     let mut times = Vec::with_capacity(LATENCY_CALLS);
     for i in 0..WARM_UP + LATENCY_CALLS {
         let started = Instant::now();
-        bridge.call_tool("bench/echo", json!({"value": 42})).await.expect("echo");
+        bridge
+            .call_tool("bench/echo", json!({"value": 42}))
+            .await
+            .expect("echo");
         if i >= WARM_UP {
             times.push(started.elapsed());
         }
@@ -150,7 +160,9 @@ async fn relay(target: Endpoint) -> Endpoint {
     let endpoint = listener.endpoint().clone();
     tokio::spawn(async move {
         while let Ok((mut front, _)) = listener.accept_stream().await {
-            let mut back = gabp_transport::connect_stream(&target).await.expect("connect");
+            let mut back = gabp_transport::connect_stream(&target)
+                .await
+                .expect("connect");
             tokio::spawn(async move {
                 let _ = tokio::io::copy_bidirectional(&mut front, &mut back).await;
             });

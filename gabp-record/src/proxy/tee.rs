@@ -135,7 +135,12 @@ pub(crate) async fn framer(
     if state.dropped_frames + state.dropped_bytes > 0 {
         // The last word on what was lost waits for room: the connection is over, nothing else is waiting.
         let entry = state.dropped_entry();
-        let _ = state.writer.send(entry).await;
+        if state.writer.send(entry).await.is_ok() {
+            state
+                .stats
+                .dropped_bytes
+                .fetch_add(state.dropped_bytes, Ordering::Relaxed);
+        }
     }
 }
 
