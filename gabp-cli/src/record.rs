@@ -175,11 +175,10 @@ async fn record(args: &RecordArgs) -> Result<(), String> {
     }
     let stats = stats.map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
     eprintln!(
-        "recorded {} messages on {} connections to {} ({} frames and {} bytes forwarded but not recorded)",
+        "recorded {} messages on {} connections to {} ({} bytes forwarded but not recorded)",
         stats.recorded_frames,
         stats.connections,
         args.out.display(),
-        stats.dropped_frames,
         stats.dropped_bytes
     );
     Ok(())

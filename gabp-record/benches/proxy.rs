@@ -117,8 +117,8 @@ async fn run() {
         rate[2] / rate[1]
     );
     println!(
-        "recorded {} messages, {} frames not recorded (queue full)",
-        stats.recorded_frames, stats.dropped_frames
+        "recorded {} messages, {} bytes not recorded (queue full)",
+        stats.recorded_frames, stats.dropped_bytes
     );
 }
 

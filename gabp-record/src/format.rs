@@ -248,9 +248,8 @@ pub enum Record {
         connection: u64,
         /// Which way it went.
         direction: Direction,
-        /// Whole frames left out, when the recorder could count them.
-        frames: u64,
-        /// Bytes left out that were not counted as frames.
+        /// Bytes left out: chunks the recorder's queue had no room for, and what it skipped of the frames they
+        /// cut, up to the next frame's header.
         bytes: u64,
     },
     /// A connection ended.

@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 
-use super::tee::Chunk;
+use super::writer::Entry;
 use super::ProxyConfig;
-use crate::format::Side;
+use crate::format::{Direction, Side};
 
 /// How long a bridge has to send its first frame (SPEC/1.0 transport.md §8: time to complete the hello).
 const HELLO_DEADLINE: Duration = Duration::from_secs(10);
@@ -33,9 +33,11 @@ pub(super) struct Refused {
 pub(super) async fn open(
     config: &ProxyConfig,
     mut bridge: ByteStream,
-    to_mod: &mpsc::Sender<Chunk>,
-    to_bridge: &mpsc::Sender<Chunk>,
+    entries: &mpsc::Sender<Entry>,
+    connection: u64,
 ) -> Result<(ByteStream, ByteStream), Refused> {
+    let to_mod = &Tee(entries, connection, Direction::BridgeToMod);
+    let to_bridge = &Tee(entries, connection, Direction::ModToBridge);
     let (raw, first) = match tokio::time::timeout(HELLO_DEADLINE, first_frame(&mut bridge)).await {
         Ok(Ok(read)) => read,
         Ok(Err(reason)) => {
@@ -53,7 +55,7 @@ pub(super) async fn open(
             })
         }
     };
-    tee(to_mod, &raw);
+    to_mod.send(&raw);
     let mut forward = raw.clone();
     if let Some((consumed, mut hello)) = first {
         let id = hello.get("id").cloned().unwrap_or(Value::Null);
@@ -162,7 +164,7 @@ fn first_hello(raw: &[u8]) -> Option<(usize, Value)> {
 /// Answers the bridge's hello with an error of the proxy's own, and tees the answer.
 async fn answer(
     bridge: &mut ByteStream,
-    tee_to: &mpsc::Sender<Chunk>,
+    tee_to: &Tee<'_>,
     id: &Value,
     code: ErrorCode,
     message: &str,
@@ -173,7 +175,7 @@ async fn answer(
         .unwrap_or_else(MessageId::nil);
     let response = Response::error(id, ErrorObject::new(code, message));
     let bytes = canonical_frame(&serde_json::to_vec(&response).unwrap_or_default());
-    tee(tee_to, &bytes);
+    tee_to.send(&bytes);
     let _ = bridge.write_all(&bytes).await;
     let _ = bridge.shutdown().await;
 }
@@ -189,10 +191,18 @@ fn canonical_frame(body: &[u8]) -> Vec<u8> {
     out
 }
 
-fn tee(to: &mpsc::Sender<Chunk>, bytes: &[u8]) {
-    let _ = to.try_send(Chunk {
-        at: Instant::now(),
-        bytes: bytes::Bytes::copy_from_slice(bytes),
-        lost_before: 0,
-    });
+/// Where the bytes of one direction are recorded.
+struct Tee<'a>(&'a mpsc::Sender<Entry>, u64, Direction);
+
+impl Tee<'_> {
+    /// Offers `bytes` to the writer, as the forwarding path does.
+    fn send(&self, bytes: &[u8]) {
+        let _ = self.0.try_send(Entry::Chunk {
+            at: Instant::now(),
+            connection: self.1,
+            direction: self.2,
+            bytes: bytes::Bytes::copy_from_slice(bytes),
+            lost_before: 0,
+        });
+    }
 }

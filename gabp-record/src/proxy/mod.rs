@@ -3,9 +3,9 @@
 //!
 //! The bridge authenticates to the proxy with the proxy's own token; the proxy rewrites that one
 //! `session/hello` to carry the mod's real token, and from then on forwards bytes as they come, unchanged.
-//! Recording happens beside the forwarding path: each chunk read is offered to a bounded queue without
-//! waiting, framed by a task of its own, and written by a writer thread. When the disk is slower than the
-//! wire, frames are left out of the recording (a `dropped` record counts them), never held back on the wire.
+//! Recording happens beside the forwarding path: each chunk read is offered to the writer's bounded queue
+//! without waiting; a writer thread frames and writes in batches. When the disk is slower than the wire,
+//! chunks are left out of the recording (a `dropped` record counts their bytes), never held back on the wire.
 
 mod hello;
 mod tee;
@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::tee::{framer, pump, Chunk, PumpEnd};
+use self::tee::{pump, PumpEnd};
 use self::writer::{Entry, WriterSetup};
 use crate::format::{Direction, Side, Software};
 use crate::write::Redactor;
@@ -41,9 +41,7 @@ pub struct ProxyConfig {
     pub proxy_token: Token,
     /// JSON pointers redacted in every message, besides the tokens.
     pub redact: Vec<String>,
-    /// Chunks queued per direction between forwarding and framing (default 1024).
-    pub tee_queue: usize,
-    /// Frames queued for the writer (default 4096).
+    /// Chunks queued for the writer, all connections together (default 4096).
     pub writer_queue: usize,
     /// The largest body recorded whole (default 16 MiB); larger ones are forwarded and recorded as
     /// undecodable.
@@ -63,7 +61,6 @@ impl ProxyConfig {
             mod_token,
             proxy_token,
             redact: Vec::new(),
-            tee_queue: 1024,
             writer_queue: 4096,
             max_frame: 16 * 1024 * 1024,
             flush_every: Duration::from_secs(1),
@@ -77,7 +74,6 @@ impl ProxyConfig {
 pub(crate) struct Stats {
     pub(crate) connections: AtomicU64,
     pub(crate) recorded_frames: AtomicU64,
-    pub(crate) dropped_frames: AtomicU64,
     pub(crate) dropped_bytes: AtomicU64,
 }
 
@@ -89,9 +85,7 @@ pub struct ProxyStats {
     pub connections: u64,
     /// Frames written to the recording as messages.
     pub recorded_frames: u64,
-    /// Frames forwarded but left out of the recording.
-    pub dropped_frames: u64,
-    /// Bytes forwarded but left out of the recording, not counted as frames.
+    /// Bytes forwarded but left out of the recording.
     pub dropped_bytes: u64,
 }
 
@@ -123,6 +117,7 @@ impl RecordingProxy {
             recorder: config.recorder.clone(),
             start,
             flush_every: config.flush_every,
+            max_frame: config.max_frame,
             stats: stats.clone(),
         };
         let writer = std::thread::Builder::new()
@@ -209,7 +204,6 @@ fn stats_of(stats: &Stats) -> ProxyStats {
     ProxyStats {
         connections: stats.connections.load(Ordering::Relaxed),
         recorded_frames: stats.recorded_frames.load(Ordering::Relaxed),
-        dropped_frames: stats.dropped_frames.load(Ordering::Relaxed),
         dropped_bytes: stats.dropped_bytes.load(Ordering::Relaxed),
     }
 }
@@ -241,7 +235,6 @@ impl Accept {
             let link = Link {
                 config: self.config.clone(),
                 entries: self.entries.clone(),
-                stats: self.stats.clone(),
                 cancel: self.cancel.clone(),
                 connection,
             };
@@ -254,7 +247,6 @@ impl Accept {
 struct Link {
     config: Arc<ProxyConfig>,
     entries: mpsc::Sender<Entry>,
-    stats: Arc<Stats>,
     cancel: CancellationToken,
     connection: u64,
 }
@@ -262,8 +254,6 @@ struct Link {
 impl Link {
     async fn run(self, bridge: ByteStream) {
         let connection = self.connection;
-        let (to_mod_tee, to_mod_chunks) = mpsc::channel(self.config.tee_queue.max(1));
-        let (to_bridge_tee, to_bridge_chunks) = mpsc::channel(self.config.tee_queue.max(1));
         let _ = self
             .entries
             .send(Entry::Open {
@@ -271,38 +261,11 @@ impl Link {
                 connection,
             })
             .await;
-        let framers = [
-            tokio::spawn(framer(
-                to_mod_chunks,
-                self.entries.clone(),
-                connection,
-                Direction::BridgeToMod,
-                self.config.max_frame,
-                self.stats.clone(),
-            )),
-            tokio::spawn(framer(
-                to_bridge_chunks,
-                self.entries.clone(),
-                connection,
-                Direction::ModToBridge,
-                self.config.max_frame,
-                self.stats.clone(),
-            )),
-        ];
-        let (by, reason) =
-            match hello::open(&self.config, bridge, &to_mod_tee, &to_bridge_tee).await {
-                Ok((bridge, mod_side)) => {
-                    self.relay(bridge, mod_side, to_mod_tee, to_bridge_tee)
-                        .await
-                }
-                Err(refused) => {
-                    drop((to_mod_tee, to_bridge_tee));
-                    (refused.by, refused.reason)
-                }
-            };
-        for framer in framers {
-            let _ = framer.await;
-        }
+        let (by, reason) = match hello::open(&self.config, bridge, &self.entries, connection).await
+        {
+            Ok((bridge, mod_side)) => self.relay(bridge, mod_side).await,
+            Err(refused) => (refused.by, refused.reason),
+        };
         let _ = self
             .entries
             .send(Entry::Close {
@@ -314,17 +277,25 @@ impl Link {
             .await;
     }
 
-    async fn relay(
-        &self,
-        bridge: ByteStream,
-        mod_side: ByteStream,
-        to_mod_tee: mpsc::Sender<Chunk>,
-        to_bridge_tee: mpsc::Sender<Chunk>,
-    ) -> (Side, Option<String>) {
+    async fn relay(&self, bridge: ByteStream, mod_side: ByteStream) -> (Side, Option<String>) {
         let (bridge_read, bridge_write) = tokio::io::split(bridge);
         let (mod_read, mod_write) = tokio::io::split(mod_side);
-        let upstream = pump(bridge_read, mod_write, to_mod_tee, self.cancel.clone());
-        let downstream = pump(mod_read, bridge_write, to_bridge_tee, self.cancel.clone());
+        let (c, tee) = (self.connection, self.entries.clone());
+        let upstream = pump(
+            bridge_read,
+            mod_write,
+            tee,
+            (c, Direction::BridgeToMod),
+            self.cancel.clone(),
+        );
+        let (tee, cancel) = (self.entries.clone(), self.cancel.clone());
+        let downstream = pump(
+            mod_read,
+            bridge_write,
+            tee,
+            (c, Direction::ModToBridge),
+            cancel,
+        );
         tokio::pin!(upstream, downstream);
         let (first, by, upstream_ended) = tokio::select! {
             end = &mut upstream => (end, Side::Bridge, true),

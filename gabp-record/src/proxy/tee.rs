@@ -1,9 +1,7 @@
 //! The forwarding path and the tee: [`pump`] copies bytes from one side to the other as they come and offers
-//! each chunk to a bounded queue without waiting; [`framer`] cuts the queued chunks into frames for the
-//! writer (SPEC/1.0 recording.md §5).
+//! each chunk to the writer's bounded queue without waiting; [`Framer`], in the writer, cuts each direction's
+//! chunks into frames (SPEC/1.0 recording.md §5).
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -14,7 +12,6 @@ use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 use super::writer::Entry;
-use super::Stats;
 use crate::format::Direction;
 
 /// Bytes read from one side at a time.
@@ -22,14 +19,6 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// What a framer keeps of a stream it has lost its place in while it looks for the next header.
 const RESYNC_KEEP: usize = 15;
-
-/// Bytes read from one side, with the time they arrived and how many bytes before them the queue refused.
-#[derive(Debug)]
-pub(crate) struct Chunk {
-    pub(crate) at: Instant,
-    pub(crate) bytes: Bytes,
-    pub(crate) lost_before: u64,
-}
 
 /// How a pump ended.
 #[derive(Debug)]
@@ -42,12 +31,13 @@ pub(crate) enum PumpEnd {
     Cancelled,
 }
 
-/// Copies `from` to `to` until end of stream; every chunk goes on to `tee` only if there is room
-/// (forwarding never waits for the recorder).
+/// Copies `from` to `to` until end of stream; every chunk goes on to the writer only if there is room in its
+/// queue (forwarding never waits for the recorder); what did not fit is counted on the next chunk that does.
 pub(crate) async fn pump<R, W>(
     mut from: R,
     mut to: W,
-    tee: mpsc::Sender<Chunk>,
+    tee: mpsc::Sender<Entry>,
+    (connection, direction): (u64, Direction),
     cancel: CancellationToken,
 ) -> PumpEnd
 where
@@ -71,16 +61,19 @@ where
             Err(e) => return PumpEnd::Error(e),
         }
         let at = Instant::now();
-        let chunk = buf.split().freeze();
-        if let Err(e) = to.write_all(&chunk).await {
+        let bytes = buf.split().freeze();
+        if let Err(e) = to.write_all(&bytes).await {
             return PumpEnd::Error(e);
         }
-        let len = chunk.len() as u64;
-        match tee.try_send(Chunk {
+        let len = bytes.len() as u64;
+        let chunk = Entry::Chunk {
             at,
-            bytes: chunk,
+            connection,
+            direction,
+            bytes,
             lost_before: lost,
-        }) {
+        };
+        match tee.try_send(chunk) {
             Ok(()) => lost = 0,
             Err(mpsc::error::TrySendError::Full(_)) => lost += len,
             Err(mpsc::error::TrySendError::Closed(_)) => {}
@@ -88,111 +81,89 @@ where
     }
 }
 
-/// Cuts the chunks of one direction into frames and offers each to the writer; what does not fit in the
-/// writer's queue is counted and recorded as dropped once there is room again.
-pub(crate) async fn framer(
-    mut chunks: mpsc::Receiver<Chunk>,
-    writer: mpsc::Sender<Entry>,
-    connection: u64,
-    direction: Direction,
-    max_frame: usize,
-    stats: Arc<Stats>,
-) {
-    let mut state = Framer {
-        codec: FrameCodec::new().with_max_body_size(max_frame),
-        buf: BytesMut::new(),
-        resync: false,
-        dropped_frames: 0,
-        dropped_bytes: 0,
-        connection,
-        direction,
-        writer,
-        stats,
-        at: Instant::now(),
-    };
-    while let Some(chunk) = chunks.recv().await {
-        state.at = chunk.at;
-        if chunk.lost_before > 0 {
-            // The place in the stream is lost: what was buffered belongs to frames that cannot be completed.
-            state.dropped_bytes += chunk.lost_before + state.buf.len() as u64;
-            state.buf.clear();
-            state.resync = true;
-        }
-        state.buf.extend_from_slice(&chunk.bytes);
-        state.frames();
-    }
-    if !state.buf.is_empty() && !state.resync {
-        let length = Some(state.buf.len() as u64);
-        state.offer(Entry::Undecodable {
-            at: state.at,
-            connection,
-            direction,
-            reason: "the stream ended inside a frame".to_owned(),
-            length,
-        });
-    }
-    state.flush_dropped();
-    if state.dropped_frames + state.dropped_bytes > 0 {
-        // The last word on what was lost waits for room: the connection is over, nothing else is waiting.
-        let entry = state.dropped_entry();
-        if state.writer.send(entry).await.is_ok() {
-            state
-                .stats
-                .dropped_bytes
-                .fetch_add(state.dropped_bytes, Ordering::Relaxed);
-        }
-    }
+/// What a [`Framer`] makes of the chunks of one direction.
+#[derive(Debug)]
+pub(crate) enum Piece {
+    /// A whole frame's body.
+    Frame(Bytes),
+    /// A frame that is not one: why, and its length when known.
+    Undecodable(String, Option<u64>),
+    /// Bytes forwarded but not recorded: left out of the queue, or skipped to find the next header.
+    Dropped(u64),
 }
 
-struct Framer {
+/// Cuts the chunks of one direction into frames.
+#[derive(Debug)]
+pub(crate) struct Framer {
     codec: FrameCodec,
     buf: BytesMut,
     resync: bool,
-    dropped_frames: u64,
-    dropped_bytes: u64,
-    connection: u64,
-    direction: Direction,
-    writer: mpsc::Sender<Entry>,
-    stats: Arc<Stats>,
-    at: Instant,
+    lost: u64,
 }
 
 impl Framer {
-    fn frames(&mut self) {
+    /// A framer that records bodies of up to `max_frame` bytes whole.
+    pub(crate) fn new(max_frame: usize) -> Self {
+        Framer {
+            codec: FrameCodec::new().with_max_body_size(max_frame),
+            buf: BytesMut::new(),
+            resync: false,
+            lost: 0,
+        }
+    }
+
+    /// Takes the next chunk, `lost_before` bytes after the previous one.
+    pub(crate) fn feed(&mut self, bytes: &[u8], lost_before: u64, out: &mut Vec<Piece>) {
+        if lost_before > 0 {
+            // The place in the stream is lost: what was buffered belongs to frames that cannot be completed.
+            self.lost += lost_before + self.buf.len() as u64;
+            self.buf.clear();
+            self.resync = true;
+        }
+        self.buf.extend_from_slice(bytes);
         loop {
             if self.resync && !self.find_header() {
                 return;
             }
-            match self.codec.decode(&mut self.buf) {
-                Ok(Some(Frame::Body(body))) => self.offer(Entry::Frame {
-                    at: self.at,
-                    connection: self.connection,
-                    direction: self.direction,
-                    body,
-                }),
-                Ok(Some(Frame::Oversized { declared, limit })) => self.offer(Entry::Undecodable {
-                    at: self.at,
-                    connection: self.connection,
-                    direction: self.direction,
-                    reason: format!(
-                        "a body of {declared} bytes, over the recorder's limit of {limit}"
-                    ),
-                    length: Some(declared),
-                }),
+            let piece = match self.codec.decode(&mut self.buf) {
+                Ok(Some(Frame::Body(body))) => Piece::Frame(body),
+                Ok(Some(Frame::Oversized { declared, limit })) => Piece::Undecodable(
+                    format!("a body of {declared} bytes, over the recorder's limit of {limit}"),
+                    Some(declared),
+                ),
                 Ok(None) => return,
                 Err(e) => {
-                    self.offer(Entry::Undecodable {
-                        at: self.at,
-                        connection: self.connection,
-                        direction: self.direction,
-                        reason: format!("a broken frame: {e}"),
-                        length: None,
-                    });
-                    self.codec = FrameCodec::new().with_max_body_size(self.codec.max_body_size());
                     self.resync = true;
+                    Piece::Undecodable(format!("a broken frame: {e}"), None)
                 }
-            }
+            };
+            self.push(piece, out);
         }
+    }
+
+    /// The end of the stream: a frame left unfinished, and what was lost.
+    pub(crate) fn finish(mut self, out: &mut Vec<Piece>) {
+        if !self.buf.is_empty() && !self.resync {
+            let length = Some(self.buf.len() as u64);
+            self.push(
+                Piece::Undecodable("the stream ended inside a frame".to_owned(), length),
+                out,
+            );
+        }
+        if self.resync {
+            self.lost += self.buf.len() as u64;
+        }
+        if self.lost > 0 {
+            out.push(Piece::Dropped(self.lost));
+        }
+    }
+
+    fn push(&mut self, piece: Piece, out: &mut Vec<Piece>) {
+        if self.lost > 0 {
+            out.push(Piece::Dropped(self.lost));
+            self.lost = 0;
+        }
+        out.push(piece);
     }
 
     /// Skips to the next `Content-Length` header (which cannot occur inside a JSON body: JSON strings have no
@@ -203,7 +174,7 @@ impl Framer {
             .windows(15)
             .position(|w| w.eq_ignore_ascii_case(b"content-length:"));
         let skip = found.unwrap_or(self.buf.len().saturating_sub(RESYNC_KEEP));
-        self.dropped_bytes += skip as u64;
+        self.lost += skip as u64;
         self.buf.advance(skip);
         if found.is_some() {
             self.resync = false;
@@ -211,41 +182,43 @@ impl Framer {
         }
         found.is_some()
     }
+}
 
-    fn offer(&mut self, entry: Entry) {
-        self.flush_dropped();
-        if self.dropped_frames + self.dropped_bytes > 0 {
-            self.dropped_frames += 1;
-            self.stats.dropped_frames.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        if self.writer.try_send(entry).is_err() {
-            self.dropped_frames += 1;
-            self.stats.dropped_frames.fetch_add(1, Ordering::Relaxed);
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(body: &str) -> Vec<u8> {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
     }
 
-    /// Offers the count of what was dropped, if any, and forgets it once the writer has it.
-    fn flush_dropped(&mut self) {
-        if self.dropped_frames + self.dropped_bytes == 0 {
-            return;
-        }
-        if self.writer.try_send(self.dropped_entry()).is_ok() {
-            self.stats
-                .dropped_bytes
-                .fetch_add(self.dropped_bytes, Ordering::Relaxed);
-            self.dropped_frames = 0;
-            self.dropped_bytes = 0;
-        }
+    #[test]
+    fn frames_in_pieces_and_after_a_loss() {
+        let mut framer = Framer::new(1024);
+        let mut out = Vec::new();
+        let two = [frame("{\"a\":1}"), frame("{\"b\":2}")].concat();
+        framer.feed(&two[..5], 0, &mut out);
+        framer.feed(&two[5..30], 0, &mut out);
+        assert_eq!(out.len(), 1);
+        // 3 bytes of the second frame never came: its rest is skipped, up to the third frame's header.
+        framer.feed(&[&two[33..], &frame("{\"c\":3}")[..]].concat(), 3, &mut out);
+        let kinds: Vec<String> = out.iter().map(|p| format!("{p:?}")).collect();
+        assert!(matches!(out[1], Piece::Dropped(28)), "{kinds:?}");
+        assert!(
+            matches!(&out[2], Piece::Frame(b) if &b[..] == b"{\"c\":3}"),
+            "{kinds:?}"
+        );
     }
 
-    fn dropped_entry(&self) -> Entry {
-        Entry::Dropped {
-            at: self.at,
-            connection: self.connection,
-            direction: self.direction,
-            frames: self.dropped_frames,
-            bytes: self.dropped_bytes,
-        }
+    #[test]
+    fn the_end_inside_a_frame() {
+        let mut framer = Framer::new(1024);
+        let mut out = Vec::new();
+        framer.feed(b"Content-Length: 10\r\n\r\n{}", 0, &mut out);
+        framer.finish(&mut out);
+        assert!(
+            matches!(out[..], [Piece::Undecodable(_, Some(2))]),
+            "{out:?}"
+        );
     }
 }

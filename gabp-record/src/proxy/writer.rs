@@ -1,5 +1,6 @@
-//! The writer: a thread of its own that turns queued frames into lines, off the forwarding path. It flushes
-//! at least every second and when the queue closes (SPEC/1.0 recording.md §5).
+//! The writer: a thread of its own that frames the queued chunks and writes the lines, off the forwarding path.
+//! It drains its queue in batches, and flushes at least every second and when the queue closes (SPEC/1.0
+//! recording.md §5).
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -9,14 +10,22 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TryRecvError};
 
+use super::tee::{Framer, Piece};
 use super::Stats;
 use crate::format::{Direction, Header, ModIdentity, Record, Redaction, Side, Software};
 use crate::write::{RecordWriter, Redactor};
 
-/// Records held back until the welcome names the mod for the header, at most.
+/// Lines held back until the welcome names the mod for the header, at most.
 const HELD_BACK: usize = 64;
+
+/// How long the writer sleeps when its queue is empty while traffic flows (it batches, instead of being woken
+/// for every chunk).
+const POLL: Duration = Duration::from_millis(1);
+
+/// Empty polls after which the writer waits to be woken instead.
+const IDLE_POLLS: u32 = 100;
 
 /// What the writer is given.
 #[derive(Debug)]
@@ -25,25 +34,12 @@ pub(crate) enum Entry {
         at: Instant,
         connection: u64,
     },
-    Frame {
+    Chunk {
         at: Instant,
         connection: u64,
         direction: Direction,
-        body: Bytes,
-    },
-    Undecodable {
-        at: Instant,
-        connection: u64,
-        direction: Direction,
-        reason: String,
-        length: Option<u64>,
-    },
-    Dropped {
-        at: Instant,
-        connection: u64,
-        direction: Direction,
-        frames: u64,
-        bytes: u64,
+        bytes: Bytes,
+        lost_before: u64,
     },
     Close {
         at: Instant,
@@ -62,6 +58,7 @@ pub(crate) struct WriterSetup {
     pub(crate) recorder: Software,
     pub(crate) start: Instant,
     pub(crate) flush_every: Duration,
+    pub(crate) max_frame: usize,
     pub(crate) stats: Arc<Stats>,
 }
 
@@ -69,41 +66,48 @@ pub(crate) struct WriterSetup {
 /// drained and dropped, so that nothing waits on a broken disk) and is returned.
 pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io::Result<()> {
     let redaction = Redaction::with_pointers(setup.redactor.pointers().to_vec());
+    let flush_every = setup.flush_every;
     let mut state = State {
         out: RecordWriter::new(BufWriter::with_capacity(64 * 1024, setup.sink)),
         redactor: setup.redactor,
         start: setup.start,
         stats: setup.stats,
+        max_frame: setup.max_frame,
+        framers: HashMap::new(),
+        pieces: Vec::new(),
         held: Some(Vec::new()),
         held_since: None,
-        dirty: false,
         hellos: HashMap::new(),
         header: (setup.recorder, redaction),
+        dirty: false,
+        last_flush: Instant::now(),
     };
-    let mut last_flush = Instant::now();
     let mut failed = None;
-    while let Some(entry) = entries.blocking_recv() {
+    let mut idle = 0;
+    loop {
+        let entry = match entries.try_recv() {
+            Ok(entry) => entry,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) if idle < IDLE_POLLS => {
+                idle += 1;
+                std::thread::sleep(POLL);
+                if failed.is_none() {
+                    if let Err(e) = state.due(flush_every, false) {
+                        failed = Some(e);
+                    }
+                }
+                continue;
+            }
+            Err(TryRecvError::Empty) => match entries.blocking_recv() {
+                Some(entry) => entry,
+                None => break,
+            },
+        };
+        idle = 0;
         if failed.is_some() {
             continue;
         }
-        let step = || -> io::Result<()> {
-            // A tick flushes whatever is written, so nothing waits more than a tick to reach the file.
-            let tick = matches!(entry, Entry::Tick);
-            state.take(entry)?;
-            let waited = state
-                .held_since
-                .is_some_and(|t| t.elapsed() >= setup.flush_every);
-            if state.held.is_some() && waited {
-                state.write_header(None)?;
-            }
-            if state.dirty && (tick || last_flush.elapsed() >= setup.flush_every) {
-                state.out.flush()?;
-                state.dirty = false;
-                last_flush = Instant::now();
-            }
-            Ok(())
-        };
-        if let Err(e) = step() {
+        if let Err(e) = state.step(entry, flush_every) {
             tracing::error!(error = %e, "cannot write the recording; forwarding goes on unrecorded");
             failed = Some(e);
         }
@@ -111,10 +115,20 @@ pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io:
     if let Some(e) = failed {
         return Err(e);
     }
+    let open: Vec<(u64, Direction)> = state.framers.keys().copied().collect();
+    for key in open {
+        state.finish(key)?;
+    }
     if state.held.is_some() {
         state.write_header(None)?;
     }
     state.out.flush()
+}
+
+/// A line to write: a message's body, or another record.
+enum Line {
+    Message(u64, u64, Direction, Bytes),
+    Other(Record),
 }
 
 struct State {
@@ -122,44 +136,144 @@ struct State {
     redactor: Redactor,
     start: Instant,
     stats: Arc<Stats>,
-    /// Entries waiting for the header, until it is written.
-    held: Option<Vec<Entry>>,
+    max_frame: usize,
+    framers: HashMap<(u64, Direction), Framer>,
+    pieces: Vec<Piece>,
+    /// Lines waiting for the header, until it is written.
+    held: Option<Vec<Line>>,
     /// When the first of them came.
     held_since: Option<Instant>,
-    /// Whether lines were written since the last flush.
-    dirty: bool,
     /// The id of each connection's `session/hello`, to know its welcome.
     hellos: HashMap<u64, Value>,
     header: (Software, Redaction),
+    dirty: bool,
+    last_flush: Instant,
 }
 
 impl State {
-    fn take(&mut self, entry: Entry) -> io::Result<()> {
-        if matches!(entry, Entry::Tick) {
+    fn step(&mut self, entry: Entry, flush_every: Duration) -> io::Result<()> {
+        let tick = matches!(entry, Entry::Tick);
+        match entry {
+            Entry::Tick => {}
+            Entry::Open { at, connection } => {
+                let elapsed_us = self.elapsed(at);
+                self.line(Line::Other(Record::Open {
+                    elapsed_us,
+                    connection,
+                }))?;
+            }
+            Entry::Chunk {
+                at,
+                connection,
+                direction,
+                bytes,
+                lost_before,
+            } => {
+                let elapsed_us = self.elapsed(at);
+                let max_frame = self.max_frame;
+                let mut pieces = std::mem::take(&mut self.pieces);
+                self.framers
+                    .entry((connection, direction))
+                    .or_insert_with(|| Framer::new(max_frame))
+                    .feed(&bytes, lost_before, &mut pieces);
+                self.pieces_out(elapsed_us, connection, direction, &mut pieces)?;
+                self.pieces = pieces;
+            }
+            Entry::Close {
+                at,
+                connection,
+                by,
+                reason,
+            } => {
+                self.finish((connection, Direction::BridgeToMod))?;
+                self.finish((connection, Direction::ModToBridge))?;
+                let elapsed_us = self.elapsed(at);
+                self.line(Line::Other(Record::Close {
+                    elapsed_us,
+                    connection,
+                    by,
+                    reason,
+                }))?;
+            }
+        }
+        self.due(flush_every, tick)
+    }
+
+    /// The header once records have waited a second for the welcome; a flush on a tick, or a second after
+    /// the last one.
+    fn due(&mut self, flush_every: Duration, tick: bool) -> io::Result<()> {
+        let waited = self.held_since.is_some_and(|t| t.elapsed() >= flush_every);
+        if self.held.is_some() && waited {
+            self.write_header(None)?;
+        }
+        if self.dirty && (tick || self.last_flush.elapsed() >= flush_every) {
+            self.out.flush()?;
+            self.dirty = false;
+            self.last_flush = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Ends a direction's framer: what it still held.
+    fn finish(&mut self, key: (u64, Direction)) -> io::Result<()> {
+        let Some(framer) = self.framers.remove(&key) else {
             return Ok(());
+        };
+        let mut pieces = Vec::new();
+        framer.finish(&mut pieces);
+        let elapsed_us = self.elapsed(Instant::now());
+        self.pieces_out(elapsed_us, key.0, key.1, &mut pieces)
+    }
+
+    fn pieces_out(
+        &mut self,
+        elapsed_us: u64,
+        connection: u64,
+        direction: Direction,
+        pieces: &mut Vec<Piece>,
+    ) -> io::Result<()> {
+        for piece in pieces.drain(..) {
+            let line = match piece {
+                Piece::Frame(body) => Line::Message(elapsed_us, connection, direction, body),
+                Piece::Undecodable(reason, length) => Line::Other(Record::Undecodable {
+                    elapsed_us,
+                    connection,
+                    direction,
+                    reason,
+                    length,
+                }),
+                Piece::Dropped(bytes) => {
+                    self.stats.dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
+                    Line::Other(Record::Dropped {
+                        elapsed_us,
+                        connection,
+                        direction,
+                        bytes,
+                    })
+                }
+            };
+            self.line(line)?;
         }
+        Ok(())
+    }
+
+    fn line(&mut self, line: Line) -> io::Result<()> {
         if self.held.is_none() {
-            return self.write(entry);
+            return self.write(line);
         }
-        let identity = self.identity(&entry);
+        let identity = self.identity(&line);
         self.held_since.get_or_insert_with(Instant::now);
         let held = self.held.get_or_insert_with(Vec::new);
-        held.push(entry);
+        held.push(line);
         if identity.is_some() || held.len() >= HELD_BACK {
             self.write_header(identity)?;
         }
         Ok(())
     }
 
-    /// The mod's identity when `entry` is the welcome of a connection whose hello was seen.
-    fn identity(&mut self, entry: &Entry) -> Option<ModIdentity> {
-        let Entry::Frame {
-            connection,
-            direction,
-            body,
-            ..
-        } = entry
-        else {
+    /// The mod's identity when `line` is the welcome of a connection whose hello was seen.
+    fn identity(&mut self, line: &Line) -> Option<ModIdentity> {
+        let Line::Message(_, connection, direction, body) = line else {
             return None;
         };
         let message: Value = serde_json::from_slice(body).ok()?;
@@ -184,8 +298,8 @@ impl State {
         self.dirty = true;
         self.out
             .header(&Header::new(recorder, identity, redaction))?;
-        for entry in self.held.take().unwrap_or_default() {
-            self.write(entry)?;
+        for line in self.held.take().unwrap_or_default() {
+            self.write(line)?;
         }
         Ok(())
     }
@@ -194,75 +308,26 @@ impl State {
         u64::try_from(at.saturating_duration_since(self.start).as_micros()).unwrap_or(u64::MAX)
     }
 
-    fn write(&mut self, entry: Entry) -> io::Result<()> {
+    fn write(&mut self, line: Line) -> io::Result<()> {
         self.dirty = true;
-        let record = match entry {
-            Entry::Tick => return Ok(()),
-            Entry::Frame {
-                at,
-                connection,
-                direction,
-                body,
-            } => {
-                let elapsed_us = self.elapsed(at);
+        match line {
+            Line::Other(record) => self.out.record(&record),
+            Line::Message(elapsed_us, connection, direction, body) => {
                 match self.redactor.message_json(&body) {
                     Ok(json) => {
                         self.stats.recorded_frames.fetch_add(1, Ordering::Relaxed);
-                        return self
-                            .out
-                            .message_json(elapsed_us, connection, direction, &json);
+                        self.out
+                            .message_json(elapsed_us, connection, direction, &json)
                     }
-                    Err(reason) => Record::Undecodable {
+                    Err(reason) => self.out.record(&Record::Undecodable {
                         elapsed_us,
                         connection,
                         direction,
                         reason,
                         length: Some(body.len() as u64),
-                    },
+                    }),
                 }
             }
-            Entry::Open { at, connection } => Record::Open {
-                elapsed_us: self.elapsed(at),
-                connection,
-            },
-            Entry::Undecodable {
-                at,
-                connection,
-                direction,
-                reason,
-                length,
-            } => Record::Undecodable {
-                elapsed_us: self.elapsed(at),
-                connection,
-                direction,
-                reason,
-                length,
-            },
-            Entry::Dropped {
-                at,
-                connection,
-                direction,
-                frames,
-                bytes,
-            } => Record::Dropped {
-                elapsed_us: self.elapsed(at),
-                connection,
-                direction,
-                frames,
-                bytes,
-            },
-            Entry::Close {
-                at,
-                connection,
-                by,
-                reason,
-            } => Record::Close {
-                elapsed_us: self.elapsed(at),
-                connection,
-                by,
-                reason,
-            },
-        };
-        self.out.record(&record)
+        }
     }
 }
