@@ -152,14 +152,13 @@ impl<W: Write> RecordWriter<W> {
         direction: Direction,
         json: &[u8],
     ) -> io::Result<()> {
-        let head = format!(
-            "{{\"kind\":\"message\",\"elapsedUs\":{elapsed_us},\"connection\":{connection},\"direction\":\"{direction}\",\"message\":"
-        );
-        let mut line = Vec::with_capacity(head.len() + json.len() + 2);
-        line.extend_from_slice(head.as_bytes());
-        line.extend_from_slice(json);
-        line.extend_from_slice(b"}\n");
-        self.out.write_all(&line)
+        write!(
+            self.out,
+            "{{\"kind\":\"message\",\"elapsedUs\":{elapsed_us},\"connection\":{connection},\"direction\":\"{}\",\"message\":",
+            direction.as_str()
+        )?;
+        self.out.write_all(json)?;
+        self.out.write_all(b"}\n")
     }
 
     /// Flushes the output.

@@ -65,6 +65,7 @@ pub(crate) struct WriterSetup {
 /// Writes every entry of `entries` until the queue closes; the first write error ends writing (the rest is
 /// drained and dropped, so that nothing waits on a broken disk) and is returned.
 pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io::Result<()> {
+    yield_to_forwarding();
     let redaction = Redaction::with_pointers(setup.redactor.pointers().to_vec());
     let flush_every = setup.flush_every;
     let mut state = State {
@@ -123,6 +124,15 @@ pub(crate) fn run(mut entries: mpsc::Receiver<Entry>, setup: WriterSetup) -> io:
         state.write_header(None)?;
     }
     state.out.flush()
+}
+
+/// Lowers this thread's priority (nice 10): when the machine is short of CPU, forwarding runs first and the
+/// recording falls behind, and then loses chunks, rather than the wire slowing down.
+fn yield_to_forwarding() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10) {
+        tracing::debug!(error = %e, "cannot lower the recording writer's priority");
+    }
 }
 
 /// A line to write: a message's body, or another record.
