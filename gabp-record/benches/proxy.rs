@@ -23,7 +23,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 7;
 const LATENCY_CALLS: usize = 2000;
 const WARM_UP: usize = 200;
 const THROUGHPUT_CALLS: usize = 20_000;
