@@ -46,24 +46,24 @@ where
 {
     let mut buf = BytesMut::new();
     let mut lost = 0u64;
-    loop {
+    let end = loop {
         buf.reserve(READ_CHUNK);
         let read = tokio::select! {
-            () = cancel.cancelled() => return PumpEnd::Cancelled,
+            () = cancel.cancelled() => break PumpEnd::Cancelled,
             read = from.read_buf(&mut buf) => read,
         };
         match read {
             Ok(0) => {
                 let _ = to.shutdown().await;
-                return PumpEnd::Eof;
+                break PumpEnd::Eof;
             }
             Ok(_) => {}
-            Err(e) => return PumpEnd::Error(e),
+            Err(e) => break PumpEnd::Error(e),
         }
         let at = Instant::now();
         let bytes = buf.split().freeze();
         if let Err(e) = to.write_all(&bytes).await {
-            return PumpEnd::Error(e);
+            break PumpEnd::Error(e);
         }
         let len = bytes.len() as u64;
         let chunk = Entry::Chunk {
@@ -78,7 +78,19 @@ where
             Err(mpsc::error::TrySendError::Full(_)) => lost += len,
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
+    };
+    if lost > 0 {
+        // This direction is over, so nothing waits on the wire: the count of what was lost waits for room.
+        let chunk = Entry::Chunk {
+            at: Instant::now(),
+            connection,
+            direction,
+            bytes: Bytes::new(),
+            lost_before: lost,
+        };
+        let _ = tee.send(chunk).await;
     }
+    end
 }
 
 /// What a [`Framer`] makes of the chunks of one direction.
