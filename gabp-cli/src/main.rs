@@ -6,6 +6,8 @@
 //! - `gabp mod` serves the demo game, a 16x16x16 voxel world, as a GABP mod.
 //! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
 //! - `gabp mcp` serves the configured games to AI agents over MCP, as GABS does.
+//! - `gabp record` records sessions between bridges and a mod; `gabp replay` replays one as a mod or as the
+//!   bridge (SPEC/1.0 recording.md).
 #![forbid(unsafe_code)]
 
 use std::future::Future;
@@ -19,6 +21,8 @@ mod call;
 mod conformance;
 mod demo;
 mod mcp;
+mod record;
+mod replay;
 mod serve_mod;
 mod signals;
 mod tail;
@@ -65,6 +69,12 @@ enum Command {
     /// Serve the configured games to AI agents over MCP (stdio, or streamable HTTP): a drop-in for GABS.
     #[command(after_help = mcp::EXAMPLES)]
     Mcp(mcp::McpArgs),
+    /// Record every session between bridges and a mod: a transparent proxy that writes JSON Lines.
+    #[command(after_help = record::EXAMPLES)]
+    Record(record::RecordArgs),
+    /// Replay a recording: as a mod (--as-mod), or as the bridge against a live mod (--as-bridge).
+    #[command(after_help = replay::EXAMPLES)]
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -90,6 +100,8 @@ fn main() -> ExitCode {
         }
         Command::Mod(args) => ExitCode::from(serve_mod::run(&args)),
         Command::Mcp(args) => ExitCode::from(mcp::run(&args)),
+        Command::Record(args) => ExitCode::from(record::run(&args)),
+        Command::Replay(args) => ExitCode::from(replay::run(&args)),
         Command::Demo => client(async { demo::run(&mut std::io::stdout().lock()).await }),
         Command::Call(args) => {
             client(async move { call::run(&args, &mut std::io::stdout()).await })

@@ -190,7 +190,7 @@ pub fn run(args: &ModArgs) -> u8 {
     }
 }
 
-fn init_tracing() {
+pub(crate) fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Logs go to stderr only: on stdio, stdout carries frames.

@@ -24,4 +24,7 @@ pub enum TestkitError {
     /// A token could not be generated.
     #[error("cannot make a token: {0}")]
     Token(#[from] TokenError),
+    /// A recording could not be read or has nothing to replay.
+    #[error("cannot replay the recording: {0}")]
+    Replay(#[from] gabp_record::ReplayError),
 }

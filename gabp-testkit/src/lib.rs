@@ -6,6 +6,7 @@
 //! | [`pair`], [`MockMod::pair`] | a [`MockMod`] and a handshaken [`Bridge`](gabp_session::bridge::Bridge), connected in memory |
 //! | [`pair_with`], [`ServerPair::builder`] | your own [`ModServer`](gabp_session::server::ModServer) and a handshaken bridge, connected the same way |
 //! | [`MockMod`], [`MockTool`] | a scriptable mod on a real [`ModServer`](gabp_session::server::ModServer): tools with canned values, errors or closures; channels; resources; state |
+//! | [`MockMod::from_recording`], [`ReplayMod`] | a mod that answers from a recording made with `gabp record` (SPEC/1.0 recording.md) |
 //! | [`Recorder`] | every frame between them, in both directions, with [`requests`](Recorder::requests), [`events`](Recorder::events), [`assert_sent_strictly_valid`](Recorder::assert_sent_strictly_valid) and more |
 //! | [`FaultProxy`], [`Fault`], [`Faults`] | a frame-level proxy between any bridge and any mod (in memory or on loopback TCP) that delays, drops, corrupts, re-numbers and injects |
 //! | [`FaultyMod`] | mods that break one rule each, for testing conformance runners and bridges |
@@ -61,6 +62,8 @@ pub use pair::{pair, LinkedConnection, Pair, PairBuilder};
 pub use proxy::{FaultProxy, ProxyHandle, DEFAULT_PROXY_MAX_FRAME, MALFORMED_HEADER};
 pub use record::{Direction, RecordedFrame, Recorder, StrictViolation};
 pub use server_pair::{pair_with, ServerPair, ServerPairBuilder};
+
+pub use gabp_record::{ReplayHandle, ReplayMod, ReplayOptions};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

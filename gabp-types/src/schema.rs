@@ -314,6 +314,16 @@ fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
     });
 }
 
+/// The schema file at `path` (relative to `SCHEMA/1.0/`) for a type defined outside gabp-types (the recording
+/// format of gabp-record, say), generated and normalized like the files of [`schema_files`].
+#[must_use]
+pub fn schema_file_for<T: JsonSchema>(path: &str, title: &str, description: &str) -> SchemaFile {
+    SchemaFile {
+        path: path.into(),
+        schema: with_header(path, title, description, schema_of::<T>()),
+    }
+}
+
 /// Every schema file of `SCHEMA/1.0/`, in a stable order.
 pub fn schema_files() -> Vec<SchemaFile> {
     let mut files = Vec::new();

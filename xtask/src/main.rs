@@ -1,8 +1,8 @@
 //! Repository tasks for gabp-rs.
 //!
 //! - `cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE]` writes `SCHEMA/1.0/` and
-//!   `asyncapi.yaml` from the Rust types in `gabp-types`; with `--check` it writes nothing and exits 1,
-//!   naming each file that differs from what is on disk (missing, changed or stale).
+//!   `asyncapi.yaml` from the Rust types in `gabp-types` and `gabp-record`; with `--check` it writes nothing
+//!   and exits 1, naming each file that differs from what is on disk (missing, changed or stale).
 //! - `cargo xtask check-spec-examples [PATH...]` validates every ```` ```json ```` block of the
 //!   specification (`SPEC/1.0/` by default) with the strict decoder; see [`spec_examples`].
 
@@ -73,7 +73,13 @@ fn gen_schemas(args: &[String]) -> ExitCode {
             }
         }
     }
-    let files = gabp_types::schema::schema_files();
+    let mut files = gabp_types::schema::schema_files();
+    // The recording format of gabp-record (SPEC/1.0 recording.md), one schema for every line.
+    files.push(gabp_types::schema::schema_file_for::<gabp_record::Line>(
+        "recording.schema.json",
+        "GABP recording line",
+        "One line of a gabp-recording JSON Lines file: the header (line 1) or a record.",
+    ));
     let expected: BTreeSet<PathBuf> = files.iter().map(|f| PathBuf::from(&f.path)).collect();
     let mut problems = Vec::new();
     for file in &files {

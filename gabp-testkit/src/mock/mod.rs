@@ -22,6 +22,7 @@ use tokio::task::JoinHandle;
 pub use self::tool::{MockTool, ToolCall};
 use crate::conformance::Target;
 use crate::pair::PairBuilder;
+use crate::ReplayMod;
 use crate::TestkitError;
 
 /// Builds a [`MockMod`]; from [`MockMod::builder`].
@@ -342,6 +343,33 @@ impl MockMod {
     /// As [`MockModBuilder::build`].
     pub fn demo() -> Result<MockMod, TestkitError> {
         MockMod::builder().demo().build()
+    }
+
+    /// A mod that replays the recording at `path` (made with `gabp record`, SPEC/1.0 recording.md): the
+    /// recorded welcome, then for each request the recorded answer to the matching recorded request and the
+    /// events that followed it, at their recorded offsets. Unmatched requests are answered with an error
+    /// naming the closest recorded request. Serve it with [`ReplayMod::serve_in_memory`] or
+    /// [`ReplayMod::serve_tcp`]; [`ReplayMod::with_options`] changes how it matches and times.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use gabp_testkit::wire::RawClient;
+    /// use gabp_testkit::MockMod;
+    ///
+    /// let replay = MockMod::from_recording("tests/data/session.jsonl")?;
+    /// let mut client = RawClient::new(replay.serve_in_memory());
+    /// let welcome = client.hello(replay.token().expose_secret()).await;
+    /// # let _ = welcome;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TestkitError::Replay`] when the file cannot be read (the error names the line) or has no session.
+    pub fn from_recording(path: impl AsRef<std::path::Path>) -> Result<ReplayMod, TestkitError> {
+        Ok(ReplayMod::from_file(path)?)
     }
 
     /// The token bridges must present.
