@@ -141,8 +141,19 @@ fn fail(error: &str) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// Logs to stderr only (stdout may carry frames or MCP), at `default` unless `RUST_LOG` says otherwise.
+pub(crate) fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
 /// Runs `command` on a fresh multi-threaded runtime.
-fn block_on<T>(command: impl Future<Output = Result<T, String>>) -> Result<T, String> {
+pub(crate) fn block_on<T>(command: impl Future<Output = Result<T, String>>) -> Result<T, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,7 +1,6 @@
 //! `gabp mcp`: the MCP server that lets AI agents drive GABP games (gabp-hub behind gabp-mcp), a drop-in for
 //! `gabs server`: the same configuration directory and file, the same tools.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,34 +58,10 @@ fn default_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "no home directory: give --config-dir".to_owned())
 }
 
-fn init_tracing(level: Option<&str>) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.unwrap_or("warn")));
-    // stdout carries MCP: logs go to stderr only.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
-}
-
 /// Runs `gabp mcp`; returns the exit status.
 pub fn run(args: &McpArgs) -> u8 {
-    init_tracing(args.log_level.as_deref());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let outcome = runtime.block_on(serve(args));
-    // A read of stdin may still be parked on a blocking thread: do not wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    match outcome {
+    crate::init_tracing(args.log_level.as_deref().unwrap_or("warn"));
+    match crate::block_on(serve(args)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");

@@ -62,20 +62,8 @@ pub struct RecordArgs {
 
 /// Runs `gabp record`; returns the exit code (0 after a signal ended it cleanly, 1 on an error).
 pub fn run(args: &RecordArgs) -> u8 {
-    crate::serve_mod::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let outcome = runtime.block_on(record(args));
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    match outcome {
+    crate::init_tracing("info");
+    match crate::block_on(record(args)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");

@@ -83,18 +83,8 @@ pub struct ReplayArgs {
 /// Runs `gabp replay`: 0 when it ended cleanly (--as-mod) or nothing differed (--as-bridge), 1 when something
 /// differed, 2 on an error.
 pub fn run(args: &ReplayArgs) -> u8 {
-    crate::serve_mod::init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return 2;
-        }
-    };
-    let outcome = runtime.block_on(async {
+    crate::init_tracing("info");
+    let outcome = crate::block_on(async {
         let recording =
             Recording::read(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
         let ignore = pointers("--ignore", &args.ignore)?;
@@ -104,7 +94,6 @@ pub fn run(args: &ReplayArgs) -> u8 {
             as_mod(args, &recording, ignore).await.map(|()| true)
         }
     });
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     match outcome {
         Ok(true) => 0,
         Ok(false) => 1,

@@ -9,11 +9,10 @@
 
 use std::ffi::OsString;
 use std::future::Future as _;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use clap::Args;
 use gabp_session::server::ModServer;
@@ -157,7 +156,7 @@ where
 
 /// Runs `gabp mod`; returns the exit code (0 after a clean shutdown, 1 on an error).
 pub fn run(args: &ModArgs) -> u8 {
-    init_tracing();
+    crate::init_tracing("info");
     let resolved = match resolve(args, |name| std::env::var_os(name)) {
         Ok(resolved) => resolved,
         Err(e) => {
@@ -168,37 +167,13 @@ pub fn run(args: &ModArgs) -> u8 {
     for warning in &resolved.warnings {
         eprintln!("warning: {warning}");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return 1;
-        }
-    };
-    let outcome = runtime.block_on(serve(resolved));
-    // A read of stdin may still be parked on a blocking thread: do not wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    match outcome {
+    match crate::block_on(serve(resolved)) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");
             1
         }
     }
-}
-
-pub(crate) fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Logs go to stderr only: on stdio, stdout carries frames.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
 }
 
 async fn serve(resolved: Resolved) -> Result<(), String> {

@@ -4,9 +4,17 @@
 
 use std::collections::HashMap;
 
-use gabp_types::MessageId;
+use gabp_types::{ErrorCode, ErrorObject, MessageId};
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, Id};
+
+/// The answer of a call cancelled with `tools/cancel`.
+pub(crate) fn cancelled_error() -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::TOOL_CANCELLED,
+        "the call was cancelled (tools/cancel)",
+    )
+}
 
 #[derive(Default)]
 struct Inner {

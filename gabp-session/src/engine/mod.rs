@@ -219,7 +219,7 @@ impl<P: Role> Engine<P> {
                     Ok((_, answer)) => self.backlog.push_back(answer),
                     Err(e) if e.is_cancelled() => {
                         if let Some((id, _)) = cancelled {
-                            self.push_answer(Response::error(id, cancelled_error()));
+                            self.push_answer(Response::error(id, inflight::cancelled_error()));
                         }
                     }
                     Err(e) => tracing::error!(error = %e, "a request task failed"),
@@ -543,14 +543,6 @@ enum Read<R> {
     Idle,
     /// The peer is gone.
     Failed(Ended<R>),
-}
-
-/// The answer of a call cancelled with `tools/cancel` (SPEC/1.0 extensions.md §cancel).
-fn cancelled_error() -> ErrorObject {
-    ErrorObject::new(
-        ErrorCode::TOOL_CANCELLED,
-        "the call was cancelled (tools/cancel)",
-    )
 }
 
 fn panicked(id: MessageId) -> Response {

@@ -107,16 +107,16 @@ impl Progress {
         if !done.is_finite() || done < 0.0 || total.is_some_and(|t| !t.is_finite() || t < 0.0) {
             return;
         }
+        let mut reports = self.reports.lock();
+        if !reports.open {
+            return;
+        }
         let payload = ProgressPayload {
             progress_token: self.token.clone(),
             progress: done,
             total,
             message: message.map(str::to_owned),
         };
-        let mut reports = self.reports.lock();
-        if !reports.open {
-            return;
-        }
         let now = Instant::now();
         if reports
             .last_sent
