@@ -171,7 +171,13 @@ impl Game {
     /// and whether the connection is gone for good.
     fn connection_changed(&self, epoch: u64, now: ConnectionState) -> Option<(bool, bool)> {
         let mut state = self.shared.state.lock();
-        if state.epoch != epoch || state.status == GameStatus::Stopping {
+        // Once the process has ended (or is being stopped), its status says so; the connection's end adds nothing.
+        if state.epoch != epoch
+            || matches!(
+                state.status,
+                GameStatus::Stopping | GameStatus::Exited | GameStatus::Stopped
+            )
+        {
             return None;
         }
         let lost = if state.process.is_some() {
