@@ -1,8 +1,9 @@
 //! Repository tasks for gabp-rs.
 //!
-//! - `cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE]` writes `SCHEMA/1.0/` and
-//!   `asyncapi.yaml` from the Rust types in `gabp-types` and `gabp-record`; with `--check` it writes nothing
-//!   and exits 1, naming each file that differs from what is on disk (missing, changed or stale).
+//! - `cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE] [--npm DIR]` writes `SCHEMA/1.0/`,
+//!   `asyncapi.yaml` and the generated files of the npm package `packages/npm/gabp-schemas` (see [`npm`])
+//!   from the Rust types in `gabp-types` and `gabp-record`; with `--check` it writes nothing and exits 1,
+//!   naming each file that differs from what is on disk (missing, changed or stale).
 //! - `cargo xtask check-spec-examples [PATH...]` validates every ```` ```json ```` block of the
 //!   specification (`SPEC/1.0/` by default) with the strict decoder; see [`spec_examples`].
 
@@ -11,15 +12,19 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod asyncapi;
+mod npm;
 mod spec_examples;
+mod ts;
 mod yaml;
 
-const USAGE: &str = "usage: cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE]
+const USAGE: &str =
+    "usage: cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE] [--npm DIR]
        cargo xtask check-spec-examples [PATH...]
 
-gen-schemas writes SCHEMA/1.0/ and asyncapi.yaml from the gabp-types Rust types. With --check,
-it writes nothing and exits 1 naming every file that differs from the generated output (missing,
-changed or stale).
+gen-schemas writes SCHEMA/1.0/, asyncapi.yaml and the generated files of the npm package
+packages/npm/gabp-schemas (its schemas/, catalog.json, types.d.ts, package.json and LICENSE) from
+the gabp-types Rust types. With --check, it writes nothing and exits 1 naming every file that
+differs from the generated output (missing, changed or stale).
 
 check-spec-examples validates every ```json block of the Markdown files under PATH (default
 SPEC/1.0) with the strict decoder, one line per block, and exits 1 if any is invalid.";
@@ -45,30 +50,38 @@ fn repo_root() -> PathBuf {
     manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
 }
 
+/// One file `gen-schemas` writes, or compares with what is on disk under `--check`.
+struct Output {
+    path: PathBuf,
+    text: String,
+    /// What the file should be, for the message naming a file that differs.
+    kind: &'static str,
+}
+
 fn gen_schemas(args: &[String]) -> ExitCode {
     let mut check = false;
     let mut out = repo_root().join("SCHEMA").join("1.0");
     let mut asyncapi_path = repo_root().join("asyncapi.yaml");
+    let mut npm_dir = repo_root().join(npm::PACKAGE_DIR);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--check" => check = true,
-            "--out" => match it.next() {
-                Some(dir) => out = PathBuf::from(dir),
-                None => {
-                    eprintln!("--out needs a directory\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
-            "--asyncapi" => match it.next() {
-                Some(file) => asyncapi_path = PathBuf::from(file),
-                None => {
-                    eprintln!("--asyncapi needs a file\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            },
+        let target = match arg.as_str() {
+            "--check" => {
+                check = true;
+                continue;
+            }
+            "--out" => &mut out,
+            "--asyncapi" => &mut asyncapi_path,
+            "--npm" => &mut npm_dir,
             other => {
                 eprintln!("unknown argument {other:?}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        };
+        match it.next() {
+            Some(value) => *target = PathBuf::from(value),
+            None => {
+                eprintln!("{arg} needs a path\n{USAGE}");
                 return ExitCode::from(2);
             }
         }
@@ -80,86 +93,93 @@ fn gen_schemas(args: &[String]) -> ExitCode {
         "GABP recording line",
         "One line of a gabp-recording JSON Lines file: the header (line 1) or a record.",
     ));
-    let expected: BTreeSet<PathBuf> = files.iter().map(|f| PathBuf::from(&f.path)).collect();
+    let mut outputs: Vec<Output> = files
+        .iter()
+        .map(|f| Output {
+            path: out.join(&f.path),
+            text: f.render(),
+            kind: "the generated schema",
+        })
+        .collect();
+    outputs.push(Output {
+        path: asyncapi_path.clone(),
+        text: asyncapi::render(),
+        kind: "the generated AsyncAPI document",
+    });
+    let license_path = repo_root().join("LICENSES").join("CODE-LICENSE.txt");
+    let license = match std::fs::read_to_string(&license_path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", license_path.display());
+            return ExitCode::from(2);
+        }
+    };
+    match npm::files(&files, &license) {
+        Ok(npm_files) => outputs.extend(npm_files.into_iter().map(|f| Output {
+            path: npm_dir.join(&f.path),
+            text: f.text,
+            kind: "the generated npm package file",
+        })),
+        Err(e) => {
+            eprintln!("error: the npm package: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut problems = Vec::new();
-    for file in &files {
-        let path = out.join(&file.path);
-        let text = file.render();
+    for output in &outputs {
+        let path = &output.path;
         if check {
-            match std::fs::read_to_string(&path) {
-                Ok(existing) if existing == text => {}
-                Ok(_) => problems.push(format!(
-                    "{}: differs from the generated schema",
-                    path.display()
-                )),
+            match std::fs::read_to_string(path) {
+                Ok(existing) if existing == output.text => {}
+                Ok(_) => problems.push(format!("{}: differs from {}", path.display(), output.kind)),
                 Err(_) => problems.push(format!("{}: missing", path.display())),
             }
         } else {
             let write = path
                 .parent()
                 .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, &text));
+                .and_then(|()| std::fs::write(path, &output.text));
             if let Err(e) = write {
                 eprintln!("error: cannot write {}: {e}", path.display());
                 return ExitCode::from(2);
             }
         }
     }
-    let asyncapi_text = asyncapi::render();
-    if check {
-        match std::fs::read_to_string(&asyncapi_path) {
-            Ok(existing) if existing == asyncapi_text => {}
-            Ok(_) => problems.push(format!(
-                "{}: differs from the generated AsyncAPI document",
-                asyncapi_path.display()
-            )),
-            Err(_) => problems.push(format!("{}: missing", asyncapi_path.display())),
-        }
-    } else if let Err(e) = std::fs::write(&asyncapi_path, &asyncapi_text) {
-        eprintln!("error: cannot write {}: {e}", asyncapi_path.display());
-        return ExitCode::from(2);
-    }
-    // Files under the output directory that the generator no longer produces.
-    for stale in json_files(&out)
-        .into_iter()
-        .filter_map(|p| p.strip_prefix(&out).ok().map(Path::to_path_buf))
-        .filter(|rel| !expected.contains(rel))
+    // JSON files under the generated directories that the generator no longer produces.
+    let expected: BTreeSet<&Path> = outputs.iter().map(|o| o.path.as_path()).collect();
+    let generated_dirs = [out.clone(), npm_dir.join(npm::SCHEMAS_DIR)];
+    for stale in generated_dirs
+        .iter()
+        .flat_map(|dir| json_files(dir))
+        .filter(|p| !expected.contains(p.as_path()))
     {
-        let path = out.join(&stale);
         if check {
-            problems.push(format!(
-                "{}: not generated by gabp-types (stale)",
-                path.display()
-            ));
-        } else if let Err(e) = std::fs::remove_file(&path) {
-            eprintln!("error: cannot remove stale {}: {e}", path.display());
+            problems.push(format!("{}: not generated (stale)", stale.display()));
+        } else if let Err(e) = std::fs::remove_file(&stale) {
+            eprintln!("error: cannot remove stale {}: {e}", stale.display());
             return ExitCode::from(2);
         }
     }
-    if check {
-        if problems.is_empty() {
-            println!(
-                "{} schema files up to date in {}, and {}",
-                files.len(),
-                out.display(),
-                asyncapi_path.display()
-            );
-            ExitCode::SUCCESS
-        } else {
-            for p in &problems {
-                eprintln!("{p}");
-            }
-            eprintln!("run `cargo xtask gen-schemas` to regenerate");
-            ExitCode::from(1)
-        }
-    } else {
-        println!(
-            "wrote {} schema files to {}, and {}",
-            files.len(),
-            out.display(),
-            asyncapi_path.display()
-        );
+    let summary = format!(
+        "{} schema files in {}, {}, and the npm package in {}",
+        files.len(),
+        out.display(),
+        asyncapi_path.display(),
+        npm_dir.display()
+    );
+    if !check {
+        println!("wrote {summary}");
+        return ExitCode::SUCCESS;
+    }
+    if problems.is_empty() {
+        println!("up to date: {summary}");
         ExitCode::SUCCESS
+    } else {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        eprintln!("run `cargo xtask gen-schemas` to regenerate");
+        ExitCode::from(1)
     }
 }
 
