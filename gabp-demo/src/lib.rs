@@ -12,6 +12,12 @@
 //! | `demo/raise_error` | `{message, blocking?}` (default `true`) | `{attentionId}` | opens an attention item |
 //! | `demo/status` | `{}` | `{toolCalls}` | tagged `status`: answers while attention blocks |
 //! | `demo/set_bonus` | `{enabled}` | `{enabled, changed}` | adds or removes `demo/bonus` (`{}` → `{message}`) |
+//! | `world/entities` | `{}` | `{tick, entities: [{id, kind, x, y, z, moves}]}` | three sheep, one block per tick |
+//! | `world/render` | `{scale?}` (1..=32, default 8) | `{width, height, scale, tick, pngBytes}` | the PNG as an image content item |
+//!
+//! Time control (SPEC/1.0 extensions.md §time-control): `time/status`, `time/pause`, `time/resume` and
+//! `time/step {ticks}` freeze and step the game clock, and with it the sheep; `time/changed` announces each pause
+//! and resume.
 //!
 //! Channels `player/move`, `world/block_change` and `tools/changed` (the tools change at run time: SPEC/1.0
 //! extensions.md §tools-changed); resources `gabp://game/world` (JSON text) and
@@ -30,9 +36,12 @@
 
 mod bonus;
 mod in_process;
+mod render;
 mod resources;
+mod sheep;
 mod state;
 mod tools;
+mod view;
 mod world;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,7 +50,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gabp_attention::{AttentionManager, Entry};
-use gabp_session::server::{MainThread, ModServer, ModServerBuilder, ToolError};
+use gabp_session::server::{GameClock, MainThread, ModServer, ModServerBuilder, ToolError};
 use gabp_types::methods::{ServerInfo, StateGetParams, StateSetParams};
 use gabp_types::Severity;
 use parking_lot::Mutex;
@@ -50,6 +59,8 @@ use serde_json::json;
 use self::resources::mod_info_resource;
 
 pub use in_process::InProcessGame;
+pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
+pub use sheep::Entity;
 pub use world::{BlockType, Position, Slot, World, WorldError, PLAYER_ID, WORLD_SIZE};
 
 /// The welcome's `app.name`.
@@ -183,6 +194,7 @@ impl DemoGame {
         let tools = builder.tool_registry();
         builder
             .dynamic_tools(true)
+            .time_control(true)
             .tool(self.get_block_tool())
             .tool(self.place_block_tool(events.clone()))
             .tool(self.inventory_tool())
@@ -192,6 +204,8 @@ impl DemoGame {
             .tool(self.raise_error_tool())
             .tool(self.status_tool())
             .tool(self.set_bonus_tool(tools))
+            .tool(self.entities_tool())
+            .tool(self.render_tool())
             .resource(self.world_resource())
             .resource(mod_info_resource())
             .state_get({
@@ -223,7 +237,8 @@ impl DemoGame {
 
     /// Starts the game thread: it advances the game clock 20 times a second and, between ticks, waits for
     /// calls queued on `main_thread` (the world-changing tools) and runs them as soon as they arrive, until the
-    /// returned [`GameLoop`] is dropped.
+    /// returned [`GameLoop`] is dropped. While time is paused it runs no tick but those a `time/step` owes,
+    /// which it runs at once.
     ///
     /// # Errors
     ///
@@ -232,15 +247,24 @@ impl DemoGame {
         let stop = Arc::new(AtomicBool::new(false));
         let world = self.world.clone();
         let (stopping, queue) = (stop.clone(), main_thread.clone());
+        let clock = main_thread.clock();
         let thread = std::thread::Builder::new()
             .name("gabp-demo-game".into())
             .spawn(move || {
                 let mut next_tick = Instant::now() + TICK;
                 while !stopping.load(Ordering::Acquire) {
                     let now = Instant::now();
-                    if now >= next_tick {
-                        world.lock().tick();
+                    let stepping = clock.as_ref().is_some_and(GameClock::is_stepping);
+                    if now >= next_tick || stepping {
+                        match &clock {
+                            Some(clock) => clock.run_tick(|| world.lock().tick()),
+                            None => {
+                                world.lock().tick();
+                                true
+                            }
+                        };
                         next_tick = now + TICK;
+                        queue.pump(PUMP_BUDGET);
                         continue;
                     }
                     // Sleeps until the next tick unless a call arrives first: an idle game answers at once.

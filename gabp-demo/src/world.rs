@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::sheep::{walkable, Entity, Sheep, SHEEP_Y};
+
 /// Blocks along each axis; block coordinates are integers `0..=15`.
 pub const WORLD_SIZE: i64 = 16;
 
@@ -128,6 +130,7 @@ pub struct World {
     inventory: Vec<Slot>,
     block_changes: u64,
     ticks: u64,
+    sheep: Vec<Sheep>,
 }
 
 impl Default for World {
@@ -175,6 +178,7 @@ impl World {
             .collect(),
             block_changes: 0,
             ticks: 0,
+            sheep: Sheep::flock(),
         };
         for x in 0..WORLD_SIZE {
             for z in 0..WORLD_SIZE {
@@ -304,9 +308,33 @@ impl World {
         self.block_changes
     }
 
-    /// Advances the game clock by one tick.
+    /// Advances the game clock by one tick: each sheep walks one block.
     pub fn tick(&mut self) {
         self.ticks = self.ticks.wrapping_add(1);
+        let blocks = &self.blocks;
+        for sheep in &mut self.sheep {
+            sheep.step(|x, z| {
+                index(x, SHEEP_Y, z)
+                    .ok()
+                    .and_then(|i| blocks.get(i))
+                    .is_some_and(|b| walkable(*b))
+            });
+        }
+    }
+
+    /// The sheep, as `world/entities` reports them.
+    pub fn entities(&self) -> Vec<Entity> {
+        self.sheep.iter().map(Sheep::entity).collect()
+    }
+
+    /// The highest block that is not air in each column, `(block, y)`, or `None` for an empty column.
+    pub fn top(&self, x: i64, z: i64) -> Option<(BlockType, i64)> {
+        (0..WORLD_SIZE)
+            .rev()
+            .find_map(|y| match self.block(x, y, z) {
+                Ok(BlockType::Air) | Err(_) => None,
+                Ok(block) => Some((block, y)),
+            })
     }
 
     /// Ticks since the world was made.

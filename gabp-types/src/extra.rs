@@ -7,8 +7,8 @@ use crate::decode::escape_pointer;
 use crate::methods::{
     AppInfo, AttentionAckResult, AttentionCurrentResult, GoodbyeResult, PingResult, ResourceInfo,
     ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult, StateSetError,
-    StateSetResult, SubscribeResult, ToolsCancelResult, ToolsListResult, UnsubscribeResult,
-    WelcomeResult,
+    StateSetResult, SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult,
+    UnsubscribeResult, WelcomeResult,
 };
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
 
@@ -96,6 +96,7 @@ flat!(
     StateSetError,
     AttentionSample,
     ToolsCancelResult,
+    TimeState,
 );
 
 /// Types that hold other such types: `$field => inside` for a value or an `Option`, `$field => each` for a

@@ -69,14 +69,28 @@ fn schema_of<T: JsonSchema>() -> Value {
     value
 }
 
+/// `text` without its fenced code blocks (the doc comment's examples), paragraphs kept.
+fn without_code_blocks(text: &str) -> String {
+    text.split("```")
+        .step_by(2)
+        .flat_map(|part| part.split("\n\n"))
+        .map(str::trim)
+        .filter(|paragraph| !paragraph.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// Normalizes a generated schema in place: optional properties never accept `null` (we omit them instead of
 /// sending `null`, and the typed decoder refuses `null` for them), formats validators disagree on are dropped,
-/// and `default` annotations are removed.
+/// `default` annotations are removed, and so are the Rust examples of doc comments.
 fn normalize(schema: &mut Value) {
     let Value::Object(map) = schema else {
         return;
     };
     map.remove("default");
+    if let Some(Value::String(text)) = map.get_mut("description") {
+        *text = without_code_blocks(text);
+    }
     collapse_const_one_of(map);
     if let Some(Value::String(f)) = map.get("format") {
         if !KNOWN_FORMATS.contains(&f.as_str()) {
@@ -272,6 +286,13 @@ fn event_schema() -> Value {
                     "properties": { "channel": { "const": methods::PROGRESS_CHANNEL } }
                 },
                 "then": { "properties": { "payload": schema_of::<methods::ProgressPayload>() } }
+            },
+            {
+                "if": {
+                    "required": ["channel"],
+                    "properties": { "channel": { "const": methods::TIME_CHANGED_CHANNEL } }
+                },
+                "then": { "properties": { "payload": schema_of::<methods::TimeState>() } }
             }
         ],
         "additionalProperties": false
@@ -390,7 +411,7 @@ pub fn schema_files() -> Vec<SchemaFile> {
         schema: with_header(
             "events/event.message.json",
             "GABP event",
-            "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload, on tools/progress a progress payload.",
+            "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload, on tools/progress a progress payload, on time/changed a time state.",
             event_schema(),
         ),
     });
@@ -421,6 +442,15 @@ pub fn schema_files() -> Vec<SchemaFile> {
             schema_of::<methods::ProgressPayload>(),
         ),
     });
+    files.push(SchemaFile {
+        path: "events/time-changed.payload.schema.json".into(),
+        schema: with_header(
+            "events/time-changed.payload.schema.json",
+            "GABP time-changed event payload",
+            "Payload of the time/changed channel (the time-control extension): time was paused or resumed.",
+            schema_of::<methods::TimeState>(),
+        ),
+    });
     use methods::*;
     method_files::<SessionHello>(&mut files);
     method_files::<SessionPing>(&mut files);
@@ -428,6 +458,10 @@ pub fn schema_files() -> Vec<SchemaFile> {
     method_files::<ToolsList>(&mut files);
     method_files::<ToolsCall>(&mut files);
     method_files::<ToolsCancel>(&mut files);
+    method_files::<TimeStatus>(&mut files);
+    method_files::<TimePause>(&mut files);
+    method_files::<TimeResume>(&mut files);
+    method_files::<TimeStep>(&mut files);
     method_files::<EventsSubscribe>(&mut files);
     method_files::<EventsUnsubscribe>(&mut files);
     method_files::<ResourcesList>(&mut files);
@@ -439,11 +473,16 @@ pub fn schema_files() -> Vec<SchemaFile> {
     files
 }
 
+/// Whether `method` has params and result types here: a core method or an extension's.
+fn is_typed(method: &str) -> bool {
+    methods::CORE_METHODS.contains(&method) || methods::EXTENSION_METHODS.contains(&method)
+}
+
 /// The schemas a message must satisfy, as `(schema path relative to SCHEMA/1.0/, JSON pointer of the part of
 /// the message it applies to)`: the envelope always (to the whole message); a core method's request schema for
 /// its requests; the response schema of `response_to`, when given, for a response; the attention payload schema
 /// (to `/payload`) for an event on an `attention/*` channel, the tools-changed payload schema for one on
-/// `tools/changed`, the progress payload schema for one on `tools/progress`.
+/// `tools/changed`, the progress payload schema for one on `tools/progress`, the time state schema for one on `time/changed`.
 pub fn applicable_schemas(
     message: &Value,
     response_to: Option<&str>,
@@ -459,15 +498,13 @@ pub fn applicable_schemas(
     match message.get("type").and_then(Value::as_str) {
         Some("request") => {
             if let Some(m) = message.get("method").and_then(Value::as_str) {
-                if methods::CORE_METHODS.contains(&m) || m == methods::ToolsCancel::NAME {
+                if is_typed(m) {
                     paths.push((format!("methods/{}.request.json", m.replace('/', ".")), ""));
                 }
             }
         }
         Some("response") => {
-            if let Some(m) = response_to
-                .filter(|m| methods::CORE_METHODS.contains(m) || *m == methods::ToolsCancel::NAME)
-            {
+            if let Some(m) = response_to.filter(|m| is_typed(m)) {
                 paths.push((format!("methods/{}.response.json", stem(m)), ""));
             }
         }
@@ -497,6 +534,15 @@ pub fn applicable_schemas(
         {
             paths.push((
                 "events/tools-progress.payload.schema.json".to_owned(),
+                "/payload",
+            ));
+        }
+        Some("event")
+            if message.get("channel").and_then(Value::as_str)
+                == Some(methods::TIME_CHANGED_CHANNEL) =>
+        {
+            paths.push((
+                "events/time-changed.payload.schema.json".to_owned(),
                 "/payload",
             ));
         }

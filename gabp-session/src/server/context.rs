@@ -63,6 +63,7 @@ pub struct CallContext {
     events: EventPublisher,
     state: Arc<StateMap>,
     progress: Option<Arc<Progress>>,
+    content_limit: usize,
 }
 
 impl fmt::Debug for CallContext {
@@ -82,6 +83,7 @@ impl CallContext {
         cancellation: CancellationToken,
         events: EventPublisher,
         state: Arc<StateMap>,
+        content_limit: usize,
     ) -> Self {
         CallContext {
             session,
@@ -90,7 +92,15 @@ impl CallContext {
             events,
             state,
             progress: None,
+            content_limit,
         }
+    }
+
+    /// How many bytes of content items (pictures, sound) the call's result may carry, decoded: more is
+    /// answered `-32603` (SPEC/1.0 extensions.md §content). A tool that renders can choose its size by it.
+    #[must_use]
+    pub fn max_content_bytes(&self) -> usize {
+        self.content_limit
     }
 
     pub(crate) fn with_progress(mut self, progress: Option<Arc<Progress>>) -> Self {
@@ -237,6 +247,7 @@ mod tests {
             CancellationToken::new(),
             EventPublisher::new(Arc::new(super::super::events::EventHub::new(1024))),
             Arc::new(state),
+            1024,
         )
     }
 

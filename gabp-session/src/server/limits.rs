@@ -43,6 +43,10 @@ pub struct ServerLimits {
     /// Calls queued for the game's main thread, mod-wide (default 1024); when full, calls are answered
     /// `-32401` (retryable).
     pub main_thread_queue: usize,
+    /// Bytes of content items (pictures, sound) one tool result may carry, decoded (default 512 KiB; never
+    /// more than fits in `max_message_size` as base64). Advertised in the `content` extension as `maxBytes`; a
+    /// result over it is answered `-32603` (SPEC/1.0 extensions.md §content).
+    pub max_content_bytes: usize,
 }
 
 impl Default for ServerLimits {
@@ -57,6 +61,7 @@ impl Default for ServerLimits {
             event_queue: 1024,
             outgoing_queue: 256,
             main_thread_queue: 1024,
+            max_content_bytes: 512 * 1024,
         }
     }
 }
@@ -125,6 +130,18 @@ impl ServerLimits {
         self
     }
 
+    /// Sets the bytes of content items one tool result may carry.
+    #[must_use]
+    pub fn with_max_content_bytes(mut self, value: usize) -> Self {
+        self.max_content_bytes = value;
+        self
+    }
+
+    /// The content limit in force: `max_content_bytes`, or what fits in a message as base64 if that is less.
+    pub(crate) fn content_limit(&self) -> usize {
+        self.max_content_bytes.min(self.max_message_size / 4 * 3)
+    }
+
     pub(crate) fn check(&self) -> Result<(), BuildError> {
         let bad = |limit: &'static str, reason: &str| {
             Err(BuildError::InvalidLimit {
@@ -188,5 +205,13 @@ mod tests {
         assert_eq!(l.advertised().request_timeout.unwrap().get(), 2);
         l.request_timeout = Duration::from_millis(10);
         assert_eq!(l.advertised().request_timeout.unwrap().get(), 1);
+    }
+
+    #[test]
+    fn content_limit_fits_in_a_message() {
+        let l = ServerLimits::default();
+        assert_eq!(l.content_limit(), 512 * 1024);
+        let small = l.with_max_message_size(4096);
+        assert_eq!(small.content_limit(), 3072);
     }
 }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Condvar, Mutex};
 use std::time::Duration;
@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::clock::{GameClock, Waker};
 use super::session::internal_error;
 
 pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<Value, ErrorObject> + Send>;
@@ -72,6 +73,7 @@ struct Inner {
     arrived: Condvar,
     capacity: AtomicUsize,
     notify: Mutex<Option<Notify>>,
+    clock: OnceLock<GameClock>,
 }
 
 impl fmt::Debug for MainThread {
@@ -116,6 +118,7 @@ impl MainThread {
                 arrived: Condvar::new(),
                 capacity: AtomicUsize::new(capacity),
                 notify: Mutex::new(None),
+                clock: OnceLock::new(),
             }),
         }
     }
@@ -148,6 +151,29 @@ impl MainThread {
             notify();
         }
         Ok(rx)
+    }
+
+    /// The game's clock, when the server was built with
+    /// [`ModServerBuilder::time_control`](super::ModServerBuilder::time_control): the game loop asks it whether
+    /// to tick ([`GameClock::run_tick`]) so that `time/pause`, `time/resume` and `time/step` take effect
+    /// (SPEC/1.0 extensions.md §time-control).
+    #[must_use]
+    pub fn clock(&self) -> Option<GameClock> {
+        self.inner.clock.get().cloned()
+    }
+
+    pub(crate) fn set_clock(&self, clock: GameClock) {
+        let _ = self.inner.clock.set(clock);
+    }
+
+    /// What ends a [`MainThread::wait`] in progress, without keeping the queue alive.
+    pub(crate) fn waker(&self) -> Waker {
+        let inner = Arc::downgrade(&self.inner);
+        Box::new(move || {
+            if let Some(inner) = inner.upgrade() {
+                MainThread { inner }.wake();
+            }
+        })
     }
 
     /// How many calls are queued.

@@ -190,6 +190,7 @@ mod tests {
             tokio_util::sync::CancellationToken::new(),
             EventPublisher::new(Arc::new(EventHub::new(1024))),
             Arc::new(state),
+            1024,
         )
     }
 

@@ -12,8 +12,8 @@ use futures::FutureExt;
 use gabp_types::methods::{
     CallMeta, ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
     ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
-    SubscribeResult, ToolsCancelParams, ToolsCancelResult, ToolsListParams, ToolsListResult,
-    UnsubscribeResult,
+    SubscribeResult, TimeParams, TimeStepParams, ToolsCancelParams, ToolsCancelResult,
+    ToolsListParams, ToolsListResult, UnsubscribeResult,
 };
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use super::arguments::Arguments;
+use super::clock::GameClock;
 use super::context::{CallContext, StateMap};
 use super::error::ToolError;
 use super::events::{EventHub, EventPublisher, RejectedPattern};
@@ -76,6 +77,8 @@ pub(crate) struct Routes {
     pub(crate) hub: Arc<EventHub>,
     pub(crate) main_thread: MainThread,
     pub(crate) request_timeout: Duration,
+    pub(crate) content_limit: usize,
+    pub(crate) clock: Option<GameClock>,
     pub(crate) state: Arc<StateMap>,
 }
 
@@ -92,6 +95,7 @@ pub(crate) struct Routes {
 /// | `resources/list` | filtered by `pattern` (glob over the URI) and `namespace` |
 /// | `resources/read` | the content; `-32300` for an unknown URI |
 /// | `state/get`, `state/set` | the author's handlers, when registered |
+/// | `time/status`, `time/pause`, `time/resume`, `time/step` | with [`ModServerBuilder::time_control`](super::ModServerBuilder::time_control): `{paused, tick}` ([`GameClock`]) |
 /// | custom methods | their handlers ([`ModServerBuilder::method`](super::ModServerBuilder::method)) |
 /// | anything else | `-32601` with `data.method` |
 ///
@@ -216,6 +220,7 @@ impl Router {
             cancellation,
             EventPublisher::new(self.routes.hub.clone()),
             self.routes.state.clone(),
+            self.routes.content_limit,
         )
     }
 
@@ -481,6 +486,22 @@ impl Router {
                 let id = req.id();
                 return self.call_tool(req).map_err(|e| Response::error(id, e));
             }
+            "time/status" | "time/pause" | "time/resume" | "time/step" => {
+                match &self.routes.clock {
+                    Some(clock) if req.method() == "time/status" => {
+                        return answer(
+                            params::<TimeParams>(&req).and_then(|_| to_value(clock.status())),
+                        )
+                    }
+                    Some(clock) if req.method() == "time/resume" => {
+                        return answer(
+                            params::<TimeParams>(&req).and_then(|_| to_value(clock.resume())),
+                        )
+                    }
+                    Some(clock) => control_time(&req, clock),
+                    None => Err(method_not_found(req.method())),
+                }
+            }
             method => match self.routes.methods.get(method) {
                 Some(handler) => {
                     let id = req.id();
@@ -511,6 +532,37 @@ fn cancel(req: &ServerRequest) -> Result<Value, ErrorObject> {
         .in_flight()
         .is_some_and(|in_flight| in_flight.cancel(&p.id));
     to_value(ToolsCancelResult::new(cancelled))
+}
+
+/// `time/pause` and `time/step` (SPEC/1.0 extensions.md §time-control): a pause is answered once no tick runs
+/// (a pause that changes nothing answers the state as it is and announces nothing); a step once the game has
+/// run its ticks (the request's time limit applies).
+fn control_time(req: &ServerRequest, clock: &GameClock) -> Result<ResponseFuture, ErrorObject> {
+    let id = req.id();
+    let done = if req.method() == "time/step" {
+        let p: TimeStepParams = required_params(req)?;
+        clock.step(p.ticks)
+    } else {
+        let _: TimeParams = params(req)?;
+        match clock.pause_settled() {
+            Ok(state) => {
+                let response = to_value(state)
+                    .map_or_else(|e| Response::error(id, e), |v| Response::success(id, v));
+                return Ok(futures::future::ready(Ok(response)).boxed());
+            }
+            Err(settling) => settling,
+        }
+    };
+    Ok(async move {
+        Ok(match done.await {
+            Ok(state) => match to_value(state) {
+                Ok(v) => Response::success(id, v),
+                Err(e) => Response::error(id, e),
+            },
+            Err(_) => Response::error(id, internal_error("the game clock was dropped")),
+        })
+    }
+    .boxed())
 }
 
 /// The progress reporter of a call whose `_meta` carries a progress token (SPEC/1.0 extensions.md

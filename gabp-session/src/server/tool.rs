@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use gabp_types::methods::{Method, ToolsCall, CONTENT_MEMBER};
 use gabp_types::{
     ErrorCode, ErrorObject, MessageId, Response, ToolDescriptor, ToolName, UniqueVec,
 };
@@ -127,6 +128,41 @@ fn to_result<Out: Serialize>(out: Out) -> Result<Value, ToolError> {
     })
 }
 
+/// A result whose content items are over the limit, or not valid, is an error, never a cut picture (SPEC/1.0
+/// extensions.md §content). Only a result that has `_content` pays for the check.
+fn check_content(value: Value, limit: usize) -> Result<Value, ToolError> {
+    let Some(Value::Array(items)) = value.as_object().and_then(|m| m.get(CONTENT_MEMBER)) else {
+        return Ok(value);
+    };
+    let bytes: usize = items
+        .iter()
+        .filter_map(|item| item.get("data")?.as_str())
+        .map(|data| {
+            data.len() / 4 * 3 - data.bytes().rev().take_while(|&b| b == b'=').count().min(2)
+        })
+        .sum();
+    let invalid = |message: String, data: Value| {
+        ToolError::new(message)
+            .with_code(ErrorCode::INTERNAL_ERROR)
+            .with_data(data)
+    };
+    if bytes > limit {
+        return Err(invalid(
+            format!(
+                "the tool's content items hold {bytes} bytes, over this mod's limit of {limit} (maxBytes of the content extension)"
+            ),
+            json!({ "contentBytes": bytes, "maxBytes": limit }),
+        ));
+    }
+    gabp_types::decode::check_result(ToolsCall::NAME, &value).map_err(|e| {
+        invalid(
+            format!("the tool's content items are not valid: {e}"),
+            json!({ "pointer": e.pointer() }),
+        )
+    })?;
+    Ok(value)
+}
+
 impl Tool {
     fn with_handler(
         name: String,
@@ -153,11 +189,13 @@ impl Tool {
     /// the typed arguments; it returns a typed result or a [`ToolError`].
     pub fn new<M, H: ToolHandler<M>>(name: impl Into<String>, handler: H) -> Self {
         let run: AsyncHandler = Arc::new(move |context, cancel_on_drop, id, args| {
+            let limit = context.max_content_bytes();
             let call = handler.call(context, args.decode::<H::Args>()?);
             // One allocation per call: the future that answers it.
             Ok(Box::pin(async move {
                 let _cancel_on_drop = cancel_on_drop;
-                Ok(match call.await.and_then(to_result) {
+                let result = call.await.and_then(to_result);
+                Ok(match result.and_then(|v| check_content(v, limit)) {
                     Ok(value) => Response::success(id, value),
                     Err(e) => Response::error(id, e.into_error_object()),
                 })
@@ -185,6 +223,7 @@ impl Tool {
                 handler
                     .call(state, &context, input)
                     .and_then(to_result)
+                    .and_then(|v| check_content(v, context.max_content_bytes()))
                     .map_err(ToolError::into_error_object)
             }))
         });

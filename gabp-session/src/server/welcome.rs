@@ -4,8 +4,9 @@
 use std::fmt;
 
 use gabp_types::methods::{
-    AppInfo, Method, ServerInfo, ToolsCancel, WelcomeResult, CANCEL_EXTENSION, PROGRESS_CHANNEL,
-    PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS, TOOLS_CHANGED_CHANNEL,
+    AppInfo, Method, ServerInfo, ToolsCancel, WelcomeResult, CANCEL_EXTENSION, CONTENT_EXTENSION,
+    MAX_STEP_TICKS, PROGRESS_CHANNEL, PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS,
+    TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION, TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
@@ -27,6 +28,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) server_info: Option<ServerInfo>,
     pub(crate) channel_patterns: bool,
     pub(crate) tools_changed: bool,
+    pub(crate) time_control: bool,
     pub(crate) extensions: Vec<(String, Map<String, Value>)>,
     pub(crate) methods: &'a [String],
     pub(crate) channels: Vec<String>,
@@ -72,6 +74,21 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
     extensions
         .insert(CANCEL_EXTENSION, ext)
         .map_err(|e| welcome_error(&e))?;
+    // Tool results may carry pictures and sound (SPEC/1.0 extensions.md §content).
+    let mut ext = Map::new();
+    ext.insert("types".into(), json!(["image", "audio"]));
+    ext.insert("maxBytes".into(), json!(parts.limits.content_limit()));
+    extensions
+        .insert(CONTENT_EXTENSION, ext)
+        .map_err(|e| welcome_error(&e))?;
+    if parts.time_control {
+        let mut ext = Map::new();
+        ext.insert("channel".into(), json!(TIME_CHANGED_CHANNEL));
+        ext.insert("maxStepTicks".into(), json!(MAX_STEP_TICKS));
+        extensions
+            .insert(TIME_CONTROL_EXTENSION, ext)
+            .map_err(|e| welcome_error(&e))?;
+    }
     for (key, value) in parts.extensions {
         extensions
             .insert(key, value)

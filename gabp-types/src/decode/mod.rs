@@ -467,6 +467,10 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
             ErrorCode::INVALID_FIELD_VALUE,
         )?;
     }
+    // SPEC/1.0 extensions.md §time-control: checked when writing; read from peers as sent.
+    if mode == DecodeMode::Strict && channel.as_str() == methods::TIME_CHANGED_CHANNEL {
+        typed_answer::<methods::TimeState>(&payload, "/payload", mode)?;
+    }
     // SPEC/1.0 extensions.md §progress: checked when writing; read from peers as sent.
     if mode == DecodeMode::Strict && channel.as_str() == methods::PROGRESS_CHANNEL {
         let progress = typed::<methods::ProgressPayload>(

@@ -240,6 +240,10 @@ pub fn check_params(
         ToolsList::NAME => check::<ToolsList>(params),
         ToolsCall::NAME => check_tools_call(params),
         ToolsCancel::NAME => check::<ToolsCancel>(params),
+        TimeStatus::NAME => check::<TimeStatus>(params),
+        TimePause::NAME => check::<TimePause>(params),
+        TimeResume::NAME => check::<TimeResume>(params),
+        TimeStep::NAME => check::<TimeStep>(params),
         EventsSubscribe::NAME => check::<EventsSubscribe>(params),
         EventsUnsubscribe::NAME => check::<EventsUnsubscribe>(params),
         ResourcesList::NAME => check::<ResourcesList>(params),
@@ -285,6 +289,29 @@ where
     typed_answer::<M::Result>(result, "/result", mode)
 }
 
+/// A `tools/call` result is the tool's own; only its content items, when it has any, are checked (SPEC/1.0
+/// extensions.md §content).
+fn check_tool_result(result: &Value) -> Result<(), DecodeError> {
+    let Some(items) = result
+        .as_object()
+        .and_then(|m| m.get(methods::CONTENT_MEMBER))
+    else {
+        return Ok(());
+    };
+    let base = format!("/result/{}", methods::CONTENT_MEMBER);
+    let items: Vec<methods::ContentItem> = typed(items, &base, ErrorCode::INVALID_FIELD_VALUE)?;
+    for (index, item) in items.iter().enumerate() {
+        if let Some((member, reason)) = item.problem() {
+            return Err(DecodeError::new(
+                ErrorCode::INVALID_FIELD_VALUE,
+                format!("{base}/{index}/{member}"),
+                reason,
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks a success `result` strictly against the result schema of `method`: [`check_result_in`] with
 /// [`DecodeMode::Strict`].
 pub fn check_result(method: &str, result: &Value) -> Result<(), DecodeError> {
@@ -318,7 +345,12 @@ pub fn check_result_in(method: &str, result: &Value, mode: DecodeMode) -> Result
         SessionPing::NAME => result_of::<SessionPing>(result, mode),
         SessionGoodbye::NAME => result_of::<SessionGoodbye>(result, mode),
         ToolsList::NAME => result_of::<ToolsList>(result, mode),
+        ToolsCall::NAME => check_tool_result(result),
         ToolsCancel::NAME => result_of::<ToolsCancel>(result, mode),
+        TimeStatus::NAME => result_of::<TimeStatus>(result, mode),
+        TimePause::NAME => result_of::<TimePause>(result, mode),
+        TimeResume::NAME => result_of::<TimeResume>(result, mode),
+        TimeStep::NAME => result_of::<TimeStep>(result, mode),
         EventsSubscribe::NAME => result_of::<EventsSubscribe>(result, mode),
         EventsUnsubscribe::NAME => result_of::<EventsUnsubscribe>(result, mode),
         ResourcesList::NAME => result_of::<ResourcesList>(result, mode),

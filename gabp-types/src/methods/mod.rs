@@ -1,20 +1,22 @@
 //! Params and result types of every core method, and the [`Method`] trait that ties them to a method name.
 
 mod attention;
+mod content;
 mod events;
 mod resources;
 mod session;
 mod state;
+mod time;
 mod tools;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 
 pub use self::attention::{
     AttentionAckParams, AttentionAckResult, AttentionCurrentParams, AttentionCurrentResult,
 };
+pub use self::content::{ContentItem, ToolResult, WithContent, CONTENT_EXTENSION, CONTENT_MEMBER};
 pub use self::events::{ChannelsParams, SubscribeResult, UnsubscribeResult};
 pub use self::resources::{
     ContentEncoding, ResourceInfo, ResourcesListParams, ResourcesListResult, ResourcesReadParams,
@@ -27,6 +29,10 @@ pub use self::session::{
 };
 pub use self::state::{
     StateGetParams, StateGetResult, StateSetError, StateSetParams, StateSetResult,
+};
+pub use self::time::{
+    StepTicks, StepTicksOutOfRange, TimeParams, TimeState, TimeStepParams, MAX_STEP_TICKS,
+    TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION,
 };
 pub use self::tools::{
     CallMeta, ProgressPayload, ProgressToken, ToolFilter, ToolsCallParams, ToolsCancelParams,
@@ -85,8 +91,9 @@ method!(
     ToolsList, "tools/list", false, ToolsListParams, ToolsListResult
 );
 method!(
-    /// `tools/call`: invoke a tool; the result is the tool's own value.
-    ToolsCall, "tools/call", true, ToolsCallParams, Value
+    /// `tools/call`: invoke a tool; the result is the tool's own value, with content items when the mod has
+    /// the `content` extension.
+    ToolsCall, "tools/call", true, ToolsCallParams, ToolResult
 );
 method!(
     /// `tools/cancel`: cancel a `tools/call` in flight (the `cancel` extension, SPEC/1.0 extensions.md §cancel).
@@ -124,6 +131,34 @@ method!(
     /// `attention/ack`: acknowledge an attention item.
     AttentionAck, "attention/ack", true, AttentionAckParams, AttentionAckResult
 );
+
+method!(
+    /// `time/status`: whether time is paused, and the tick (the `time-control` extension, SPEC/1.0
+    /// extensions.md §time-control).
+    TimeStatus, "time/status", false, TimeParams, TimeState
+);
+method!(
+    /// `time/pause`: freeze the simulation (the `time-control` extension).
+    TimePause, "time/pause", false, TimeParams, TimeState
+);
+method!(
+    /// `time/resume`: let the simulation run again (the `time-control` extension).
+    TimeResume, "time/resume", false, TimeParams, TimeState
+);
+method!(
+    /// `time/step`: run some ticks and answer once they have run (the `time-control` extension).
+    TimeStep, "time/step", true, TimeStepParams, TimeState
+);
+
+/// Methods the extensions of SPEC/1.0 extensions.md define, whose params and results are typed here like
+/// those of the core methods.
+pub const EXTENSION_METHODS: &[&str] = &[
+    ToolsCancel::NAME,
+    TimeStatus::NAME,
+    TimePause::NAME,
+    TimeResume::NAME,
+    TimeStep::NAME,
+];
 
 /// Names of every core method, in registry order.
 pub const CORE_METHODS: &[&str] = &[

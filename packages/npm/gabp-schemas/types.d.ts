@@ -114,6 +114,14 @@ export type ToolsProgressPayload = {
   total?: number;
 };
 
+/** Payload of the time/changed channel (the time-control extension): time was paused or resumed. */
+export type TimeChangedPayload = {
+  /** Whether the simulation is paused. */
+  paused: boolean;
+  /** Ticks the simulation has run since the mod started. */
+  tick: number;
+};
+
 /** Params of `attention/ack` requests. */
 export type AttentionAckParams = {
   /** The item to acknowledge. */
@@ -308,6 +316,33 @@ export type StateSetResult = {
   }[];
 };
 
+/** Params of `time/pause` requests. */
+export type TimePauseParams = Record<string, never>;
+
+/** Result of successful `time/pause` responses. */
+export type TimePauseResult = TimeChangedPayload;
+
+/** Params of `time/resume` requests. */
+export type TimeResumeParams = Record<string, never>;
+
+/** Result of successful `time/resume` responses. */
+export type TimeResumeResult = TimeChangedPayload;
+
+/** Params of `time/status` requests. */
+export type TimeStatusParams = Record<string, never>;
+
+/** Result of successful `time/status` responses. */
+export type TimeStatusResult = TimeChangedPayload;
+
+/** Params of `time/step` requests. */
+export type TimeStepParams = {
+  /** How many ticks to run, 1..=10000. */
+  ticks: number;
+};
+
+/** Result of successful `time/step` responses. */
+export type TimeStepResult = TimeChangedPayload;
+
 /** Params of `tools/call` requests. */
 export type ToolsCallParams = {
   /** Request metadata: the progress token of the `progress` extension (SPEC/1.0 extensions.md §progress). */
@@ -368,6 +403,10 @@ export interface Methods {
   "session/ping": { params: SessionPingParams; result: SessionPingResult; paramsRequired: false };
   "state/get": { params: StateGetParams; result: StateGetResult; paramsRequired: false };
   "state/set": { params: StateSetParams; result: StateSetResult; paramsRequired: true };
+  "time/pause": { params: TimePauseParams; result: TimePauseResult; paramsRequired: false };
+  "time/resume": { params: TimeResumeParams; result: TimeResumeResult; paramsRequired: false };
+  "time/status": { params: TimeStatusParams; result: TimeStatusResult; paramsRequired: false };
+  "time/step": { params: TimeStepParams; result: TimeStepResult; paramsRequired: true };
   "tools/call": { params: ToolsCallParams; result: ToolsCallResult; paramsRequired: true };
   "tools/cancel": { params: ToolsCancelParams; result: ToolsCancelResult; paramsRequired: true };
   "tools/list": { params: ToolsListParams; result: ToolsListResult; paramsRequired: false };

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use futures::{FutureExt, TryFutureExt};
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
-    HelloToken, Method, ServerInfo, ToolsCancel, CORE_METHODS, TOOLS_CHANGED_CHANNEL,
+    HelloToken, Method, ServerInfo, TimePause, TimeResume, TimeStatus, TimeStep, ToolsCancel,
+    CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{ChannelName, ExtraMembers, MethodName, Response, Uri};
 use serde_json::{Map, Value};
@@ -16,6 +17,7 @@ use tower::{BoxError, Layer, Service};
 
 use super::build_error::BuildError;
 use super::catalog::ToolCatalog;
+use super::clock::GameClock;
 use super::context::StateMap;
 use super::events::{EventHub, EventPublisher};
 use super::layer::user::{ErrorsAsResponses, LayerFn};
@@ -75,6 +77,7 @@ pub struct ModServerBuilder {
     extensions: Vec<(String, Map<String, Value>)>,
     channel_patterns: bool,
     dynamic_tools: bool,
+    time_control: bool,
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     channels: Vec<String>,
@@ -126,6 +129,7 @@ impl ModServerBuilder {
             extensions: Vec::new(),
             channel_patterns: true,
             dynamic_tools: false,
+            time_control: false,
             tools: Vec::new(),
             resources: Vec::new(),
             channels: Vec::new(),
@@ -209,6 +213,16 @@ impl ModServerBuilder {
     #[must_use]
     pub fn dynamic_tools(mut self, enabled: bool) -> Self {
         self.dynamic_tools = enabled;
+        self
+    }
+
+    /// Whether the game's simulation can be paused, resumed and stepped by bridges (default off). When on, the
+    /// mod serves `time/status`, `time/pause`, `time/resume` and `time/step`, advertises the `time-control`
+    /// extension and the `time/changed` channel, and the game loop ticks through
+    /// [`MainThread::clock`] (SPEC/1.0 extensions.md §time-control).
+    #[must_use]
+    pub fn time_control(mut self, enabled: bool) -> Self {
+        self.time_control = enabled;
         self
     }
 
@@ -403,6 +417,9 @@ impl ModServerBuilder {
         if self.dynamic_tools {
             channels.push(TOOLS_CHANGED_CHANNEL.to_owned());
         }
+        if self.time_control {
+            channels.push(TIME_CHANGED_CHANNEL.to_owned());
+        }
 
         // Resources.
         let mut resources = Vec::with_capacity(self.resources.len());
@@ -454,15 +471,25 @@ impl ModServerBuilder {
             })
             .map(str::to_owned)
             .collect();
-        // SPEC/1.0 extensions.md §cancel: the extension's method.
+        // SPEC/1.0 extensions.md §cancel, §time-control: the extensions' methods.
         methods.push(ToolsCancel::NAME.to_owned());
+        if self.time_control {
+            for name in [
+                TimeStatus::NAME,
+                TimePause::NAME,
+                TimeResume::NAME,
+                TimeStep::NAME,
+            ] {
+                methods.push(name.to_owned());
+            }
+        }
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
             MethodName::new(name.clone()).map_err(|e| BuildError::InvalidName {
                 kind: "method",
                 reason: e.to_string(),
             })?;
-            if served.contains(name.as_str()) || name == ToolsCancel::NAME {
+            if served.contains(name.as_str()) || EXTENSION_METHODS.contains(&name.as_str()) {
                 return Err(BuildError::ReservedMethod(name));
             }
             if custom.insert(name.clone(), handler).is_some() {
@@ -482,6 +509,7 @@ impl ModServerBuilder {
             server_info: self.server_info,
             channel_patterns: self.channel_patterns,
             tools_changed: self.dynamic_tools,
+            time_control: self.time_control,
             extensions: self.extensions,
             methods: &methods,
             channels: self
@@ -499,6 +527,14 @@ impl ModServerBuilder {
             .dynamic_tools
             .then(|| EventPublisher::new(self.hub.clone()));
         self.table.fill(tools, announce)?;
+        let clock = self.time_control.then(|| {
+            let clock = GameClock::new(
+                EventPublisher::new(self.hub.clone()),
+                self.main_thread.waker(),
+            );
+            self.main_thread.set_clock(clock.clone());
+            clock
+        });
 
         let router = Router::new(Routes {
             welcome: welcome_value,
@@ -511,6 +547,8 @@ impl ModServerBuilder {
             hub: self.hub.clone(),
             main_thread: self.main_thread.clone(),
             request_timeout: self.limits.request_timeout,
+            content_limit: self.limits.content_limit(),
+            clock,
             state: Arc::new(self.shared),
         });
         Ok(ModServer::new(super::serve::Parts {
