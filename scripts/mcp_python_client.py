@@ -8,6 +8,7 @@ a bearer key. Prints one line per check and ends with `N passed, M failed`; exit
 """
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -116,6 +117,13 @@ async def stdio_session(directory):
             echo = await s.call_tool("voxel_demo_echo", {"value": [1, 2]})
             check("a mirrored tool called directly", structured(echo).get("value") == [1, 2],
                   echo.content[0].text)
+
+            picture = await s.call_tool("voxel_world_render", {"scale": 8})
+            images = [c for c in picture.content if c.type == "image"]
+            png = base64.b64decode(images[0].data) if images else b""
+            check("a game picture arrives as MCP image content",
+                  len(images) == 1 and images[0].mime_type == "image/png" and png.startswith(b"\x89PNG")
+                  and "_content" not in structured(picture), [c.type for c in picture.content])
 
             times = []
             for _ in range(200):

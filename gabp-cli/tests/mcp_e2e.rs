@@ -444,3 +444,37 @@ async fn game_progress_reaches_the_client_and_a_cancelled_call_ends() {
     assert_eq!(echo["value"], 1);
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_picture_reaches_the_agent_as_mcp_image_content() {
+    let mcp = Mcp::start(&["voxel"], &[]).await;
+    mcp.ok("games_start", json!({"gameId": "voxel"})).await;
+    let result = mcp
+        .call(
+            "games_call_tool",
+            json!({"tool": "voxel_world_render", "arguments": {"scale": 4}}),
+        )
+        .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let images: Vec<_> = result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            rmcp::model::ContentBlock::Image(image) => Some(image),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(images.len(), 1, "{result:?}");
+    assert_eq!(images[0].mime_type, "image/png");
+    use base64::Engine as _;
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(&images[0].data)
+        .expect("base64");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let structured = result.structured_content.clone().expect("structured");
+    assert_eq!(structured["width"], 64);
+    assert!(structured.get("_content").is_none(), "{structured}");
+    // The text block carries the value, not the picture's base64.
+    let first = text(&result);
+    assert!(!first.contains(&images[0].data[..32]), "{first}");
+}

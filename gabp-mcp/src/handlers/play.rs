@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_hub::{AttentionView, Game, Hub, HubError};
+use gabp_types::methods::ToolResult;
 use gabp_types::Attention;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
@@ -81,14 +82,26 @@ pub(crate) async fn call_game_tool(
     Ok(game_result(gated.value, gated.attention.as_ref()))
 }
 
-/// A game tool's result as MCP content: its `text` member when it has one, else its JSON; image content
-/// items as MCP images; the result itself as `structuredContent` (wrapped as `{"value": ...}` when it is not
-/// an object).
+/// A game tool's result as MCP content: its `text` member when it has one, else its JSON; its content items
+/// (SPEC/1.0 extensions.md §content) as MCP images and audio, and image items of a `content` member as other
+/// implementations send them; the value itself (without `_content`) as `structuredContent`, wrapped as
+/// `{"value": ...}` when it is not an object.
 pub(crate) fn game_result(value: Value, related: Option<&Attention>) -> CallToolResult {
+    let ToolResult {
+        value,
+        content: items,
+        ..
+    } = ToolResult::from_value(value);
     let mut content = Vec::new();
     match value.get("text").and_then(Value::as_str) {
         Some(text) => content.push(ContentBlock::text(text)),
         None => content.push(ContentBlock::text(value.to_string())),
+    }
+    for item in &items {
+        content.push(match item.kind() {
+            "audio" => ContentBlock::audio(item.data(), item.mime_type()),
+            _ => ContentBlock::image(item.data(), item.mime_type()),
+        });
     }
     if let Some(items) = value.get("content").and_then(Value::as_array) {
         for item in items {
