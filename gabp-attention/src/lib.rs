@@ -7,8 +7,8 @@
 //! - **Mod side**: [`AttentionManager`]. [`install`](AttentionManager::install) it on a
 //!   [`ModServerBuilder`](gabp_session::server::ModServerBuilder) (one call: `attention/current`,
 //!   `attention/ack`, and the channels `attention/opened`, `attention/updated`, `attention/cleared`), then
-//!   [`record`](AttentionManager::record) entries, or feed it the game's `tracing` events with
-//!   [`AttentionTracingLayer`]. Entries fold by signature into a bounded sample; a policy
+//!   [`record`](AttentionManager::record) entries, or (with the `tracing-layer` feature) feed it the game's
+//!   `tracing` events with `AttentionTracingLayer`. Entries fold by signature into a bounded sample; a policy
 //!   ([`AttentionPolicy`]) decides what opens an item and whether it blocks; `updated` events are coalesced
 //!   (at most one per window). An optional mod-side gate answers game-bound `tools/call`s `-32401` while a
 //!   blocking item is open ([`AttentionManagerBuilder::mod_gate`]).
@@ -17,6 +17,13 @@
 //!   game-bound calls while a blocking item is open with [`BlockedByAttention`] (the call was not executed),
 //!   returns the item that opened while a call ran with that call's result ([`RelatedAttention`]), and reopens
 //!   on [`ack`](AttentionGate::ack).
+//!
+//! Layering: on top of `gabp-session` (a [`ModServerBuilder`](gabp_session::server::ModServerBuilder) on the
+//! mod side, a tower layer of the [`Bridge`](gabp_session::bridge::Bridge) on the other); `gabp-demo`,
+//! `gabp-hub` and `gabp-mcp` use it.
+//!
+//! Feature `tracing-layer` (off by default): `AttentionTracingLayer` and `AttentionManager::tracing_layer`,
+//! which feed the game's `tracing` `WARN` and `ERROR` events to the manager; it adds `tracing-subscriber`.
 //!
 //! ```
 //! use gabp_attention::{AttentionGate, AttentionManager, BlockedByAttention};
@@ -54,6 +61,7 @@ mod gate;
 mod item;
 mod manager;
 mod policy;
+#[cfg(feature = "tracing-layer")]
 mod tracing_layer;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
@@ -73,6 +81,7 @@ pub use manager::{
 pub use policy::{
     Allowlist, AttentionPolicy, DEFAULT_ALLOWED_TAGS, GABS_EXTRA_TAGS, GABS_TOOL_NAMES,
 };
+#[cfg(feature = "tracing-layer")]
 pub use tracing_layer::{AttentionTracingLayer, DEFAULT_IGNORED_TARGETS};
 
 /// The README's examples, compiled and run as doctests.

@@ -46,6 +46,8 @@ impl Drop for Recording {
 /// whose target starts with one of [`DEFAULT_IGNORED_TARGETS`] (the GABP crates) are not recorded; add more
 /// prefixes with [`AttentionTracingLayer::ignore_target`].
 ///
+/// Needs the `tracing-layer` feature: `gabp-attention = { version = "0.1", features = ["tracing-layer"] }`.
+///
 /// ```
 /// use gabp_attention::AttentionManager;
 /// use tracing_subscriber::layer::SubscriberExt;

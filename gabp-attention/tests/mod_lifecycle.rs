@@ -15,6 +15,7 @@ use gabp_testkit::wire::RawClient;
 use gabp_types::{AttentionState, ErrorCode, Severity};
 use serde_json::{json, Value};
 use support::{connect, files, fixture, ours, upstream, with_attention};
+#[cfg(feature = "tracing-layer")]
 use tracing_subscriber::layer::SubscriberExt;
 
 fn server(attention: &AttentionManager) -> ModServer {
@@ -309,6 +310,7 @@ async fn our_conformance_requests_against_our_mod() {
     assert!(refused >= 5, "invalid attention requests: {refused}");
 }
 
+#[cfg(feature = "tracing-layer")]
 #[tokio::test]
 async fn tracing_layer_opens_items_from_the_games_logging() {
     let attention = AttentionManager::new();

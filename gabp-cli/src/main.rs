@@ -8,7 +8,21 @@
 //! - `gabp mcp` serves the configured games to AI agents over MCP, as GABS does.
 //! - `gabp record` records sessions between bridges and a mod; `gabp replay` replays one as a mod or as the
 //!   bridge (SPEC/1.0 recording.md).
+//!
+//! Layering: the top of the workspace, a thin shell over the library crates (`gabp-session` for the bridge
+//! and the server, `gabp-testkit` for conformance, `gabp-demo`, `gabp-mcp`, `gabp-record`); whatever it does,
+//! a program can do with them.
+//!
+//! ```text
+//! cargo install gabp-cli
+//! gabp demo                               # the tour
+//! gabp mod                                # terminal 1: the demo game; writes bridge.json
+//! gabp call demo/echo '{"value":1}'       # terminal 2: found through bridge.json
+//! gabp conformance --spawn 'gabp mod --stdio'
+//! ```
 #![forbid(unsafe_code)]
+// Doc comments are clap help text, where `[::1]` is an address, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::future::Future;
 use std::io::Write;

@@ -23,6 +23,9 @@
 //! Both keep all decoding progress inside the codec, so reading through `FramedRead` is cancel-safe
 //! inside `tokio::select!`.
 //!
+//! Layering: above `gabp-types` (the messages), below `gabp-transport` (which puts [`FrameCodec`] on every
+//! connection). Games and bridges rarely use this crate directly: `gabp-session` does the framing for them.
+//!
 //! # Example
 //!
 //! ```

@@ -33,6 +33,31 @@
 //! Tools that change the world run on the game's own thread: [`DemoGame::run_loop`] starts it. It pumps the
 //! server's [`MainThread`] queue (SPEC/1.0/gabp.md §4.5) and advances the game clock 20 times a
 //! second.
+//!
+//! Layering: a mod built like any game's, on `gabp-session` (the server), `gabp-transport` and
+//! `gabp-attention`; the `gabp` command, `gabp-hub` and `gabp-mcp` tests use it as their game.
+//!
+//! ```
+//! use gabp_demo::InProcessGame;
+//! use gabp_session::bridge::Bridge;
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The game and its game thread, on a free loopback port.
+//! let game = InProcessGame::start().await?;
+//! let bridge = Bridge::connect(game.handle.endpoint(), game.token.clone()).await?;
+//!
+//! let at = json!({"x": 3, "y": 9, "z": 3});
+//! assert_eq!(bridge.call_tool("world/get_block", at.clone()).await?["block"], json!(null));
+//! let place = json!({"x": 3, "y": 9, "z": 3, "blockType": "glass"});
+//! assert_eq!(bridge.call_tool("world/place_block", place).await?["success"], true);
+//! assert_eq!(bridge.call_tool("world/get_block", at).await?["block"], "glass");
+//! bridge.goodbye(None).await?;
+//! game.handle.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod bonus;
 mod in_process;

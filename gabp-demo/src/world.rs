@@ -156,7 +156,7 @@ fn index(x: i64, y: i64, z: i64) -> Result<usize, WorldError> {
 
 impl World {
     /// A fresh world: stone at `y` 0 to 2, dirt at 3, grass at 4, a three-block oak trunk at x 3, z 3, air
-    /// above; `steve` at [`SPAWN`] with a few stacks in his inventory.
+    /// above; `steve` at the spawn point (8.5, 5, 8.5) with a few stacks in his inventory.
     pub fn new() -> Self {
         let size = usize::try_from(WORLD_SIZE * WORLD_SIZE * WORLD_SIZE).unwrap_or(4096);
         let mut world = World {

@@ -7,6 +7,9 @@
 //! message to the game) and a log of the events a client subscribed to, read by cursor. It has no MCP in it:
 //! `gabp-mcp` puts an MCP front on it.
 //!
+//! Layering: a bridge-side application of `gabp-session` (each game's `Bridge`), `gabp-transport` (launching,
+//! `bridge.json`) and `gabp-attention` (the gate); below `gabp-mcp` and `gabp mcp`.
+//!
 //! ```no_run
 //! use gabp_hub::{Hub, HubConfig};
 //!

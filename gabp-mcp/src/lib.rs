@@ -7,6 +7,9 @@
 //! `<gameId>_<tool>` (`voxel_world_get_block`), and clients are told when the list changes. Game resources are
 //! MCP resources under `gabp-game://<gameId>/<uri>`. See `docs/mcp.md` for the mapping.
 //!
+//! Layering: the top of the stack, on `gabp-hub` (games, their bridges, attention and events) and `rmcp`; the
+//! `gabp mcp` command runs it.
+//!
 //! ```no_run
 //! use gabp_hub::{Hub, HubConfig};
 //! use gabp_mcp::{GabpMcp, McpOptions};

@@ -1,6 +1,11 @@
 //! Test support for the Game Agent Bridge Protocol (`gabp/1`): what other crates' tests use to get a mod, a
 //! bridge and a wire between them, and the live conformance suite.
 //!
+//! Layering: built on `gabp-session` (a [`MockMod`] is a real `ModServer`; the bridges are real `Bridge`s),
+//! `gabp-transport` and `gabp-record`. Add it as a dev-dependency. `tests/downstream.rs` in this crate is a
+//! project's test suite written as a user would: its bridge code against a [`MockMod`], its own mod through
+//! [`pair_with`].
+//!
 //! | piece | what it is |
 //! |---|---|
 //! | [`pair`], [`MockMod::pair`] | a [`MockMod`] and a handshaken [`Bridge`](gabp_session::bridge::Bridge), connected in memory |

@@ -16,6 +16,10 @@
 //! temporary file, fsynced, renamed into place and checked; tokens come from the OS CSPRNG and
 //! appear in no `Debug`, `Display` or error output.
 //!
+//! Layering: above `gabp-types` and `gabp-codec`, below `gabp-session`, whose `ModServer` serves on a
+//! [`Listener`] or a [`Connection`] and whose `Bridge` connects through [`connect`] or [`spawn`]. A game uses
+//! this crate for [`ModSettings`] and [`Listener::bind`]; the frames themselves are the session's business.
+//!
 //! A mod and a bridge over loopback TCP:
 //!
 //! ```

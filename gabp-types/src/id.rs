@@ -50,7 +50,7 @@ impl MessageId {
     /// A fresh random (version 4) id, in lower case.
     ///
     /// Every message a peer sends needs one, so they come from a per-thread generator seeded once from the
-    /// operating system rather than from a system call each (see [`random_bytes`]).
+    /// operating system (keyed SipHash over a counter) rather than from a system call each.
     pub fn new_v4() -> MessageId {
         Self::from_uuid(uuid::Builder::from_random_bytes(random_bytes()).into_uuid())
     }

@@ -11,7 +11,12 @@
 //! - [`schema`]: generation of `SCHEMA/1.0/` from these types.
 //! - [`shorten`] and [`without_json_position`]: how the text of an error message is kept short.
 //!
-//! This crate has no async runtime dependency.
+//! Layering: this crate is the bottom layer, with no async runtime dependency; `gabp-codec` frames its
+//! messages, `gabp-transport` carries them, `gabp-session` serves and calls with them.
+//!
+//! Its public types implement `schemars::JsonSchema` from schemars **1.x** (built with 1.2), so they can be
+//! fields of a tool's typed arguments; a project that derives `JsonSchema` itself needs schemars 1.x too
+//! (`gabp_session::schemars` is the same crate, re-exported).
 //!
 //! ```
 //! use gabp_types::decode::{decode, DecodeMode};

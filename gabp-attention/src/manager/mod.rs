@@ -20,6 +20,7 @@ pub use self::mod_gate::{blocked_error, ModGate, ModGateLayer};
 use crate::clock::{Clock, MonotonicClock};
 use crate::item::{Core, Entry, LifecycleEvent, Recorded, CHANNELS};
 use crate::policy::{Allowlist, AttentionPolicy};
+#[cfg(feature = "tracing-layer")]
 use crate::tracing_layer::AttentionTracingLayer;
 
 /// The default number of kinds of entry an item's `sample` holds.
@@ -167,7 +168,7 @@ impl AttentionManagerBuilder {
 ///   two methods and the channels `attention/opened`, `attention/updated` and `attention/cleared` (and adds
 ///   the mod-side gate when [configured](AttentionManagerBuilder::mod_gate)).
 /// - [`record`](AttentionManager::record) entries from anywhere (the game thread included), or let
-///   [`tracing_layer`](AttentionManager::tracing_layer) record the game's `WARN` and `ERROR` events.
+///   `tracing_layer` (feature `tracing-layer`) record the game's `WARN` and `ERROR` events.
 /// - Each entry takes the next number of the diagnostics sequence. Urgent entries (see [`AttentionPolicy`])
 ///   open an item or fold into the open one: entries of the same signature become one sample entry with a
 ///   growing `repeatCount`, the sample is bounded, `severity` is the highest level, `totalUrgentEntries`
@@ -283,7 +284,8 @@ impl AttentionManager {
     }
 
     /// A `tracing` layer that records the `WARN` and `ERROR` events of the game's logging into this manager
-    /// (see [`AttentionTracingLayer`]).
+    /// (see [`AttentionTracingLayer`]). Needs the `tracing-layer` feature.
+    #[cfg(feature = "tracing-layer")]
     #[must_use]
     pub fn tracing_layer(&self) -> AttentionTracingLayer {
         AttentionTracingLayer::new(self.clone())

@@ -89,7 +89,11 @@ pub struct ProxyStats {
     pub dropped_bytes: u64,
 }
 
-/// A recording proxy; see the [module](self).
+/// A transparent proxy between any bridge and any mod that records every message (SPEC/1.0 recording.md §5).
+///
+/// The bridge authenticates to the proxy with the proxy's own token; the proxy rewrites that one
+/// `session/hello` to carry the mod's real token, then forwards bytes unchanged. Recording never holds back
+/// the wire: when the disk is slower, chunks are left out of the recording and a `dropped` record counts them.
 #[derive(Debug)]
 pub struct RecordingProxy;
 
