@@ -3,8 +3,8 @@
 //! those that cannot be the same twice (clock readings, versions, random ids), which are compared by shape.
 //!
 //! The session runs in this order (the file numbers group the examples by kind, not by time): hello,
-//! tools/list, events/subscribe, every tool call, the three events they cause, events/unsubscribe, resources,
-//! state, attention, ping, goodbye.
+//! tools/list, events/subscribe, every tool call, time control with the sheep and the picture, the three events
+//! the tool calls cause, events/unsubscribe, resources, state, attention, ping, goodbye.
 //!
 //! After a deliberate change of the demo game, rewrite the responses and events from a real run with
 //! `GABP_BLESS_EXAMPLES=1 cargo test -p gabp-cli --test examples_demo` and review the diff. Blessing keeps
@@ -335,6 +335,48 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
             &["/result/attentionId"],
             d,
         );
+    }
+
+    // Time control (SPEC/1.0 extensions.md §time-control) and what it freezes: the tick and the sheep move
+    // between runs, so they are compared by shape, and so is the picture of them.
+    let tick = ["/result/tick"];
+    for (request, response, loose) in [
+        (
+            "time/040_time-pause.req.json",
+            "time/041_time-pause.res.json",
+            &tick[..],
+        ),
+        (
+            "tools/028_tools-call-entities.req.json",
+            "tools/029_tools-call-entities.res.json",
+            &["/result/tick", "/result/entities"][..],
+        ),
+        (
+            "time/043_time-step.req.json",
+            "time/044_time-step.res.json",
+            &tick[..],
+        ),
+        (
+            "time/045_time-status.req.json",
+            "time/046_time-status.res.json",
+            &tick[..],
+        ),
+        (
+            "tools/030_tools-call-render.req.json",
+            "tools/031_tools-call-render.res.json",
+            &[
+                "/result/tick",
+                "/result/pngBytes",
+                "/result/_content/0/data",
+            ][..],
+        ),
+        (
+            "time/047_time-resume.req.json",
+            "time/048_time-resume.res.json",
+            &tick[..],
+        ),
+    ] {
+        exchange(&mut c, request, response, loose, d);
     }
 
     // The events of place_block, teleport and set_bonus (channels interleave; each arrives once).

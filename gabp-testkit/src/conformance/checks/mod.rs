@@ -40,6 +40,7 @@ macro_rules! skip {
 mod envelope;
 mod errors;
 mod events;
+mod extensions;
 mod framing;
 mod limits;
 mod session;
@@ -48,6 +49,9 @@ mod tools;
 use self::envelope::{envelope_strictly_valid, responses_ids_match};
 use self::errors::{errors_invalid_params, errors_method_not_found, errors_responses_not_answered};
 use self::events::events_seq_contiguous;
+use self::extensions::{
+    extensions_cancel, extensions_content, extensions_progress, extensions_time_control,
+};
 use self::framing::{
     framing_bad_header_closed, framing_coalesced_frames, framing_invalid_envelope,
     framing_oversized_refused, framing_split_frames, framing_unparseable_body,
@@ -144,6 +148,14 @@ suite! {
         "a fast call is answered while a slow one is still running (needs demo/sleep and demo/echo)";
     events_seq_contiguous: "events.seq_contiguous", Session,
         "events of a channel arrive with contiguous seq numbers (needs a tool that publishes, such as player/teleport)";
+    extensions_progress: "extensions.progress", Session,
+        "with the progress extension: a bad progressToken is refused with -32602, and demo/sleep's progress events carry its token and come before its answer, none after";
+    extensions_cancel: "extensions.cancel", Session,
+        "with the cancel extension: tools/cancel of an unknown id is harmless, and a running demo/sleep cancelled is answered -32404 once";
+    extensions_time_control: "extensions.time_control", Session,
+        "with the time-control extension: its methods and channel are advertised, a second pause changes nothing, a step of 0 is refused, a step of 2 runs exactly 2 ticks";
+    extensions_content: "extensions.content", Session,
+        "with the content extension: maxBytes is advertised, and world/render's picture is a valid content item within it";
     session_goodbye: "session.goodbye", Session,
         "session/goodbye is answered, then the connection is closed";
     responses_ids_match: "responses.ids_match", Session,
