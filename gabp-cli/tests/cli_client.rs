@@ -62,7 +62,7 @@ fn call_prints_the_result_as_pretty_json() {
     let out = call(&["tools/list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(list["tools"].as_array().map(Vec::len), Some(9));
+    assert_eq!(list["tools"].as_array().map(Vec::len), Some(11));
 
     // A spawned mod over stdio gets a fresh token.
     let spawn = format!("{} mod --stdio", env!("CARGO_BIN_EXE_gabp"));
@@ -320,9 +320,24 @@ async fn tail_prints_events_and_warns_of_each_seq_gap() {
         assert_eq!(event["channel"], "player/move");
         seqs.push(event["seq"].as_u64().expect("seq"));
     }
+    // First it says where it connected and what it follows.
+    let deadline = Instant::now() + cli_support::DEADLINE;
+    let status: Vec<String> = (0..2)
+        .map(|_| {
+            stderr
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("a status line")
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            format!("connected to {endpoint}"),
+            "subscribed to player/move".to_owned()
+        ]
+    );
     // Every event after the first follows a skipped seq value: one warning each.
     let mut warnings = Vec::new();
-    let deadline = Instant::now() + cli_support::DEADLINE;
     while warnings.len() < events.len() - 1 {
         match stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => warnings.push(line),
