@@ -384,6 +384,9 @@ mod tests {
             "session/hello",
             None,
         );
+        // As any error is shown with `{e}` (gabp mcp's games among them).
+        let shown = refused.to_string();
+        assert_eq!(shown.matches("authentication failed").count(), 1, "{shown}");
         let line = describe_call_error(&refused);
         assert_eq!(line.matches("authentication failed").count(), 1, "{line}");
         let reach = Reach::Endpoint(Endpoint::tcp_v4(4000));
