@@ -56,8 +56,9 @@ pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool,
     let mut write_error = None;
     let report = conformance::run_with(&target, &Options::default(), |check| {
         done += 1;
-        progress.clear();
-        if let Err(e) = writeln!(stdout, "{}", line(check, palette)).and_then(|()| stdout.flush()) {
+        let written = progress
+            .suspend(|| writeln!(stdout, "{}", line(check, palette)).and_then(|()| stdout.flush()));
+        if let Err(e) = written {
             write_error.get_or_insert(e);
         }
         progress.set(done, check.name);

@@ -16,6 +16,7 @@ use gabp_types::methods::{StateGetParams, StateSetParams};
 use gabp_types::Event;
 use serde_json::{json, Value};
 
+use crate::target::describe_call_error;
 use crate::terminal::Palette;
 use gabp_demo::InProcessGame;
 use gabp_demo::{BLOCK_CHANGE, MOD_INFO_URI, PLAYER_MOVE, WORLD_URI};
@@ -217,7 +218,12 @@ async fn tour(game: &InProcessGame, t: &mut Transcript<'_>) -> Result<(), String
         .layer(gate.layer())
         .connect(&endpoint)
         .await
-        .map_err(|e| format!("cannot connect to the demo game: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "cannot connect to the demo game: {}",
+                describe_call_error(&e)
+            )
+        })?;
     let welcome = bridge.welcome();
     t.answer(&format!(
         "welcome: {} {}, agentId {}, schemaVersion {}",

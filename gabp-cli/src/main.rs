@@ -32,6 +32,8 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod call;
+mod call_args;
+mod call_content;
 mod conformance;
 mod demo;
 mod mcp;
@@ -118,7 +120,12 @@ fn main() -> ExitCode {
         Command::Replay(args) => ExitCode::from(replay::run(&args)),
         Command::Demo => client(async { demo::run(&mut std::io::stdout().lock()).await }),
         Command::Call(args) => {
-            client(async move { call::run(&args, &mut std::io::stdout()).await })
+            match block_on(async move {
+                call::run(&args, &mut std::io::stdout(), &mut std::io::stderr()).await
+            }) {
+                Ok(code) => ExitCode::from(code),
+                Err(e) => fail(&e),
+            }
         }
         Command::Tools(args) => {
             client(async move { tools::run(&args, &mut std::io::stdout()).await })

@@ -5,16 +5,19 @@ use std::io::Write;
 
 use clap::Args;
 use futures::StreamExt;
-use gabp_session::bridge::{Bridge, BridgeError, SubscriptionItem};
+use gabp_session::bridge::{
+    Bridge, BridgeError, ConnectionState, ReconnectPolicy, SubscriptionItem,
+};
 
 use crate::target::{describe_call_error, TargetArgs};
 
 /// Long help of `gabp tail`.
 pub const EXAMPLES: &str = "\
 Each event is one line of JSON on stdout (the whole event message: channel, seq, payload, ...), in seq order
-per channel. Where events were lost (a gap in seq, or this reader fell behind), a warning line goes to stderr:
-`warning: CHANNEL: N events lost after seq S`. Runs until Ctrl-C (exit 0) or until the mod closes the
-connection (exit 1).
+per channel. Status lines go to stderr: `connected to ENDPOINT`, `subscribed to CHANNEL, ...`, and where
+events were lost (a gap in seq, or this reader fell behind) `warning: CHANNEL: N events lost after seq S`.
+When the connection is lost (the game restarts), it reconnects to the same endpoint and subscribes again,
+trying for as long as it runs; with --no-reconnect it stops instead (exit 1). Runs until Ctrl-C (exit 0).
 
 Examples:
   gabp tail --connect tcp://127.0.0.1:4711 --token $TOKEN player/move world/block_change
@@ -28,6 +31,17 @@ pub struct TailArgs {
     /// The channels to follow.
     #[arg(value_name = "CHANNEL", required = true)]
     pub channels: Vec<String>,
+    /// Stop when the connection is lost instead of reconnecting.
+    #[arg(long)]
+    pub no_reconnect: bool,
+}
+
+/// How `gabp tail` reconnects: soon at first, then every 2 s at most, for as long as it runs.
+fn reconnect_policy() -> ReconnectPolicy {
+    ReconnectPolicy::new()
+        .initial_delay(std::time::Duration::from_millis(100))
+        .max_delay(std::time::Duration::from_secs(2))
+        .max_attempts(None)
 }
 
 /// Runs `gabp tail` until Ctrl-C.
@@ -41,7 +55,11 @@ pub async fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), String> {
     let target = args.target.resolve_from_env()?;
-    let session = target.open(Bridge::builder(target.token.clone())).await?;
+    let mut builder = Bridge::builder(target.token.clone());
+    if !args.no_reconnect {
+        builder = builder.reconnect(reconnect_policy());
+    }
+    let session = target.open(builder).await?;
     let bridge = session.bridge.clone();
     let mut events = bridge
         .subscribe(args.channels.iter().cloned())
@@ -61,6 +79,8 @@ pub async fn run(
             refused.join(", ")
         ));
     }
+    status(stderr, &format!("connected to {}", target.reach));
+    status(stderr, &format!("subscribed to {}", granted.join(", ")));
     for channel in refused {
         let _ = writeln!(
             stderr,
@@ -68,6 +88,7 @@ pub async fn run(
         );
     }
     let mut last_seq: HashMap<String, u64> = HashMap::new();
+    let mut states = bridge.connection_state();
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(interrupted);
     loop {
@@ -75,6 +96,13 @@ pub async fn run(
             _ = &mut interrupted => {
                 session.finish().await;
                 return Ok(());
+            }
+            Ok(()) = states.changed() => {
+                let state = states.borrow_and_update().clone();
+                if let ConnectionState::Reconnecting { attempt: 1, reason } = state {
+                    status(stderr, &format!("connection lost ({reason}); reconnecting to {}", target.reach));
+                }
+                continue;
             }
             item = events.next() => item,
         };
@@ -99,9 +127,17 @@ pub async fn run(
             }
             Some(Ok(SubscriptionItem::Reconnected)) => {
                 last_seq.clear();
-                let _ = writeln!(
+                status(
                     stderr,
-                    "warning: reconnected; events published meanwhile are lost"
+                    &format!(
+                        "reconnected to {} and subscribed again to {}",
+                        target.reach,
+                        granted.join(", ")
+                    ),
+                );
+                status(
+                    stderr,
+                    "warning: events published while disconnected are lost",
                 );
             }
             Some(Ok(_)) => {}
@@ -111,4 +147,9 @@ pub async fn run(
             Some(Err(e)) => return Err(describe_call_error(&e)),
         }
     }
+}
+
+/// One status line on stderr, at once.
+fn status(stderr: &mut dyn Write, line: &str) {
+    let _ = writeln!(stderr, "{line}").and_then(|()| stderr.flush());
 }

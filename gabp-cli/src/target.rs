@@ -339,7 +339,10 @@ fn describe_connect_error(e: &BridgeError, reach: &Reach, stderr: Option<String>
         BridgeError::Timeout { after, .. } => {
             format!("the mod {reach} did not answer session/hello within {after:?}")
         }
-        other => format!("the handshake with the mod {reach} failed: {other}"),
+        other => format!(
+            "the handshake with the mod {reach} failed: {}",
+            describe_call_error(other)
+        ),
     };
     if let Some(stderr) = stderr.filter(|s| !s.trim().is_empty()) {
         line.push_str(&format!(" (its stderr: {})", stderr.trim()));
@@ -347,7 +350,8 @@ fn describe_connect_error(e: &BridgeError, reach: &Reach, stderr: Option<String>
     line
 }
 
-/// One line for an error the mod answered a call with: code, message, and `data` as compact JSON.
+/// One line for an error the mod answered a call with: code, message, and `data` as compact JSON. The mod's
+/// message is shown once, without the bridge's own words for the same failure in front of it.
 pub fn describe_call_error(e: &BridgeError) -> String {
     match e.error_object() {
         Some(error) => {
@@ -368,6 +372,27 @@ pub fn describe_call_error(e: &BridgeError) -> String {
 mod tests {
     use super::*;
     use crate::test_env::env;
+    use gabp_types::ErrorObject;
+
+    #[test]
+    fn a_refused_token_is_said_once() {
+        let refused = BridgeError::from_remote(
+            ErrorObject::new(
+                -32101,
+                "authentication failed: the token is not the one this mod expects",
+            ),
+            "session/hello",
+            None,
+        );
+        // As any error is shown with `{e}` (gabp mcp's games among them).
+        let shown = refused.to_string();
+        assert_eq!(shown.matches("authentication failed").count(), 1, "{shown}");
+        let line = describe_call_error(&refused);
+        assert_eq!(line.matches("authentication failed").count(), 1, "{line}");
+        let reach = Reach::Endpoint(Endpoint::tcp_v4(4000));
+        let line = describe_connect_error(&refused, &reach, None);
+        assert_eq!(line.matches("authentication failed").count(), 1, "{line}");
+    }
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 

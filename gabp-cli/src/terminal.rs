@@ -1,10 +1,11 @@
 //! What the commands print with: [`Palette`] (ANSI colours, or none when `NO_COLOR` is set or the output is not
-//! a terminal) and [`Progress`] (a progress bar on stderr when stderr is a terminal).
+//! a terminal), [`Progress`] and [`CallProgress`] (progress bars on stderr when stderr is a terminal).
 
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::io::IsTerminal;
+use std::time::Duration;
 
 use gabp_types::shorten;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// Whether colour is wanted on a stream that `is_terminal` or not: never when `NO_COLOR` is set to anything
 /// non-empty (<https://no-color.org>), nor when the stream is not a terminal.
@@ -65,73 +66,119 @@ impl Palette {
     }
 }
 
-/// A one-line progress bar on stderr, drawn only when stderr is a terminal, redrawn at most 10 times a second,
-/// and erased when dropped.
-#[derive(Debug)]
-pub struct Progress {
-    total: u64,
-    label: String,
-    enabled: bool,
-    last_draw: Option<Instant>,
+/// Where progress bars draw: stderr when it is a terminal, else nowhere.
+fn bar_target() -> ProgressDrawTarget {
+    if std::io::stderr().is_terminal() {
+        ProgressDrawTarget::stderr_with_hz(10)
+    } else {
+        ProgressDrawTarget::hidden()
+    }
 }
 
-const BAR_WIDTH: u64 = 30;
+/// A one-line progress bar of counted steps on stderr, drawn only when stderr is a terminal, and erased when
+/// dropped.
+#[derive(Debug)]
+pub struct Progress {
+    bar: ProgressBar,
+}
 
 impl Progress {
     /// A bar for `total` steps of what `label` names.
     pub fn new(total: u64, label: impl Into<String>) -> Self {
-        Progress {
-            total: total.max(1),
-            label: label.into(),
-            enabled: std::io::stderr().is_terminal(),
-            last_draw: None,
+        let bar = ProgressBar::with_draw_target(Some(total.max(1)), bar_target());
+        bar.set_style(
+            ProgressStyle::with_template("[{bar:30}] {pos}/{len} {prefix}{msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("#>-"),
+        );
+        bar.set_prefix(label.into());
+        Progress { bar }
+    }
+
+    /// Shows `done` of the total steps, with `note` after the bar.
+    pub fn set(&mut self, done: u64, note: &str) {
+        self.bar.set_position(done);
+        if note.is_empty() {
+            self.bar.set_message("");
+        } else {
+            self.bar.set_message(format!(": {}", shorten(note, 40)));
         }
     }
 
-    /// Shows `done` of the total steps, with `note` after the bar. Draws the last step always.
-    pub fn set(&mut self, done: u64, note: &str) {
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        let due = self
-            .last_draw
-            .is_none_or(|last| now.duration_since(last) >= Duration::from_millis(100));
-        if !due && done < self.total {
-            return;
-        }
-        self.last_draw = Some(now);
-        let filled = (done.min(self.total) * BAR_WIDTH / self.total) as usize;
-        let bar = format!(
-            "{}{}",
-            "#".repeat(filled),
-            "-".repeat(BAR_WIDTH as usize - filled)
-        );
-        let mut line = format!("[{bar}] {done}/{} {}", self.total, self.label);
-        if !note.is_empty() {
-            line.push_str(": ");
-            line.push_str(note);
-        }
-        // Keep it to one terminal line (99 characters and an ellipsis), so that \r redraws it.
-        let line = shorten(&line, 99);
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(stderr, "\r\x1b[2K{line}");
-        let _ = stderr.flush();
+    /// Hides the bar while `f` prints, then draws it again.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.bar.suspend(f)
     }
 
     /// Erases the bar (so that the lines printed next start clean).
     pub fn clear(&mut self) {
-        if self.enabled && self.last_draw.is_some() {
-            let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "\r\x1b[2K");
-            let _ = stderr.flush();
-            self.last_draw = None;
-        }
+        self.bar.finish_and_clear();
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        self.clear();
+        self.bar.finish_and_clear();
+    }
+}
+
+/// The progress of one tool call as the mod reports it: a bar when it says how much there is to do, a spinner
+/// otherwise; on stderr when it is a terminal, erased when dropped.
+#[derive(Debug)]
+pub struct CallProgress {
+    bar: ProgressBar,
+    sized: bool,
+}
+
+/// The bar's length: progress is shown in thousandths of the total.
+const STEPS: u64 = 1000;
+
+impl CallProgress {
+    /// A spinner for a call of `label`, until the first progress report.
+    pub fn new(label: &str) -> Self {
+        let bar = ProgressBar::with_draw_target(None, bar_target());
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {prefix} {msg} ({elapsed})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_prefix(label.to_owned());
+        bar.enable_steady_tick(Duration::from_millis(100));
+        CallProgress { bar, sized: false }
+    }
+
+    /// Shows a report: `progress` of `total` (when known), and the mod's message.
+    pub fn report(&mut self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let message = message.map(|m| shorten(m, 40).into_owned());
+        match total.filter(|t| *t > 0.0) {
+            Some(total) => {
+                if !self.sized {
+                    self.sized = true;
+                    self.bar.set_length(STEPS);
+                    self.bar.set_style(
+                        ProgressStyle::with_template(
+                            "[{bar:30}] {percent:>3}% {prefix} {msg} ({elapsed})",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("#>-"),
+                    );
+                }
+                let done = (progress / total).clamp(0.0, 1.0) * STEPS as f64;
+                self.bar.set_position(done as u64);
+                self.bar.set_message(message.unwrap_or_default());
+            }
+            None => {
+                let text = match message {
+                    Some(m) => format!("{progress} {m}"),
+                    None => progress.to_string(),
+                };
+                self.bar.set_message(text);
+            }
+        }
+    }
+}
+
+impl Drop for CallProgress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
     }
 }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use gabp_types::decode::{decode, decode_response_to, DecodeMode};
 use gabp_types::MethodName;
 
+use crate::terminal::Progress;
+
 /// Arguments of `gabp validate`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -97,14 +99,17 @@ pub fn run(
         }
     }
     let mut any_invalid = false;
-    for input in &inputs {
+    let mut progress = Progress::new(inputs.len() as u64, "files");
+    for (done, input) in inputs.iter().enumerate() {
+        progress.set(done as u64, &input.label);
         let bytes = match &input.path {
             None => {
                 let mut buf = Vec::new();
                 match stdin.read_to_end(&mut buf) {
                     Ok(_) => buf,
                     Err(e) => {
-                        let _ = writeln!(err, "error: -: cannot read standard input: {e}");
+                        let _ = progress
+                            .suspend(|| writeln!(err, "error: -: cannot read standard input: {e}"));
                         failed_io = true;
                         continue;
                     }
@@ -113,7 +118,7 @@ pub fn run(
             Some(p) => match std::fs::read(p) {
                 Ok(b) => b,
                 Err(e) => {
-                    let _ = writeln!(err, "error: {}: {e}", input.label);
+                    let _ = progress.suspend(|| writeln!(err, "error: {}: {e}", input.label));
                     failed_io = true;
                     continue;
                 }
@@ -129,10 +134,8 @@ pub fn run(
             Some(m) => decode_response_to(&bytes, m, DecodeMode::Strict),
             None => decode(&bytes, DecodeMode::Strict),
         };
-        match verdict {
-            Ok(_) => {
-                let _ = writeln!(out, "{}: ok", input.label);
-            }
+        let line = match verdict {
+            Ok(_) => format!("{}: ok", input.label),
             Err(e) => {
                 any_invalid = true;
                 let pointer = if e.pointer().is_empty() {
@@ -140,17 +143,18 @@ pub fn run(
                 } else {
                     e.pointer()
                 };
-                let _ = writeln!(
-                    out,
+                format!(
                     "{}: invalid: {}: {} [{}]",
                     input.label,
                     pointer,
                     e.reason(),
                     e.code().code()
-                );
+                )
             }
-        }
+        };
+        progress.suspend(|| writeln!(out, "{line}")).ok();
     }
+    progress.clear();
     if failed_io {
         Outcome::Error
     } else if any_invalid {

@@ -62,7 +62,7 @@ fn call_prints_the_result_as_pretty_json() {
     let out = call(&["tools/list"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(list["tools"].as_array().map(Vec::len), Some(9));
+    assert_eq!(list["tools"].as_array().map(Vec::len), Some(11));
 
     // A spawned mod over stdio gets a fresh token.
     let spawn = format!("{} mod --stdio", env!("CARGO_BIN_EXE_gabp"));
@@ -249,6 +249,9 @@ fn every_subcommand_has_help_with_an_example() {
         "bench",
         "mod",
         "validate",
+        "mcp",
+        "record",
+        "replay",
     ] {
         let out = run(&[command, "--help"]);
         let stdout = text(&out.stdout);
@@ -259,6 +262,10 @@ fn every_subcommand_has_help_with_an_example() {
             text(&out.stderr)
         );
         assert!(stdout.contains("Examples:"), "{command} --help:\n{stdout}");
+        assert!(
+            !stdout.contains("\\\""),
+            "{command} --help shows \\\":\n{stdout}"
+        );
         assert!(
             stdout.contains(&format!("gabp {command}")),
             "{command} --help:\n{stdout}"
@@ -320,9 +327,24 @@ async fn tail_prints_events_and_warns_of_each_seq_gap() {
         assert_eq!(event["channel"], "player/move");
         seqs.push(event["seq"].as_u64().expect("seq"));
     }
+    // First it says where it connected and what it follows.
+    let deadline = Instant::now() + cli_support::DEADLINE;
+    let status: Vec<String> = (0..2)
+        .map(|_| {
+            stderr
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .expect("a status line")
+        })
+        .collect();
+    assert_eq!(
+        status,
+        [
+            format!("connected to {endpoint}"),
+            "subscribed to player/move".to_owned()
+        ]
+    );
     // Every event after the first follows a skipped seq value: one warning each.
     let mut warnings = Vec::new();
-    let deadline = Instant::now() + cli_support::DEADLINE;
     while warnings.len() < events.len() - 1 {
         match stderr.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => warnings.push(line),
@@ -386,6 +408,15 @@ fn bench_self_json_has_gabp_and_floor() {
     for line in ["\ngabp   p50", "\nfloor  p50", "\nratio  p50"] {
         assert!(stdout.contains(line), "{stdout}");
     }
+    assert!(stdout.contains(" calls/s"), "{stdout}");
+    let verdict = stdout.lines().last().expect("a verdict");
+    assert!(
+        verdict.starts_with("verdict: a typical call takes ")
+            && verdict.contains("more than the raw echo")
+            && verdict.contains("times as long")
+            && verdict.ends_with("as many calls per second as the echo."),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -414,4 +445,45 @@ fn bench_against_a_mod_has_no_floor() {
     stats(&report["gabp"]);
     assert_eq!(report["gabp"]["call"], "world/get_block");
     assert_eq!(report["gabp"]["concurrency"], 8);
+
+    // The table ends with a verdict in words.
+    let out = run(&[
+        "bench",
+        "--connect",
+        &endpoint,
+        "--token",
+        TOKEN,
+        "--calls",
+        "50",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let verdict = stdout.lines().last().expect("a verdict");
+    assert!(
+        verdict.starts_with("verdict: a typical call takes ")
+            && verdict.ends_with("calls per second with 1 at a time."),
+        "{stdout}"
+    );
+}
+
+/// A refused token is one line, and says "authentication failed" once, whichever command met it.
+#[test]
+fn a_refused_token_is_one_message() {
+    let (_game, endpoint) = tcp_mod();
+    let wrong_token = "0".repeat(64);
+    for command in [
+        vec!["call", "tools/list"],
+        vec!["tools"],
+        vec!["tail", "player/move"],
+        vec!["bench", "--calls", "5"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--connect", &endpoint, "--token", &wrong_token]);
+        let line = one_error_line(&run(&args), &wrong_token);
+        assert_eq!(
+            line.matches("authentication failed").count(),
+            1,
+            "{command:?}: {line}"
+        );
+    }
 }

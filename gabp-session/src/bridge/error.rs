@@ -36,7 +36,7 @@ pub const LIBGAB_TOOL_NOT_FOUND: ErrorCode = ErrorCode(-31002);
 #[non_exhaustive]
 pub enum BridgeError {
     /// The mod refused the token (-32101, or Lib.GAB's -31000). The mod closes the connection.
-    #[error("authentication failed: {error}")]
+    #[error("the mod refused the token: {error}")]
     AuthenticationFailed {
         /// The mod's error.
         error: ErrorObject,

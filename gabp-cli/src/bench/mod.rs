@@ -19,6 +19,9 @@ use tokio::sync::Semaphore;
 use crate::target::{describe_call_error, TargetArgs};
 use crate::terminal::Progress;
 use gabp_demo::InProcessGame;
+use report::{human, ratios};
+
+mod report;
 
 /// Long help of `gabp bench`.
 pub const EXAMPLES: &str = "\
@@ -51,7 +54,7 @@ pub struct BenchArgs {
     /// The tool to call (default: demo/echo if the mod has it, else session/ping is measured).
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
-    /// The tool's arguments, a JSON object (default: {\"value\": \"gabp\"} for demo/echo, else {}).
+    /// The tool's arguments, a JSON object (default: {"value": "gabp"} for demo/echo, else {}).
     #[arg(long = "args", value_name = "JSON")]
     pub arguments: Option<String>,
     /// Print one JSON object instead of the table.
@@ -191,7 +194,12 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
                 .max_in_flight(concurrency)
                 .connect(&endpoint)
                 .await
-                .map_err(|e| format!("cannot connect to the in-process demo game: {e}"))?;
+                .map_err(|e| {
+                    format!(
+                        "cannot connect to the in-process demo game: {}",
+                        describe_call_error(&e)
+                    )
+                })?;
             (
                 crate::target::Session {
                     bridge,
@@ -289,57 +297,6 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
     stdout
         .write_all(text.as_bytes())
         .map_err(|e| format!("cannot write to stdout: {e}"))
-}
-
-/// GABP relative to the floor: latency multiples and the share of the floor's throughput.
-fn ratios(gabp: &Stats, floor: &Stats) -> Value {
-    let ratio = |a: f64, b: f64| {
-        if b > 0.0 {
-            (a / b * 100.0).round() / 100.0
-        } else {
-            0.0
-        }
-    };
-    json!({
-        "p50": ratio(gabp.p50.as_secs_f64(), floor.p50.as_secs_f64()),
-        "p99": ratio(gabp.p99.as_secs_f64(), floor.p99.as_secs_f64()),
-        "calls_per_s": ratio(gabp.calls_per_s, floor.calls_per_s),
-    })
-}
-
-fn human(
-    args: &BenchArgs,
-    invocation: &Invocation,
-    where_: &str,
-    gabp: &Stats,
-    floor: Option<&Stats>,
-) -> String {
-    let line = |name: &str, s: &Stats| {
-        format!(
-            "{name:<6} p50 {:>9.1} us   p99 {:>9.1} us   {:>9.0} calls/s",
-            micros(s.p50),
-            micros(s.p99),
-            s.calls_per_s
-        )
-    };
-    let mut out = format!(
-        "{} calls of {}, {} at a time, over {where_}\n",
-        args.calls,
-        invocation.label(),
-        args.concurrency
-    );
-    out.push_str(&line("gabp", gabp));
-    out.push('\n');
-    if let Some(floor) = floor {
-        out.push_str(&line("floor", floor));
-        out.push_str("   (raw framed echo, same transport and frame size)\n");
-        let r = ratios(gabp, floor);
-        out.push_str(&format!(
-            "ratio  p50 {}x   p99 {}x   throughput {}x of the floor\n",
-            r["p50"], r["p99"], r["calls_per_s"]
-        ));
-    }
-    out
 }
 
 /// Shows the progress of a run on `progress` until `done` reaches `total` or `finished` resolves.

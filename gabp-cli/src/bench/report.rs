@@ -1,0 +1,135 @@
+//! What `gabp bench` prints for people: the table with units and a one-sentence verdict.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{BenchArgs, Invocation, Stats};
+
+/// GABP relative to the floor: latency multiples and the share of the floor's throughput.
+pub(super) fn ratios(gabp: &Stats, floor: &Stats) -> Value {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            (a / b * 100.0).round() / 100.0
+        } else {
+            0.0
+        }
+    };
+    json!({
+        "p50": ratio(gabp.p50.as_secs_f64(), floor.p50.as_secs_f64()),
+        "p99": ratio(gabp.p99.as_secs_f64(), floor.p99.as_secs_f64()),
+        "calls_per_s": ratio(gabp.calls_per_s, floor.calls_per_s),
+    })
+}
+
+pub(super) fn human(
+    args: &BenchArgs,
+    invocation: &Invocation,
+    where_: &str,
+    gabp: &Stats,
+    floor: Option<&Stats>,
+) -> String {
+    let line = |name: &str, s: &Stats| {
+        format!(
+            "{name:<6} p50 {:>9}   p99 {:>9}   {:>9.0} calls/s",
+            duration(s.p50),
+            duration(s.p99),
+            s.calls_per_s
+        )
+    };
+    let mut out = format!(
+        "{} calls of {}, {} at a time, over {where_}\n",
+        args.calls,
+        invocation.label(),
+        args.concurrency
+    );
+    out.push_str(&line("gabp", gabp));
+    out.push('\n');
+    if let Some(floor) = floor {
+        out.push_str(&line("floor", floor));
+        out.push_str("   (raw framed echo, same transport and frame size)\n");
+        let r = ratios(gabp, floor);
+        out.push_str(&format!(
+            "ratio  p50 {}x   p99 {}x   throughput {}x of the floor\n",
+            r["p50"], r["p99"], r["calls_per_s"]
+        ));
+    }
+    out.push_str(&verdict(gabp, floor, args.concurrency));
+    out.push('\n');
+    out
+}
+
+/// A latency with the unit that reads best: `41.3 us`, `2.15 ms`, `1.20 s`.
+fn duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} us")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+/// One sentence on what the numbers mean.
+fn verdict(gabp: &Stats, floor: Option<&Stats>, concurrency: u64) -> String {
+    let typical = format!(
+        "verdict: a typical call takes {} and 99 in 100 finish within {}",
+        duration(gabp.p50),
+        duration(gabp.p99)
+    );
+    let Some(floor) = floor else {
+        return format!(
+            "{typical}; the mod answered {:.0} calls per second with {concurrency} at a time.",
+            gabp.calls_per_s
+        );
+    };
+    let times = gabp.p50.as_secs_f64() / floor.p50.as_secs_f64().max(1e-9);
+    let share = gabp.calls_per_s / floor.calls_per_s.max(1e-9) * 100.0;
+    let extra = gabp.p50.saturating_sub(floor.p50);
+    let judgement = if times <= 2.0 {
+        "close to the floor"
+    } else if times <= 5.0 {
+        "a few times the floor"
+    } else {
+        "well above the floor"
+    };
+    format!(
+        "{typical}: {} more than the raw echo, {times:.1} times as long ({judgement}), and GABP makes \
+         {share:.0}% as many calls per second as the echo.",
+        duration(extra)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_the_unit_that_reads_best() {
+        assert_eq!(duration(Duration::from_nanos(41_260)), "41.3 us");
+        assert_eq!(duration(Duration::from_micros(2_150)), "2.15 ms");
+        assert_eq!(duration(Duration::from_millis(1_200)), "1.20 s");
+    }
+
+    #[test]
+    fn the_verdict_is_a_sentence_with_units() {
+        let stats = |p50_us: u64, p99_us: u64, rate: f64| Stats {
+            calls: 100,
+            p50: Duration::from_micros(p50_us),
+            p99: Duration::from_micros(p99_us),
+            calls_per_s: rate,
+        };
+        assert_eq!(
+            verdict(&stats(350, 1_200, 2_850.0), None, 1),
+            "verdict: a typical call takes 350.0 us and 99 in 100 finish within 1.20 ms; the mod answered \
+             2850 calls per second with 1 at a time."
+        );
+        assert_eq!(
+            verdict(&stats(40, 100, 20_000.0), Some(&stats(10, 30, 80_000.0)), 1),
+            "verdict: a typical call takes 40.0 us and 99 in 100 finish within 100.0 us: 30.0 us more than the \
+             raw echo, 4.0 times as long (a few times the floor), and GABP makes 25% as many calls per second \
+             as the echo."
+        );
+    }
+}
