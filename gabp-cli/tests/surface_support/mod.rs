@@ -11,7 +11,7 @@ use gabp_testkit::wire::{hello_params, BlockingClient};
 
 use crate::mod_support::{unix_now, TOKEN};
 
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 11] = [
     "world/get_block",
     "world/place_block",
     "inventory/get",
@@ -21,9 +21,11 @@ const TOOLS: [&str; 9] = [
     "demo/raise_error",
     "demo/status",
     "demo/set_bonus",
+    "world/entities",
+    "world/render",
 ];
 
-const METHODS: [&str; 14] = [
+const METHODS: [&str; 18] = [
     "session/hello",
     "session/ping",
     "session/goodbye",
@@ -36,6 +38,10 @@ const METHODS: [&str; 14] = [
     "state/get",
     "state/set",
     "tools/cancel",
+    "time/status",
+    "time/pause",
+    "time/resume",
+    "time/step",
     "attention/current",
     "attention/ack",
 ];
@@ -106,6 +112,7 @@ pub(crate) fn exercise_surface(c: &mut BlockingClient) {
             "attention/opened",
             "attention/updated",
             "player/move",
+            "time/changed",
             "tools/changed",
             "world/block_change"
         ])
@@ -153,7 +160,7 @@ pub(crate) fn exercise_surface(c: &mut BlockingClient) {
         "tools/list",
         Some(json!({"filter": {"tags": ["read-only"]}})),
     );
-    assert_eq!(read_only["tools"].as_array().map(Vec::len), Some(5));
+    assert_eq!(read_only["tools"].as_array().map(Vec::len), Some(7));
 
     // Subscribe (a pattern, a name, an unknown channel left out).
     let subscribed = c.ok(
@@ -313,6 +320,23 @@ pub(crate) fn exercise_surface(c: &mut BlockingClient) {
         -32602
     );
     assert_eq!(tool_fails(c, "world/explode", json!({})).0, -32400);
+
+    // Time control freezes the sheep; a step of one tick moves each by one block; the picture is a PNG.
+    let paused = c.ok("time/pause", None);
+    assert_eq!(paused["paused"], true);
+    let before = schemas.call(c, "world/entities", json!({}));
+    assert_eq!(before["tick"], paused["tick"]);
+    let stepped = c.ok("time/step", Some(json!({"ticks": 1})));
+    assert_eq!(
+        stepped["tick"].as_u64(),
+        paused["tick"].as_u64().map(|t| t + 1)
+    );
+    let after = schemas.call(c, "world/entities", json!({}));
+    assert_eq!(after["tick"], stepped["tick"]);
+    assert_eq!(c.ok("time/resume", None)["paused"], false);
+    let picture = schemas.call(c, "world/render", json!({"scale": 1}));
+    assert_eq!(picture["width"], 16);
+    assert_eq!(picture["_content"][0]["mimeType"], "image/png");
 
     // demo/set_bonus adds and removes demo/bonus; this connection is not subscribed to tools/changed, so
     // no event reaches it (the loop below fails on any other channel).
