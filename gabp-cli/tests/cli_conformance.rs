@@ -55,16 +55,24 @@ fn passes_against_gabp_mod_on_stdio() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fails_against_each_faulty_mod_naming_the_check() {
-    for kind in gabp_testkit::FaultyMod::ALL {
-        let faulty = kind.build().expect("faulty mod");
-        let (served, proxy) = faulty.serve_tcp().await.expect("serve");
-        let endpoint = proxy.endpoint().to_string();
-        let token = faulty.token().expose_secret().to_owned();
-        let out = tokio::task::spawn_blocking(move || {
-            run(&["conformance", "--connect", &endpoint, "--token", &token])
-        })
-        .await
-        .expect("gabp conformance");
+    // One `gabp conformance` per faulty mod, all at once.
+    let runs = gabp_testkit::FaultyMod::ALL
+        .into_iter()
+        .map(|kind| async move {
+            let faulty = kind.build().expect("faulty mod");
+            let (served, proxy) = faulty.serve_tcp().await.expect("serve");
+            let endpoint = proxy.endpoint().to_string();
+            let token = faulty.token().expose_secret().to_owned();
+            let out = tokio::task::spawn_blocking(move || {
+                run(&["conformance", "--connect", &endpoint, "--token", &token])
+            })
+            .await
+            .expect("gabp conformance");
+            proxy.shutdown().await;
+            served.shutdown().await;
+            (kind, out)
+        });
+    for (kind, out) in futures::future::join_all(runs).await {
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(1), "{kind}:\n{stdout}");
         let failed: Vec<&str> = stdout
@@ -83,8 +91,6 @@ async fn fails_against_each_faulty_mod_naming_the_check() {
                 || summary.contains(&format!("{} failed,", failed.len())),
             "{kind}: {summary}"
         );
-        proxy.shutdown().await;
-        served.shutdown().await;
     }
 }
 

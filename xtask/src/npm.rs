@@ -208,7 +208,7 @@ fn catalog(schemas: &[SchemaFile]) -> Result<Value, String> {
         }
     }
     let mut channels = Map::new();
-    for channel in [methods::TOOLS_CHANGED_CHANNEL, methods::PROGRESS_CHANNEL] {
+    for &channel in methods::EXTENSION_CHANNELS {
         channels.insert(channel.into(), json!(payload_schema(channel)?));
     }
     let mut prefixes = Map::new();
@@ -360,10 +360,9 @@ mod tests {
 
     #[test]
     fn catalog_covers_every_standard_method_and_channel() {
-        use gabp_types::methods::Method;
         let catalog = catalog(&gabp_types::schema::schema_files()).unwrap();
         let mut standard: Vec<&str> = methods::CORE_METHODS.to_vec();
-        standard.push(methods::ToolsCancel::NAME);
+        standard.extend(methods::EXTENSION_METHODS);
         let listed: Vec<&str> = catalog["methods"]
             .as_object()
             .unwrap()

@@ -2,8 +2,6 @@
 //! `tools/cancel` (SPEC/1.0 extensions.md §cancel). A request answered at its first poll never gets here: it is
 //! finished before a cancel could name it.
 
-use std::collections::HashMap;
-
 use gabp_types::{ErrorCode, ErrorObject, MessageId};
 use parking_lot::Mutex;
 use tokio::task::{AbortHandle, Id};
@@ -16,53 +14,54 @@ pub(crate) fn cancelled_error() -> ErrorObject {
     )
 }
 
-#[derive(Default)]
-struct Inner {
-    by_request: HashMap<MessageId, (AbortHandle, bool)>,
-    by_task: HashMap<Id, MessageId>,
+/// A call in flight: its request, its task, whether `tools/cancel` aborted it.
+struct Entry {
+    request: MessageId,
+    task: AbortHandle,
+    cancelled: bool,
 }
 
-/// One connection's cancellable requests.
+/// One connection's cancellable requests: a few at a time (at most the connection's concurrent requests), so
+/// a list searched in place costs less than hashing on every call.
 #[derive(Default)]
 pub(crate) struct InFlight {
-    inner: Mutex<Inner>,
+    entries: Mutex<Vec<Entry>>,
 }
 
 impl InFlight {
     /// Request `id` runs as the task of `handle`.
     pub(crate) fn register(&self, id: MessageId, handle: AbortHandle) {
-        let mut inner = self.inner.lock();
-        inner.by_task.insert(handle.id(), id);
-        inner.by_request.insert(id, (handle, false));
+        self.entries.lock().push(Entry {
+            request: id,
+            task: handle,
+            cancelled: false,
+        });
     }
 
     /// Cancels request `id`: its task is aborted (its handler's cancellation token fires) and it is answered
     /// `-32404` when the engine sees the task end. `false` when no such request is running here.
     pub(crate) fn cancel(&self, id: &MessageId) -> bool {
-        let mut inner = self.inner.lock();
-        match inner.by_request.get_mut(id) {
-            Some((handle, cancelled)) if !handle.is_finished() => {
-                *cancelled = true;
-                handle.abort();
+        let mut entries = self.entries.lock();
+        let running = entries
+            .iter_mut()
+            .rev()
+            .find(|e| e.request == *id && !e.task.is_finished());
+        match running {
+            Some(entry) => {
+                entry.cancelled = true;
+                entry.task.abort();
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
     /// The task `task` ended: its request, and whether it ended because it was cancelled here.
     pub(crate) fn finished(&self, task: Id) -> Option<(MessageId, bool)> {
-        let mut inner = self.inner.lock();
-        let id = inner.by_task.remove(&task)?;
-        let cancelled = match inner.by_request.get(&id) {
-            Some((handle, cancelled)) if handle.id() == task => {
-                let cancelled = *cancelled;
-                inner.by_request.remove(&id);
-                cancelled
-            }
-            _ => false,
-        };
-        Some((id, cancelled))
+        let mut entries = self.entries.lock();
+        let at = entries.iter().position(|e| e.task.id() == task)?;
+        let entry = entries.swap_remove(at);
+        Some((entry.request, entry.cancelled))
     }
 }
 

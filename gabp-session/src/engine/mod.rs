@@ -23,6 +23,7 @@
 mod body;
 mod calls;
 mod inflight;
+mod progress;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -48,6 +49,7 @@ use tokio::time::Sleep;
 pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
+pub(crate) use progress::{progress_queue, ProgressQueue, ProgressSender};
 
 use calls::Calls;
 
@@ -132,7 +134,7 @@ pub(crate) struct Queues {
     pub(crate) events: Option<mpsc::Receiver<Bytes>>,
     /// Progress events of the calls this side handles: written before any answer, so that a call's progress
     /// always precedes its response (SPEC/1.0 extensions.md §progress).
-    pub(crate) progress: Option<mpsc::Receiver<Bytes>>,
+    pub(crate) progress: Option<ProgressQueue>,
     /// The `tools/call` requests the peer may cancel (SPEC/1.0 extensions.md §cancel).
     pub(crate) in_flight: Option<std::sync::Arc<InFlight>>,
 }
@@ -145,7 +147,7 @@ pub(crate) struct Engine<P: Role> {
     calls: Calls,
     outgoing: Option<mpsc::Receiver<Outgoing>>,
     events: Option<mpsc::Receiver<Bytes>>,
-    progress: Option<mpsc::Receiver<Bytes>>,
+    progress: Option<ProgressQueue>,
     in_flight: Option<std::sync::Arc<InFlight>>,
     /// Requests being handled on tasks of their own; each yields its serialized answer.
     handling: JoinSet<Bytes>,
@@ -350,7 +352,7 @@ impl<P: Role> Engine<P> {
     /// The next frame to write: an answer, a request this side sends, or an event.
     fn next_frame(&mut self, cx: &mut Context<'_>) -> Option<Bytes> {
         if let Some(progress) = &mut self.progress {
-            match progress.poll_recv(cx) {
+            match progress.poll_next(cx) {
                 Poll::Ready(Some(body)) => return Some(body),
                 Poll::Ready(None) => self.progress = None,
                 Poll::Pending => {}

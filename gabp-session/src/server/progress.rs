@@ -7,13 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use gabp_types::methods::{
     ProgressPayload, ProgressToken, PROGRESS_CHANNEL, PROGRESS_MIN_INTERVAL_MS,
 };
 use gabp_types::{ChannelName, Event, Message};
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
+
+use crate::engine::{progress_queue, ProgressQueue, ProgressSender};
 
 /// How many progress events of one connection may wait for the writer; more are dropped (progress is
 /// advisory, and the next report carries the news).
@@ -23,14 +23,14 @@ const MIN_INTERVAL: Duration = Duration::from_millis(PROGRESS_MIN_INTERVAL_MS);
 
 /// One connection's progress events: their queue and their `seq`.
 pub(crate) struct ProgressSink {
-    tx: mpsc::Sender<Bytes>,
+    tx: ProgressSender,
     seq: Mutex<u64>,
 }
 
 impl ProgressSink {
-    /// A sink and the receiver the connection's engine writes from.
-    pub(crate) fn new() -> (ProgressSink, mpsc::Receiver<Bytes>) {
-        let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
+    /// A sink and the queue the connection's engine writes from.
+    pub(crate) fn new() -> (ProgressSink, ProgressQueue) {
+        let (tx, rx) = progress_queue(PROGRESS_QUEUE);
         (
             ProgressSink {
                 tx,
@@ -53,7 +53,7 @@ impl ProgressSink {
         let Ok(body) = crate::engine::to_body(&Message::Event(event)) else {
             return;
         };
-        if self.tx.try_send(body).is_ok() {
+        if self.tx.try_send(body) {
             *seq += 1;
         }
     }
@@ -147,9 +147,9 @@ impl Progress {
 mod tests {
     use super::*;
 
-    fn payloads(rx: &mut mpsc::Receiver<Bytes>) -> Vec<serde_json::Value> {
+    fn payloads(rx: &mut ProgressQueue) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
-        while let Ok(body) = rx.try_recv() {
+        while let Some(body) = rx.try_next() {
             out.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());
         }
         out

@@ -160,6 +160,13 @@ pub const EXTENSION_METHODS: &[&str] = &[
     TimeStep::NAME,
 ];
 
+/// Channels the extensions of SPEC/1.0 extensions.md define, whose payloads are typed here.
+pub const EXTENSION_CHANNELS: &[&str] = &[
+    TOOLS_CHANGED_CHANNEL,
+    PROGRESS_CHANNEL,
+    TIME_CHANGED_CHANNEL,
+];
+
 /// Names of every core method, in registry order.
 pub const CORE_METHODS: &[&str] = &[
     SessionHello::NAME,

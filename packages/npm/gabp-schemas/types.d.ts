@@ -414,6 +414,7 @@ export interface Methods {
 
 /** Payload types of the event channels that have a schema of their own. */
 export interface Channels {
+  "time/changed": TimeChangedPayload;
   "tools/changed": ToolsChangedPayload;
   "tools/progress": ToolsProgressPayload;
 }
