@@ -41,6 +41,18 @@ function chips(values) {
   return values && values.length ? span : "none";
 }
 
+// An object as chips: `key` for a member that is itself an object (its JSON as the tooltip), else `key: value`.
+function members(value) {
+  if (value === null || typeof value !== "object") return el("code", { text: JSON.stringify(value) });
+  const span = el("span");
+  for (const [key, member] of Object.entries(value)) {
+    const composite = member !== null && typeof member === "object";
+    span.append(el("span", { class: "chip", title: composite ? JSON.stringify(member) : null,
+      text: composite ? key : `${key}: ${member}` }));
+  }
+  return span;
+}
+
 async function loadInfo() {
   const info = await api("info");
   const welcome = info.welcome || {};
@@ -62,7 +74,7 @@ async function loadInfo() {
   row(list, "resources", chips(caps.resources));
   for (const [key, value] of Object.entries(caps)) {
     if (["methods", "events", "resources"].includes(key)) continue;
-    row(list, key, Array.isArray(value) ? chips(value.map(String)) : el("code", { text: JSON.stringify(value) }));
+    row(list, key, Array.isArray(value) ? chips(value.map(String)) : members(value));
   }
   for (const channel of caps.events || []) addChannel(channel);
   document.title = `gabp inspect: ${app.name || welcome.agentId || "mod"}`;
@@ -119,7 +131,13 @@ function showOutcome(outcome, form, answer) {
 
 function contentItem(item) {
   if (item.type === "image") {
-    return el("img", { src: `data:${item.mimeType};base64,${item.data}`, alt: `${item.mimeType} from the result` });
+    const img = el("img", { src: `data:${item.mimeType};base64,${item.data}`, alt: `${item.mimeType} from the result` });
+    // Small pictures (pixel art, maps) shown at a whole multiple of their size.
+    img.addEventListener("load", () => {
+      const times = Math.floor(256 / Math.max(img.naturalWidth, img.naturalHeight, 1));
+      if (times > 1) img.style.width = `${img.naturalWidth * times}px`;
+    });
+    return img;
   }
   if (item.type === "audio") {
     return el("audio", { controls: true, src: `data:${item.mimeType};base64,${item.data}` });
