@@ -259,7 +259,7 @@ function onEvent(event) {
   if (last !== undefined && event.seq > last + 1) gapLine(channel, event.seq - last - 1, last);
   lastSeq.set(channel, event.seq);
   eventCount++;
-  $("#event-count").textContent = `${eventCount} events`;
+  $("#event-count").textContent = `${eventCount} event${eventCount === 1 ? "" : "s"}`;
   logLine("event", channel,
     el("span", { class: "seq", text: `#${event.seq}` }),
     el("span", { class: "channel", text: channel }),
