@@ -4,6 +4,7 @@
 //! - `gabp call`, `gabp tools` and `gabp tail` talk to any mod; `gabp conformance` runs the live conformance
 //!   suite against one; `gabp bench` measures one (or, with `--self`, the demo game against a raw echo).
 //! - `gabp mod` serves the demo game, a 16x16x16 voxel world, as a GABP mod.
+//! - `gabp inspect` serves a web page that shows a mod and calls its tools.
 //! - `gabp validate [--method METHOD] PATH...` checks messages against the strict gabp/1 rules.
 //! - `gabp mcp` serves the configured games to AI agents over MCP, as GABS does.
 //! - `gabp record` records sessions between bridges and a mod; `gabp replay` replays one as a mod or as the
@@ -36,6 +37,7 @@ mod call_args;
 mod call_content;
 mod conformance;
 mod demo;
+mod inspect;
 mod mcp;
 mod record;
 mod replay;
@@ -71,6 +73,9 @@ enum Command {
     /// Follow event channels of a mod, one JSON line per event.
     #[command(after_help = tail::EXAMPLES)]
     Tail(tail::TailArgs),
+    /// Serve a web page that shows a mod and calls its tools (on loopback, behind a secret URL).
+    #[command(after_help = inspect::EXAMPLES)]
+    Inspect(inspect::InspectArgs),
     /// Run the live conformance suite against a mod.
     #[command(after_help = conformance::EXAMPLES)]
     Conformance(conformance::ConformanceArgs),
@@ -134,6 +139,9 @@ fn main() -> ExitCode {
             client(
                 async move { tail::run(&args, &mut std::io::stdout(), &mut std::io::stderr()).await },
             )
+        }
+        Command::Inspect(args) => {
+            client(async move { inspect::run(&args, &mut std::io::stdout()).await })
         }
         Command::Bench(args) => {
             client(async move { bench::run(&args, &mut std::io::stdout()).await })
