@@ -212,6 +212,8 @@ async fn an_oversized_message_is_refused_with_1009_before_its_body_arrives() {
     assert_eq!(close_code(&mut ws).await, CloseCode::Size);
 }
 
+// The error type is the one tungstenite's handshake callback returns.
+#[allow(clippy::result_large_err)]
 #[tokio::test]
 async fn a_peer_that_stops_answering_pings_is_dropped() {
     // A server that completes the handshake, then never reads again (so never answers a Ping).

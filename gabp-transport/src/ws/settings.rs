@@ -119,7 +119,7 @@ impl WsSettings {
             None => true,
             Some(origin) => {
                 let origin = normalize_origin(origin);
-                self.allowed_origins.iter().any(|o| *o == origin)
+                self.allowed_origins.contains(&origin)
             }
         }
     }
