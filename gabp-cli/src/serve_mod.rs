@@ -53,7 +53,7 @@ Examples:
 #[derive(Debug, Clone, Args)]
 pub struct ModArgs {
     /// Where to listen: tcp://127.0.0.1:PORT (0 picks a free port), tcp://[::1]:PORT,
-    /// unix:///path.sock, `unix` (a fresh socket in $XDG_RUNTIME_DIR or the temp directory) or stdio.
+    /// ws://127.0.0.1:PORT (WebSocket), unix:///path.sock, `unix` (a fresh socket in $XDG_RUNTIME_DIR or the temp directory) or stdio.
     #[arg(long, value_name = "ENDPOINT")]
     pub listen: Option<String>,
     /// Serve one bridge on stdin/stdout (only frames on stdout); exits when stdin closes.

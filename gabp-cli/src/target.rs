@@ -15,8 +15,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 /// Where the mod is and how to authenticate: shared by every client command.
 #[derive(Debug, Clone, Args)]
 pub struct TargetArgs {
-    /// The mod's endpoint: tcp://127.0.0.1:PORT, tcp://[::1]:PORT, unix:///path.sock or pipe://NAME
-    /// (default: the endpoint in bridge.json).
+    /// The mod's endpoint: tcp://127.0.0.1:PORT, tcp://[::1]:PORT, ws://127.0.0.1:PORT, unix:///path.sock or
+    /// pipe://NAME (default: the endpoint in bridge.json).
     #[arg(long, value_name = "ENDPOINT", conflicts_with = "spawn")]
     pub connect: Option<String>,
     /// Start the mod with this shell command and talk to it over its stdin/stdout; it gets the token in

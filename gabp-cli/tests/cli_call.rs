@@ -57,6 +57,20 @@ fn key_value_pairs_and_args_are_a_tools_arguments() {
 }
 
 #[test]
+fn call_connects_over_a_websocket() {
+    let mut game = Launch::new(&["--listen", "ws://127.0.0.1:0", "--token", TOKEN]).spawn(false);
+    let endpoint = game.listening_on();
+    assert!(endpoint.starts_with("ws://127.0.0.1:"), "{endpoint}");
+    let out = call(&endpoint, &["world/get_block", "x=3", "y=4", "z=3"]);
+    assert_eq!(
+        json_of(&out),
+        json!({"block": "grass", "x": 3, "y": 4, "z": 3})
+    );
+    let line = one_error_line(&call(&endpoint, &["world/get_blok", "x=1"]), TOKEN);
+    assert!(line.ends_with("; did you mean world/get_block?"), "{line}");
+}
+
+#[test]
 fn unknown_names_get_a_suggestion() {
     let (_game, endpoint) = tcp_mod();
     let line = one_error_line(&call(&endpoint, &["world/get_blok", "x=1"]), TOKEN);

@@ -1,5 +1,5 @@
-//! End-to-end tests of `gabp mod`, the demo game, over TCP, a Unix socket and stdio, driven by a raw client
-//! (frames written and read by hand, every frame the mod writes decoded strictly; never our own `Bridge`).
+//! End-to-end tests of `gabp mod`, the demo game, over TCP, WebSocket, a Unix socket and stdio, driven by a raw
+//! client (frames written and read by hand, every frame the mod writes decoded strictly; never our own `Bridge`).
 
 mod mod_support;
 mod surface_support;
@@ -12,12 +12,13 @@ use mod_support::{Launch, TOKEN};
 use serde_json::json;
 use surface_support::exercise_surface;
 
-#[test]
-fn tcp_serves_the_whole_surface_and_sigterm_stops_it() {
-    let mut m = Launch::new(&["--listen", "tcp://127.0.0.1:0", "--token", TOKEN]).spawn(false);
+/// The whole surface over a loopback socket transport (`tcp` or `ws`): the same suite for each.
+fn serves_the_whole_surface_and_sigterm_stops_it(listen: &str) {
+    let mut m = Launch::new(&["--listen", listen, "--token", TOKEN]).spawn(false);
     let endpoint = m.listening_on();
+    let prefix = listen.trim_end_matches('0');
     assert!(
-        endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with(":0"),
+        endpoint.starts_with(prefix) && !endpoint.ends_with(":0"),
         "{endpoint}"
     );
     let mut c = m.connect(&endpoint);
@@ -29,6 +30,16 @@ fn tcp_serves_the_whole_surface_and_sigterm_stops_it() {
     assert!(other.until_closed().is_empty());
     m.assert_clean_exit();
     assert!(m.more_stdout().is_empty(), "{:?}", m.more_stdout());
+}
+
+#[test]
+fn tcp_serves_the_whole_surface_and_sigterm_stops_it() {
+    serves_the_whole_surface_and_sigterm_stops_it("tcp://127.0.0.1:0");
+}
+
+#[test]
+fn websocket_serves_the_whole_surface_and_sigterm_stops_it() {
+    serves_the_whole_surface_and_sigterm_stops_it("ws://127.0.0.1:0");
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Round trips of `demo/echo` through a `Bridge` and a `ModServer`, beside the floor: a raw framed echo over
 //! the same transport.
 //!
-//! - `latency/{duplex,tcp}`: one call at a time; criterion's time per iteration is one round trip.
+//! - `latency/{duplex,tcp,ws}`: one call at a time; criterion's time per iteration is one round trip.
 //!   `echo` is `bridge.call_tool("demo/echo", {"value": 42})` against a `ModServer` serving the demo game's
 //!   `demo/echo {value} -> {value}` (arguments checked against its schema, the whole protocol stack);
 //!   `floor` is a `Connection` sending a body of the same size as that request to a task that reads each frame
@@ -11,7 +11,7 @@
 //!   `latency/json_only/round_trip_borrowed_raw` is the least JSON work possible: typed envelopes borrowing
 //!   from the input, arguments and result passed through as raw text (a lower bound, not a usable design:
 //!   nothing checks the arguments).
-//! - `throughput/{duplex,tcp}`: the same with 1, 16 and 64 calls in flight; criterion reports calls per
+//! - `throughput/{duplex,tcp,ws}`: the same with 1, 16 and 64 calls in flight; criterion reports calls per
 //!   second (`Throughput::Elements`). The bridge side keeps `n` calls going with `buffer_unordered(n)`; the
 //!   floor client keeps `n` frames outstanding on its one connection (writing them in one burst, one flush).
 //!   `floor` is the plain echo task (read a frame, send it back: one flush per frame);
@@ -25,7 +25,8 @@
 //! Run: `cargo bench -p gabp-session --bench roundtrip` (1 s warm-up and 3 s measurement per case unless
 //! criterion options after `--` say otherwise, for example `-- --measurement-time 5 latency`). The p50 round
 //! trip is criterion's median; the ratios to report are `echo / floor` for latency and `echo / floor` in
-//! calls per second for throughput.
+//! calls per second for throughput, and `ws / tcp` (same run, same case) for the cost of WebSocket framing
+//! (SPEC/1.0 transport.md §2.5) over plain `Content-Length` frames on loopback TCP.
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +48,7 @@ const DUPLEX_BUFFER: usize = 256 * 1024;
 enum Transport {
     Duplex,
     Tcp,
+    Ws,
 }
 
 impl Transport {
@@ -54,6 +56,15 @@ impl Transport {
         match self {
             Transport::Duplex => "duplex",
             Transport::Tcp => "tcp",
+            Transport::Ws => "ws",
+        }
+    }
+
+    /// A loopback endpoint of this transport on a free port (not for `Duplex`).
+    fn endpoint(self) -> Endpoint {
+        match self {
+            Transport::Ws => "ws://127.0.0.1:0".parse().expect("endpoint"),
+            _ => Endpoint::tcp_v4(0),
         }
     }
 }
@@ -126,8 +137,9 @@ async fn echo_setup(transport: Transport) -> EchoSetup {
                 _server: None,
             }
         }
-        Transport::Tcp => {
-            let handle = server().serve(Listener::bind(&Endpoint::tcp_v4(0)).await.expect("bind"));
+        Transport::Tcp | Transport::Ws => {
+            let listener = Listener::bind(&transport.endpoint()).await.expect("bind");
+            let handle = server().serve(listener);
             let bridge = Bridge::connect(handle.endpoint(), token())
                 .await
                 .expect("bridge");
@@ -174,8 +186,8 @@ async fn floor_setup(transport: Transport, batched: bool) -> Connection {
             let (a, b) = tokio::io::duplex(DUPLEX_BUFFER);
             (Connection::new(a), Connection::new(b))
         }
-        Transport::Tcp => {
-            let listener = Listener::bind(&Endpoint::tcp_v4(0)).await.expect("bind");
+        Transport::Tcp | Transport::Ws => {
+            let listener = Listener::bind(&transport.endpoint()).await.expect("bind");
             let (client, server) = tokio::join!(connect(listener.endpoint()), listener.accept());
             (client.expect("connect"), server.expect("accept"))
         }
@@ -278,7 +290,7 @@ fn bench_echo(b: &mut criterion::Bencher<'_>, rt: &Runtime, transport: Transport
 
 fn latency(c: &mut Criterion) {
     let rt = runtime();
-    for transport in [Transport::Duplex, Transport::Tcp] {
+    for transport in [Transport::Duplex, Transport::Tcp, Transport::Ws] {
         let mut group = c.benchmark_group(format!("latency/{}", transport.name()));
         group.bench_function("floor", |b| bench_floor(b, &rt, transport, 1, false));
         group.bench_function("echo", |b| bench_echo(b, &rt, transport, 1));
@@ -382,7 +394,7 @@ mod raw {
 
 fn throughput(c: &mut Criterion) {
     let rt = runtime();
-    for transport in [Transport::Duplex, Transport::Tcp] {
+    for transport in [Transport::Duplex, Transport::Tcp, Transport::Ws] {
         let mut group = c.benchmark_group(format!("throughput/{}", transport.name()));
         group.throughput(Throughput::Elements(1));
         for n in IN_FLIGHT {

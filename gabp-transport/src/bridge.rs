@@ -4,7 +4,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use gabp_codec::FrameCodec;
+use gabp_codec::{FrameCodec, DEFAULT_MAX_BODY_SIZE};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 
@@ -13,6 +13,7 @@ use crate::endpoint::{check_loopback, Endpoint};
 use crate::error::TransportError;
 use crate::process::ModProcess;
 use crate::stream::ByteStream;
+use crate::ws::WsSettings;
 
 /// Connect to a mod listening at `endpoint` and frame the connection.
 ///
@@ -45,7 +46,9 @@ pub async fn connect(endpoint: &Endpoint) -> Result<Connection, TransportError> 
 
 /// Connect to a mod listening at `endpoint` and return the raw, unframed byte stream.
 ///
-/// TCP refuses any address that is not loopback and sets `TCP_NODELAY`. A Unix socket served by
+/// TCP and WebSocket refuse any address that is not loopback and set `TCP_NODELAY`; a WebSocket
+/// is opened with the default [`WsSettings`] (see [`connect_with`]) and read and written as
+/// `Content-Length` frames. A Unix socket served by
 /// another user is refused before anything is sent ([`TransportError::ForeignPeer`]): the bridge
 /// is about to send its token. A busy named pipe is retried for about five seconds.
 ///
@@ -87,7 +90,35 @@ pub async fn connect_stream(endpoint: &Endpoint) -> Result<ByteStream, Transport
             reason: "there is nothing to connect to; use spawn() to start the mod and talk over \
                      its stdin/stdout",
         }),
+        Endpoint::WebSocket(addr) => {
+            crate::ws::connect(*addr, &WsSettings::default(), DEFAULT_MAX_BODY_SIZE).await
+        }
     }
+}
+
+/// [`connect`], with WebSocket `settings` (ping interval and timeout, a token sent at the
+/// handshake) for a `ws://` endpoint; other transports ignore them.
+///
+/// # Errors
+///
+/// As [`connect_stream`]; a WebSocket handshake the mod refuses (a wrong token, an origin not
+/// allowed) is a [`TransportError::Io`] of kind `PermissionDenied` naming the HTTP status.
+pub async fn connect_with(
+    endpoint: &Endpoint,
+    settings: &WsSettings,
+) -> Result<Connection, TransportError> {
+    let stream = match endpoint {
+        Endpoint::WebSocket(addr) => {
+            crate::ws::connect(*addr, settings, DEFAULT_MAX_BODY_SIZE).await?
+        }
+        _ => connect_stream(endpoint).await?,
+    };
+    tracing::debug!(%endpoint, "connected");
+    Ok(Connection::from_stream(
+        stream,
+        FrameCodec::new(),
+        endpoint.to_string(),
+    ))
 }
 
 /// Start a mod process and talk to it over its stdin and stdout.

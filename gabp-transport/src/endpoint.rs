@@ -26,6 +26,7 @@ const PIPE_PREFIX: &str = r"\\.\pipe\";
 /// | `unix:///abs/path.sock` | a Unix domain socket at an absolute path |
 /// | `pipe://NAME` | the Windows named pipe `\\.\pipe\NAME` (the raw `\\.\pipe\NAME` is accepted too) |
 /// | `stdio` | the standard input and output of a process |
+/// | `ws://127.0.0.1:PORT`, `ws://[::1]:PORT` | WebSocket on loopback, one envelope per text message |
 ///
 /// TCP is loopback-only (SPEC/1.0/security.md §4): parsing refuses every other address, and so do
 /// [`Listener::bind`](crate::Listener::bind) and [`connect`](crate::connect) for a hand-built
@@ -53,6 +54,8 @@ pub enum Endpoint {
     Pipe(String),
     /// The standard input and output of a process: the mod's own, or a spawned child's.
     Stdio,
+    /// WebSocket on a loopback address (SPEC/1.0 transport.md §2.5).
+    WebSocket(SocketAddr),
 }
 
 impl Endpoint {
@@ -124,7 +127,7 @@ impl Endpoint {
         }
     }
 
-    /// The scheme of the textual form: `tcp`, `unix`, `pipe` or `stdio`.
+    /// The scheme of the textual form: `tcp`, `unix`, `pipe`, `stdio` or `ws`.
     #[must_use]
     pub fn scheme(&self) -> &'static str {
         match self {
@@ -132,6 +135,7 @@ impl Endpoint {
             Endpoint::Unix(_) => "unix",
             Endpoint::Pipe(_) => "pipe",
             Endpoint::Stdio => "stdio",
+            Endpoint::WebSocket(_) => "ws",
         }
     }
 }
@@ -144,6 +148,7 @@ impl fmt::Display for Endpoint {
             Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
             Endpoint::Pipe(name) => write!(f, "pipe://{name}"),
             Endpoint::Stdio => f.write_str("stdio"),
+            Endpoint::WebSocket(addr) => write!(f, "ws://{addr}"),
         }
     }
 }
@@ -157,6 +162,11 @@ impl FromStr for Endpoint {
         }
         if let Some(rest) = s.strip_prefix("tcp://") {
             return parse_tcp(rest).map(Endpoint::Tcp);
+        }
+        if let Some(rest) = s.strip_prefix("ws://") {
+            // The one path a GABP WebSocket has is `/`.
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            return parse_tcp(rest).map(Endpoint::WebSocket);
         }
         if let Some(rest) = s.strip_prefix("unix://") {
             return Endpoint::unix(rest);
@@ -186,7 +196,7 @@ pub enum EndpointError {
     /// The string has none of the known forms.
     #[error(
         "`{0}` is not a GABP endpoint; expected tcp://127.0.0.1:PORT, tcp://[::1]:PORT, \
-         unix:///absolute/path.sock, pipe://NAME or stdio"
+         ws://127.0.0.1:PORT, unix:///absolute/path.sock, pipe://NAME or stdio"
     )]
     UnknownForm(String),
     /// A `tcp://` endpoint without a valid `HOST:PORT`.
@@ -371,9 +381,30 @@ mod tests {
             "unix:///tmp/gabp.sock",
             "pipe://gabp-1234",
             "stdio",
+            "ws://127.0.0.1:4711",
+            "ws://[::1]:4711",
         ] {
             let ep = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
             assert_eq!(ep.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn websocket_is_loopback_only_like_tcp() {
+        assert_eq!(
+            parse("ws://localhost:9/").expect("trailing slash"),
+            Endpoint::WebSocket("127.0.0.1:9".parse().expect("addr"))
+        );
+        for s in ["ws://0.0.0.0:80", "ws://10.0.0.2:80", "ws://example.com:80"] {
+            let err = parse(s).expect_err(s);
+            assert!(err.to_string().contains("loopback"), "{s}: {err}");
+        }
+        for s in [
+            "ws://127.0.0.1:80/x",
+            "wss://127.0.0.1:80",
+            "ws://127.0.0.1",
+        ] {
+            assert!(parse(s).is_err(), "{s}");
         }
     }
 

@@ -3,9 +3,9 @@
 //!
 //! | piece | mod side | bridge side |
 //! |---|---|---|
-//! | where | [`Endpoint`]: `tcp://127.0.0.1:PORT`, `tcp://[::1]:PORT`, `unix:///path.sock`, `pipe://NAME`, `stdio` | same |
+//! | where | [`Endpoint`]: `tcp://127.0.0.1:PORT`, `tcp://[::1]:PORT`, `unix:///path.sock`, `pipe://NAME`, `stdio`, `ws://127.0.0.1:PORT` | same |
 //! | connection | [`Listener::bind`] + [`Listener::accept`] | [`connect`], or [`spawn`] a mod and use its stdio |
-//! | framing | [`Connection`]: `Content-Length` frames ([`gabp_codec::FrameCodec`]) over any [`ByteStream`]; [`Connection::new`] adapts any `AsyncRead + AsyncWrite` | same |
+//! | framing | [`Connection`]: `Content-Length` frames ([`gabp_codec::FrameCodec`]) over any [`ByteStream`]; [`Connection::new`] adapts any `AsyncRead + AsyncWrite`; a WebSocket carries one body per text message and is seen as a [`ByteStream`] of frames | same |
 //! | configuration | [`ModSettings`]: explicit values, then the GABS environment, then `bridge.json`, then ([`ModSettings::resolve_or_default`]) a free loopback port and a fresh token; [`ModSettings::publish_bridge_json`] announces the mod | [`BridgeConfig`]: `bridge.json`, written atomically and private ([`BridgeJsonGuard`] removes it) |
 //! | secret | [`Token`]: 256 random bits, constant-time comparison, never printed | same |
 //!
@@ -65,8 +65,9 @@ mod stream;
 mod token;
 #[cfg(unix)]
 mod unix_socket;
+mod ws;
 
-pub use bridge::{connect, connect_stream, spawn};
+pub use bridge::{connect, connect_stream, connect_with, spawn};
 pub use config::{
     BridgeConfig, BridgeJsonGuard, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON,
     MAX_BRIDGE_JSON_BYTES,
@@ -82,6 +83,7 @@ pub use settings::{
 };
 pub use stream::ByteStream;
 pub use token::{Token, TokenError};
+pub use ws::{WsSettings, WS_SUBPROTOCOL, WS_TOKEN_PROTOCOL_PREFIX};
 
 /// The frame types this crate's connections carry, re-exported from [`gabp_codec`].
 pub use gabp_codec::{Frame, FrameCodec, FrameError};

@@ -10,6 +10,8 @@ use crate::connection::Connection;
 use crate::endpoint::{check_loopback, Endpoint};
 use crate::error::TransportError;
 use crate::stream::ByteStream;
+use crate::token::Token;
+use crate::ws::WsSettings;
 
 /// Whether some [`Listener`] in this process owns stdin/stdout.
 static STDIO_CLAIMED: AtomicBool = AtomicBool::new(false);
@@ -29,6 +31,10 @@ static STDIO_CLAIMED: AtomicBool = AtomicBool::new(false);
 ///   connection; a later call waits until that connection is dropped, then returns
 ///   [`TransportError::Closed`], so a serve loop ends when the bridge closes stdin. Only one stdio
 ///   listener may exist per process. **Nothing else may write to stdout** — log to stderr.
+/// - **WebSocket** binds loopback only, like TCP; handshakes run in the background (at most 16 at
+///   once, each within its timeout), so a slow client delays nobody, and only connections whose
+///   handshake passed the checks of [`WsSettings`] (Origin, token) are handed out. Each reads and
+///   writes as a [`ByteStream`] of `Content-Length` frames.
 /// - **Named pipes** (Windows only, untested on this platform): one server instance always waits;
 ///   the pipe name is claimed exclusively.
 ///
@@ -78,6 +84,7 @@ enum Kind {
     #[cfg(windows)]
     Pipe(crate::pipe::PipeListener),
     Stdio(Mutex<StdioState>),
+    WebSocket(crate::ws::WsListener),
 }
 
 #[derive(Debug)]
@@ -138,6 +145,21 @@ impl Listener {
                     reason: "named pipes exist only on Windows; use unix:///path.sock",
                 })
             }
+            Endpoint::WebSocket(addr) => {
+                check_loopback(addr)?;
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| TransportError::io("bind", endpoint, e))?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|e| TransportError::io("read the address of", endpoint, e))?;
+                tracing::debug!(address = %local, "listening for WebSockets on loopback");
+                let max_body = FrameCodec::new().max_body_size();
+                (
+                    Kind::WebSocket(crate::ws::WsListener::new(listener, max_body)),
+                    Endpoint::WebSocket(local),
+                )
+            }
             Endpoint::Stdio => {
                 if STDIO_CLAIMED.swap(true, Ordering::SeqCst) {
                     return Err(TransportError::Unsupported {
@@ -158,8 +180,53 @@ impl Listener {
     /// The same listener, framing accepted connections with `codec` (and so its limits).
     #[must_use]
     pub fn with_codec(mut self, codec: FrameCodec) -> Self {
+        if let Kind::WebSocket(ws) = &self.kind {
+            ws.set_max_body(codec.max_body_size());
+        }
         self.codec = codec;
         self
+    }
+
+    /// The same listener with these WebSocket settings (SPEC/1.0 transport.md §2.5); for other
+    /// transports, unchanged. Handshakes already under way keep the settings they started with.
+    #[must_use]
+    pub fn with_ws_settings(self, settings: WsSettings) -> Self {
+        if let Kind::WebSocket(ws) = &self.kind {
+            ws.set_settings(|s| *s = settings);
+        }
+        self
+    }
+
+    /// The same listener checking tokens given at a WebSocket handshake against `token` (see
+    /// [`WsSettings::with_token`]); for other transports, unchanged.
+    #[must_use]
+    pub fn with_ws_token(self, token: Token) -> Self {
+        if let Kind::WebSocket(ws) = &self.kind {
+            ws.set_settings(|s| s.token = Some(token));
+        }
+        self
+    }
+
+    /// Accept WebSocket handshakes from web pages of `origin` too, from now on (such as the mod's
+    /// own inspect page, `http://127.0.0.1:PORT`). Returns `false`, doing nothing, when this is
+    /// not a WebSocket listener.
+    pub fn allow_ws_origin(&self, origin: &str) -> bool {
+        match &self.kind {
+            Kind::WebSocket(ws) => {
+                ws.set_settings(|s| *s = s.clone().allow_origin(origin));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The WebSocket settings of a WebSocket listener.
+    #[must_use]
+    pub fn ws_settings(&self) -> Option<WsSettings> {
+        match &self.kind {
+            Kind::WebSocket(ws) => Some(ws.settings()),
+            _ => None,
+        }
     }
 
     /// The endpoint actually bound: for TCP port `0`, the port the system chose.
@@ -204,6 +271,7 @@ impl Listener {
             #[cfg(windows)]
             Kind::Pipe(listener) => Ok((listener.accept().await?, self.endpoint.to_string())),
             Kind::Stdio(state) => accept_stdio(state).await,
+            Kind::WebSocket(ws) => ws.accept().await,
         }
     }
 }

@@ -360,7 +360,10 @@ impl ModServer {
     /// Must be called within a Tokio runtime.
     #[must_use]
     pub fn serve(self, listener: Listener) -> ServeHandle {
-        let listener = listener.with_codec(self.codec());
+        // A token given at a WebSocket handshake is checked too (SPEC/1.0 transport.md §2.5).
+        let listener = listener
+            .with_codec(self.codec())
+            .with_ws_token(self.token().clone());
         let endpoint = listener.endpoint().clone();
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(accept_loop(self.clone(), listener, shutdown.clone()));

@@ -92,6 +92,15 @@ impl BridgeConfig {
             }
             Endpoint::Pipe(_) => ("pipe", self.endpoint.pipe_path()),
             Endpoint::Stdio => ("stdio", None),
+            Endpoint::WebSocket(addr) => {
+                crate::endpoint::check_loopback(addr)
+                    .map_err(|e| ConfigError::Unwritable(e.to_string()))?;
+                if addr.ip() == std::net::Ipv4Addr::LOCALHOST {
+                    ("ws", Some(addr.port().to_string()))
+                } else {
+                    ("ws", Some(addr.to_string()))
+                }
+            }
         };
         let file = gabp_types::BridgeFile {
             token: self.token.expose_secret().to_owned(),
@@ -126,6 +135,7 @@ fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
         Some(Value::Number(n)) => {
             return match (kind, n.as_u64()) {
                 ("tcp", Some(port)) => tcp_from_port(&port.to_string()),
+                ("ws", Some(port)) => tcp_from_port(&port.to_string()).map(tcp_to_ws),
                 _ => Err(field_error("transport.address", "must be a string")),
             }
         }
@@ -155,6 +165,23 @@ fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
                 ep => Ok(ep),
             })
         }
+        "ws" => {
+            let address = need("ws")?;
+            if address.bytes().all(|b| b.is_ascii_digit()) {
+                tcp_from_port(address).map(tcp_to_ws)
+            } else if address.starts_with("ws://") {
+                address.parse().map_err(endpoint_error)
+            } else {
+                format!("ws://{address}").parse().map_err(endpoint_error)
+            }
+            .and_then(|ep| match ep {
+                Endpoint::WebSocket(addr) if addr.port() == 0 => {
+                    Err(field_error("transport.address", "has port 0"))
+                }
+                Endpoint::WebSocket(_) => Ok(ep),
+                _ => Err(field_error("transport.address", "is not a ws address")),
+            })
+        }
         "pipe" | "unix" => {
             let address = need(kind)?;
             if address.contains("://") {
@@ -181,8 +208,15 @@ fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
         }
         _ => Err(field_error(
             "transport.type",
-            "must be \"tcp\", \"pipe\", \"unix\" or \"stdio\"",
+            "must be \"tcp\", \"ws\", \"pipe\", \"unix\" or \"stdio\"",
         )),
+    }
+}
+
+fn tcp_to_ws(endpoint: Endpoint) -> Endpoint {
+    match endpoint {
+        Endpoint::Tcp(addr) => Endpoint::WebSocket(addr),
+        other => other,
     }
 }
 
@@ -259,6 +293,20 @@ mod tests {
         let c = parse(r#"{"token":"t","transport":{"type":"tcp","address":4711}}"#)
             .expect("numeric port");
         assert_eq!(c.endpoint, Endpoint::tcp_v4(4711));
+        let ws = |addr: &str| Endpoint::WebSocket(addr.parse().expect("address"));
+        for (text, expected) in [
+            (r#""4711""#, "127.0.0.1:4711"),
+            ("4711", "127.0.0.1:4711"),
+            (r#""[::1]:9""#, "[::1]:9"),
+            (r#""ws://127.0.0.1:9""#, "127.0.0.1:9"),
+        ] {
+            let json = format!(r#"{{"token":"t","transport":{{"type":"ws","address":{text}}}}}"#);
+            assert_eq!(parse(&json).expect(text).endpoint, ws(expected), "{text}");
+        }
+        for text in [r#""0""#, r#""10.0.0.2:80""#, r#""tcp://127.0.0.1:9""#] {
+            let json = format!(r#"{{"token":"t","transport":{{"type":"ws","address":{text}}}}}"#);
+            assert!(parse(&json).is_err(), "{text}");
+        }
     }
 
     #[test]
@@ -266,6 +314,8 @@ mod tests {
         for ep in [
             Endpoint::tcp_v4(38917),
             Endpoint::tcp_v6(38917),
+            Endpoint::WebSocket("127.0.0.1:38917".parse().expect("address")),
+            Endpoint::WebSocket("[::1]:38917".parse().expect("address")),
             Endpoint::Unix("/run/user/1000/gabp-x.sock".into()),
             Endpoint::Pipe("gabp-x".into()),
             Endpoint::Stdio,
