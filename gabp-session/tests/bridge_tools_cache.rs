@@ -103,3 +103,29 @@ async fn a_refused_subscription_leaves_the_list_uncached() {
     }
     bridge.close().await;
 }
+
+#[tokio::test]
+async fn a_tool_not_found_makes_the_cached_list_stale() {
+    let (bridge, mut mock) = connect(with_extension()).await;
+    let (tools, _) = tokio::join!(bridge.tools(), async {
+        mock.grant_subscribe(&[TOOLS_CHANGED_CHANNEL]).await;
+        answer_list(&mut mock, &["a/one"]).await;
+    });
+    assert_eq!(names(&tools.unwrap()), ["a/one"]);
+    // The tool went away and its event was lost: the call is answered -32400.
+    let (called, ()) = tokio::join!(bridge.call_tool("a/one", json!({})), async {
+        let call = mock.expect("tools/call").await;
+        mock.reply_error(
+            call.id,
+            -32400,
+            "tool not found: a/one",
+            Some(json!({"tool": "a/one"})),
+        )
+        .await;
+    });
+    assert!(called.is_err());
+    // The next use lists again instead of trusting the cache.
+    let (tools, ()) = tokio::join!(bridge.tools(), answer_list(&mut mock, &[]));
+    assert!(tools.unwrap().is_empty());
+    bridge.close().await;
+}

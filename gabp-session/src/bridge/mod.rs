@@ -313,12 +313,17 @@ impl Bridge {
         if request.timeout().is_none() {
             request.set_timeout(self.timeout);
         }
-        match self.inner.path.start(request) {
+        let response = match self.inner.path.start(request) {
             Err(request) => self.inner.raw.send(request).await,
             Ok(Started::Called(future)) => future.await,
             Ok(Started::Stalled(service, request)) => service.oneshot(request).await,
             Ok(Started::Failed(error)) => Err(error),
+        };
+        // A tool that is gone: the cached list is stale (SPEC/1.0 extensions.md §tools-changed).
+        if matches!(response, Err(BridgeError::ToolNotFound { .. })) {
+            self.inner.raw.shared.tools.invalidate();
         }
+        response
     }
 
     /// A raw request: `method` with `params` (`null` for none, else a JSON object); returns the raw result.
