@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::Stdio;
 
 use clap::Args;
-use gabp_testkit::conformance::{self, CheckReport, Options, Outcome};
+use gabp_testkit::conformance::{self, CheckReport, Options, Outcome, Profile};
 
 use crate::target::{Reach, Target, TargetArgs};
 use crate::terminal::{Palette, Progress};
@@ -14,20 +14,30 @@ pub const EXAMPLES: &str = "\
 Checks the mod over the wire: handshake and welcome, token refusal, -32100 before hello, method and tool
 errors, argument validation, framing robustness (split and coalesced frames, unparseable bodies, oversized
 frames, bad headers), concurrency, response ids, event seq, limits, ping and goodbye. One line per check:
-`ok   NAME`, `FAIL NAME: reason`, or `skip NAME: reason` when the mod offers nothing to check it with (a skip
-is not a failure). Then `N passed, M failed` (and `, K skipped`). Exit status 0 only when no check failed.
+`ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason`, or `skip NAME [LEVEL]: reason` when the mod offers nothing to
+check it with (a skip is not a failure). LEVEL is MUST or SHOULD (GABP 1.x) or gabp-rs (a stricter rule of
+gabp-rs); --profile upstream skips the gabp-rs checks and details, --profile gabp-rs (the default) runs all. Then `N passed, M failed` (and `, K skipped`). Exit status 0 only when no check failed.
 With --spawn, the command is started once per connection the suite opens.
 
 Examples:
   gabp conformance --connect tcp://127.0.0.1:4711 --token $TOKEN
   gabp conformance --connect unix:///run/user/1000/gabp-game.sock --token $TOKEN
-  gabp conformance --spawn 'gabp mod --stdio'";
+  gabp conformance --spawn 'gabp mod --stdio'
+  gabp conformance --profile upstream --connect tcp://127.0.0.1:4711 --token $TOKEN";
 
 /// Arguments of `gabp conformance`.
 #[derive(Debug, Clone, Args)]
 pub struct ConformanceArgs {
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Which rules to check: `upstream` (what GABP 1.x requires and recommends) or `gabp-rs` (also gabp-rs's
+    /// stricter rules).
+    #[arg(long, value_name = "PROFILE", default_value = "gabp-rs", value_parser = parse_profile)]
+    pub profile: Profile,
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    s.parse()
 }
 
 /// Runs the suite; returns whether every check passed or was skipped.
@@ -54,7 +64,8 @@ pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool,
     let mut progress = Progress::new(total, "checks");
     let mut done = 0;
     let mut write_error = None;
-    let report = conformance::run_with(&target, &Options::default(), |check| {
+    let options = Options::default().with_profile(args.profile);
+    let report = conformance::run_with(&target, &options, |check| {
         done += 1;
         let written = progress
             .suspend(|| writeln!(stdout, "{}", line(check, palette)).and_then(|()| stdout.flush()));
@@ -78,7 +89,7 @@ pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool,
     Ok(report.is_success())
 }
 
-/// `ok   NAME`, `FAIL NAME: reason` or `skip NAME: reason`, the status coloured.
+/// `ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason` or `skip NAME [LEVEL]: reason`, the status coloured.
 fn line(check: &CheckReport, palette: Palette) -> String {
     let text = check.to_string();
     let (status, rest) = text.split_at(4);

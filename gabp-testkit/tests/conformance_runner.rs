@@ -47,7 +47,7 @@ async fn an_unreachable_mod_fails_the_connect_check_and_skips_the_rest() {
     assert!(!report.is_success());
     assert!(report
         .to_string()
-        .contains("FAIL transport.connect: cannot connect"));
+        .contains("FAIL transport.connect [MUST]: cannot connect"));
 }
 
 #[tokio::test]
@@ -113,7 +113,7 @@ async fn checks_without_material_are_skipped_not_failed() {
     );
     assert!(report
         .to_string()
-        .contains("skip events.seq_contiguous: the mod advertises no event channels"));
+        .contains("skip events.seq_contiguous [MUST]: the mod advertises no event channels"));
 }
 
 /// A mock whose `world/tick` tool publishes on `world/tick`.

@@ -22,7 +22,7 @@
 //! let target = Target::endpoint(served.endpoint().clone(), mock.token().clone());
 //!
 //! let report = conformance::run(&target).await;
-//! print!("{report}"); // "ok   transport.connect" ... "27 passed, 0 failed, 2 skipped"
+//! print!("{report}"); // "ok   transport.connect [MUST]" ... "27 passed, 0 failed, 2 skipped"
 //! assert!(report.is_success());
 //! // The mock has no game clock and no picture: the time-control and content checks are skipped.
 //! assert_eq!(report.passed() + 2, conformance::checks().len());
@@ -36,6 +36,8 @@ mod report;
 mod target;
 mod wire;
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -49,8 +51,86 @@ pub use target::Target;
 pub struct CheckInfo {
     /// The stable name, such as `framing.oversized_refused`.
     pub name: &'static str,
+    /// How binding the rule it checks is.
+    pub level: Level,
     /// What the check verifies, in one line.
     pub description: &'static str,
+}
+
+/// How binding a check's rule is: a MUST or a SHOULD of GABP 1.x, or one of gabp-rs's stricter choices.
+///
+/// Shown as `MUST`, `SHOULD` or `gabp-rs` in report lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Level {
+    /// Required of every GABP 1.x mod.
+    Must,
+    /// Recommended by GABP 1.x.
+    Should,
+    /// A stricter rule of gabp-rs (its error data, recovery from bad frames, strict envelopes, extensions).
+    GabpRs,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::GabpRs => "gabp-rs",
+        })
+    }
+}
+
+/// Which rules a run checks.
+///
+/// ```
+/// use gabp_testkit::conformance::{Level, Profile};
+///
+/// let upstream: Profile = "upstream".parse().unwrap();
+/// assert!(upstream.includes(Level::Should));
+/// assert!(!upstream.includes(Level::GabpRs));
+/// assert_eq!(Profile::default(), Profile::GabpRs);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Profile {
+    /// What GABP 1.x requires and recommends: the MUST and SHOULD checks, without gabp-rs's stricter details
+    /// (`session/ping` is optional, error data is not required).
+    Upstream,
+    /// Everything, with gabp-rs's stricter rules (the default).
+    #[default]
+    GabpRs,
+}
+
+impl Profile {
+    /// Whether checks of `level` run under this profile.
+    #[must_use]
+    pub fn includes(self, level: Level) -> bool {
+        self == Profile::GabpRs || level != Level::GabpRs
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Profile::Upstream => "upstream",
+            Profile::GabpRs => "gabp-rs",
+        })
+    }
+}
+
+impl FromStr for Profile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "upstream" => Ok(Profile::Upstream),
+            "gabp-rs" => Ok(Profile::GabpRs),
+            other => Err(format!(
+                "unknown profile {other:?} (expected upstream or gabp-rs)"
+            )),
+        }
+    }
 }
 
 /// Every check of the suite, in run order.
@@ -101,6 +181,8 @@ pub struct Options {
     /// The largest frame the suite sends to probe `maxMessageSize` (default 64 MiB); above it, the size
     /// checks are skipped.
     pub max_probe_size: u64,
+    /// Which rules to check (default [`Profile::GabpRs`]).
+    pub profile: Profile,
 }
 
 impl Default for Options {
@@ -113,6 +195,7 @@ impl Default for Options {
             event_trigger: None,
             event_listen: Duration::from_secs(1),
             max_probe_size: 64 * 1024 * 1024,
+            profile: Profile::GabpRs,
         }
     }
 }
@@ -157,6 +240,13 @@ impl Options {
     #[must_use]
     pub fn with_event_listen(mut self, listen: Duration) -> Self {
         self.event_listen = listen;
+        self
+    }
+
+    /// Sets [`Options::profile`].
+    #[must_use]
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -243,6 +333,7 @@ pub async fn run_with(
         let start = Instant::now();
         let outcome = ctx.run(check).await;
         let report = CheckReport::new(check.info.name, outcome, start.elapsed());
+        debug_assert_eq!(report.level, check.info.level);
         progress(&report);
         results.push(report);
     }

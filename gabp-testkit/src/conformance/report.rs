@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::Level;
+
 /// How one check ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -47,23 +49,25 @@ impl Outcome {
 
 /// The result of one check.
 ///
-/// Its `Display` is the line `gabp conformance` prints: `ok   NAME`, `FAIL NAME: reason` or
-/// `skip NAME: reason`.
+/// Its `Display` is the line `gabp conformance` prints: `ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason` or
+/// `skip NAME [LEVEL]: reason`, where LEVEL is `MUST`, `SHOULD` or `gabp-rs`.
 ///
 /// ```
 /// use gabp_testkit::conformance::{CheckReport, Outcome};
 /// use std::time::Duration;
 ///
 /// let ok = CheckReport::new("session.ping", Outcome::Passed, Duration::from_millis(3));
-/// assert_eq!(ok.to_string(), "ok   session.ping");
+/// assert_eq!(ok.to_string(), "ok   session.ping [SHOULD]");
 /// let failed = CheckReport::new("session.ping", Outcome::Failed("no answer within 5 s".into()), Duration::ZERO);
-/// assert_eq!(failed.to_string(), "FAIL session.ping: no answer within 5 s");
+/// assert_eq!(failed.to_string(), "FAIL session.ping [SHOULD]: no answer within 5 s");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CheckReport {
     /// The check's stable name, such as `auth.wrong_token_refused` (see [`checks`](super::checks)).
     pub name: &'static str,
+    /// The level of its rule (`MUST` for a name that is not in the suite).
+    pub level: Level,
     /// How it ended.
     pub outcome: Outcome,
     /// How long it took.
@@ -74,8 +78,13 @@ impl CheckReport {
     /// A check result (for tests of report printers).
     #[must_use]
     pub fn new(name: &'static str, outcome: Outcome, elapsed: Duration) -> Self {
+        let level = super::checks()
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(Level::Must, |c| c.level);
         CheckReport {
             name,
+            level,
             outcome,
             elapsed,
         }
@@ -85,9 +94,11 @@ impl CheckReport {
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.outcome {
-            Outcome::Passed => write!(f, "ok   {}", self.name),
-            Outcome::Failed(reason) => write!(f, "FAIL {}: {reason}", self.name),
-            Outcome::Skipped(reason) => write!(f, "skip {}: {reason}", self.name),
+            Outcome::Passed => write!(f, "ok   {} [{}]", self.name, self.level),
+            Outcome::Failed(reason) => write!(f, "FAIL {} [{}]: {reason}", self.name, self.level),
+            Outcome::Skipped(reason) => {
+                write!(f, "skip {} [{}]: {reason}", self.name, self.level)
+            }
         }
     }
 }
