@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use gabp_session::server::ToolError;
 use gabp_testkit::conformance::{self, EventTrigger, Options, Outcome, Target};
-use gabp_testkit::{Fault, FaultProxy, MockMod, MockTool};
+use gabp_testkit::{Direction, Fault, FaultProxy, MockMod, MockTool};
 use gabp_transport::{ByteStream, Endpoint, Token};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
@@ -236,4 +236,24 @@ fn check_names_are_unique_and_described() {
         assert!(check.name.contains('.'), "{}", check.name);
         assert!(!check.description.is_empty());
     }
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_decode_is_not_reported_as_no_answer() {
+    let mock = MockMod::demo().expect("mock");
+    let proxy = FaultProxy::new();
+    proxy
+        .faults()
+        .inject(Fault::corrupt_next(Direction::ModToBridge).always());
+    let behind = mock.clone();
+    let target = Target::in_memory(mock.token().clone(), move || {
+        proxy.link(behind.serve_in_memory().0)
+    });
+    let options = Options::default().with_answer_timeout(Duration::from_millis(300));
+    let report = conformance::run_with(&target, &options, |_| {}).await;
+    let reason = outcome(&report, "handshake.welcome_valid")
+        .reason()
+        .unwrap_or_default();
+    assert!(reason.contains("undecodable answer: "), "{report}");
+    assert!(!reason.contains("no answer"), "{report}");
 }

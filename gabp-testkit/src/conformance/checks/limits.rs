@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{expect_result, CheckResult, Ctx, Verdict, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::conformance::wire::{seconds, Incoming, WireError};
-use crate::proxy::padded_ping;
+use crate::proxy::padded_request;
 
 pub(super) async fn limits_advertised(ctx: &mut Ctx) -> CheckResult {
     let advertised = ctx
@@ -35,9 +35,10 @@ pub(super) async fn limits_max_message_size_accepted(ctx: &mut Ctx) -> CheckResu
     };
     let mut wire = ctx.session().await?;
     let id = MessageId::new_v4();
-    wire.register(id, "session/ping", true);
-    let what = format!("a session/ping of exactly {limit} bytes, {which}");
-    wire.send_body(&padded_ping(id, size))
+    let probe = ctx.probe();
+    wire.register(id, probe, true);
+    let what = format!("a {probe} of exactly {limit} bytes, {which}");
+    wire.send_body(&padded_request(id, probe, size))
         .await
         .map_err(|e| Verdict::Fail(format!("{what}: {e}")))?;
     match wire.response_to(id, ctx.deadline(), ctx.answer()).await {

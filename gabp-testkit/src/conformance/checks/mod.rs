@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use gabp_types::{shorten, ErrorCode, ErrorObject, Outcome as Answer, Response};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::report::Outcome;
@@ -275,6 +275,16 @@ impl Ctx {
             .is_some_and(|m| m.iter().any(|n| n == method))
     }
 
+    /// The harmless request that shows a connection works: `session/ping`, or `tools/list` when the mod
+    /// does not advertise ping (a 1.0 mod need not serve it).
+    fn probe(&self) -> &'static str {
+        if !self.advertises("session/ping") && self.advertises("tools/list") {
+            "tools/list"
+        } else {
+            "session/ping"
+        }
+    }
+
     fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|t| t["name"] == name)
     }
@@ -376,19 +386,33 @@ fn kept_open(e: WireError, what: &str) -> Verdict {
     }
 }
 
-/// Pings on `wire` and expects a result: the connection still works after `what`.
+/// Sends the liveness probe on `wire` and expects a result: the connection still works after `what`.
 async fn still_works(wire: &mut Wire, ctx: &Ctx, what: &str) -> CheckResult {
+    let probe = ctx.probe();
     let r = wire
-        .call("session/ping", None, ctx.answer())
+        .call(probe, Some(json!({})), ctx.answer())
         .await
         .map_err(|e| kept_open(e, what))?;
-    expect_result(&r, &format!("session/ping after {what}"))?;
+    expect_result(&r, &format!("{probe} after {what}"))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn liveness_uses_ping_only_when_the_mod_advertises_it() {
+        let target = Target::in_memory(gabp_transport::Token::generate().expect("token"), || {
+            gabp_transport::ByteStream::new(tokio::io::duplex(64).0)
+        });
+        let mut ctx = Ctx::new(target, Options::default());
+        let welcome = |methods: &[&str]| Some(json!({ "capabilities": { "methods": methods } }));
+        ctx.welcome = welcome(&["session/hello", "session/goodbye", "tools/list"]);
+        assert_eq!(ctx.probe(), "tools/list");
+        ctx.welcome = welcome(&["session/hello", "session/ping", "tools/list"]);
+        assert_eq!(ctx.probe(), "session/ping");
+    }
 
     #[test]
     fn the_suite_tables_agree() {
