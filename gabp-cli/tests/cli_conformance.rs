@@ -158,3 +158,51 @@ fn the_upstream_profile_skips_the_gabp_rs_checks() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+#[test]
+fn the_tools_to_call_can_be_named() {
+    let mut game = Launch::new(&["--token", TOKEN]).spawn(false);
+    let endpoint = game.listening_on();
+    let args = [
+        "conformance",
+        "--fast-tool",
+        "conformance/absent",
+        "--event-tool",
+        "conformance/absent_trigger",
+        "--event-channel",
+        "player/move",
+        "--event-args",
+        r#"{"n":1}"#,
+        "--connect",
+        &endpoint,
+        "--token",
+        TOKEN,
+    ];
+    let stdout = text(&run(&args).stdout);
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let concurrency = line("concurrency.no_head_of_line_blocking");
+    assert!(
+        concurrency.starts_with("FAIL ") && concurrency.contains("conformance/absent"),
+        "{stdout}"
+    );
+    let events = line("events.seq_contiguous");
+    assert!(
+        events.starts_with("skip ")
+            && events.contains(r#"conformance/absent_trigger refused {"n":1}"#),
+        "{stdout}"
+    );
+    let out = run(&[
+        "conformance",
+        "--slow-tool",
+        "demo/sleep",
+        "--slow-args",
+        "[1]",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

@@ -183,6 +183,12 @@ pub struct Options {
     pub max_probe_size: u64,
     /// Which rules to check (default [`Profile::GabpRs`]).
     pub profile: Profile,
+    /// A tool that answers at once, for the concurrency and progress checks (default: `demo/echo` with a
+    /// `value`, when the mod lists it).
+    pub fast_tool: Option<ToolCall>,
+    /// A tool that takes a while (a second or more), for the concurrency, progress and cancel checks
+    /// (default: `demo/sleep` with `ms`, when the mod lists it).
+    pub slow_tool: Option<ToolCall>,
 }
 
 impl Default for Options {
@@ -196,6 +202,8 @@ impl Default for Options {
             event_listen: Duration::from_secs(1),
             max_probe_size: 64 * 1024 * 1024,
             profile: Profile::GabpRs,
+            fast_tool: None,
+            slow_tool: None,
         }
     }
 }
@@ -250,11 +258,60 @@ impl Options {
         self
     }
 
+    /// Sets [`Options::fast_tool`].
+    #[must_use]
+    pub fn with_fast_tool(mut self, call: ToolCall) -> Self {
+        self.fast_tool = Some(call);
+        self
+    }
+
+    /// Sets [`Options::slow_tool`].
+    #[must_use]
+    pub fn with_slow_tool(mut self, call: ToolCall) -> Self {
+        self.slow_tool = Some(call);
+        self
+    }
+
     /// Sets [`Options::max_probe_size`].
     #[must_use]
     pub fn with_max_probe_size(mut self, bytes: u64) -> Self {
         self.max_probe_size = bytes;
         self
+    }
+}
+
+/// A call of a tool with fixed arguments, for checks that need a fast or a slow tool of the mod.
+///
+/// ```
+/// use gabp_testkit::conformance::{Options, ToolCall};
+/// use serde_json::json;
+///
+/// let options = Options::default()
+///     .with_fast_tool(ToolCall::new("world/time", json!({})))
+///     .with_slow_tool(ToolCall::new("world/save", json!({"slot": 1})));
+/// assert_eq!(options.slow_tool.unwrap().arguments["slot"], 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The tool to call.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `arguments` (a JSON object; anything else counts as no arguments).
+    #[must_use]
+    pub fn new(tool: impl Into<String>, arguments: Value) -> Self {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        ToolCall {
+            tool: tool.into(),
+            arguments,
+        }
     }
 }
 

@@ -145,13 +145,13 @@ suite! {
     framing_bad_header_closed: "framing.bad_header_closed", GabpRs, Session,
         "a malformed header block is answered -32700 (or not at all) and the connection is closed without stalling";
     concurrency_no_head_of_line_blocking: "concurrency.no_head_of_line_blocking", Should, Session,
-        "a fast call is answered while a slow one is still running (needs demo/sleep and demo/echo)";
+        "a fast call is answered while a slow one is still running (needs a slow and a fast tool: demo/sleep and demo/echo by default)";
     events_seq_contiguous: "events.seq_contiguous", Must, Session,
         "events of a channel arrive with contiguous seq numbers (needs a tool that publishes, such as player/teleport)";
     extensions_progress: "extensions.progress", GabpRs, Session,
-        "with the progress extension: a bad progressToken is refused with -32602, and demo/sleep's progress events carry its token and come before its answer, none after";
+        "with the progress extension: a bad progressToken is refused with -32602, and the slow tool's progress events carry its token and come before its answer, none after";
     extensions_cancel: "extensions.cancel", GabpRs, Session,
-        "with the cancel extension: tools/cancel of an unknown id is harmless, and a running demo/sleep cancelled is answered -32404 once";
+        "with the cancel extension: tools/cancel of an unknown id is harmless, and a running call of the slow tool cancelled is answered -32404 once";
     extensions_time_control: "extensions.time_control", GabpRs, Session,
         "with the time-control extension: its methods and channel are advertised, a second pause changes nothing, a step of 0 is refused, a step of 2 runs exactly 2 ticks";
     extensions_content: "extensions.content", GabpRs, Session,
@@ -282,6 +282,28 @@ impl Ctx {
             "tools/list"
         } else {
             "session/ping"
+        }
+    }
+
+    /// The fast tool and its arguments: the option, or `demo/echo` of `value` when the mod lists it.
+    fn fast_call(&self, value: &str) -> Option<(String, Value)> {
+        match &self.options.fast_tool {
+            Some(call) => Some((call.tool.clone(), Value::Object(call.arguments.clone()))),
+            None if self.has_tool("demo/echo") => {
+                Some(("demo/echo".to_owned(), json!({ "value": value })))
+            }
+            None => None,
+        }
+    }
+
+    /// The slow tool and its arguments: the option, or `demo/sleep` of `ms` when the mod lists it.
+    fn slow_call(&self, ms: u128) -> Option<(String, Value)> {
+        match &self.options.slow_tool {
+            Some(call) => Some((call.tool.clone(), Value::Object(call.arguments.clone()))),
+            None if self.has_tool("demo/sleep") => {
+                Some(("demo/sleep".to_owned(), json!({ "ms": ms })))
+            }
+            None => None,
         }
     }
 
