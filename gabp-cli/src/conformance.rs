@@ -140,6 +140,10 @@ pub async fn run(args: &ConformanceArgs, stdout: &mut dyn Write) -> Result<bool,
     if let Some(e) = write_error {
         return Err(format!("cannot write to stdout: {e}"));
     }
+    for hint in report.hints() {
+        writeln!(stdout, "{}", palette.event(hint))
+            .map_err(|e| format!("cannot write to stdout: {e}"))?;
+    }
     let summary = report.summary();
     let summary = if report.is_success() {
         palette.answer(&summary)

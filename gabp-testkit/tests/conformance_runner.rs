@@ -257,3 +257,21 @@ async fn an_answer_that_does_not_decode_is_not_reported_as_no_answer() {
     assert!(reason.contains("undecodable answer: "), "{report}");
     assert!(!reason.contains("no answer"), "{report}");
 }
+
+#[tokio::test]
+async fn round_trips_near_40_ms_get_the_nagle_hint() {
+    let mock = MockMod::demo().expect("mock");
+    let proxy = FaultProxy::new();
+    let delay = Duration::from_millis(37);
+    proxy
+        .faults()
+        .inject(Fault::delay(Direction::ModToBridge, delay).always());
+    let behind = mock.clone();
+    let target = Target::in_memory(mock.token().clone(), move || {
+        proxy.link(behind.serve_in_memory().0)
+    });
+    let report = conformance::run(&target).await;
+    let hint = "round trips near 40 ms: the mod may not set TCP_NODELAY";
+    assert_eq!(report.hints(), [hint], "{report}");
+    assert!(report.to_string().contains(&format!("\n{hint}\n")));
+}

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-pub use report::{CheckReport, Outcome, Report};
+pub use report::{nagle_hint, CheckReport, Outcome, Report};
 pub use target::Target;
 
 /// A check of the suite: its stable name and what it verifies.
@@ -394,5 +394,5 @@ pub async fn run_with(
         progress(&report);
         results.push(report);
     }
-    Report::new(target.to_string(), results, started.elapsed())
+    Report::new(target.to_string(), results, ctx.hints(), started.elapsed())
 }

@@ -105,8 +105,8 @@ impl fmt::Display for CheckReport {
 
 /// What a conformance run found: one [`CheckReport`] per check, in run order.
 ///
-/// Its `Display` prints one line per check, then the summary line (`N passed, M failed`, with
-/// `, K skipped` when some were).
+/// Its `Display` prints one line per check, then its [`hints`](Report::hints), then the summary line
+/// (`N passed, M failed`, with `, K skipped` when some were).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -127,16 +127,29 @@ impl fmt::Display for CheckReport {
 pub struct Report {
     target: String,
     checks: Vec<CheckReport>,
+    hints: Vec<String>,
     elapsed: Duration,
 }
 
 impl Report {
-    pub(crate) fn new(target: String, checks: Vec<CheckReport>, elapsed: Duration) -> Self {
+    pub(crate) fn new(
+        target: String,
+        checks: Vec<CheckReport>,
+        hints: Vec<String>,
+        elapsed: Duration,
+    ) -> Self {
         Report {
             target,
             checks,
+            hints,
             elapsed,
         }
+    }
+
+    /// Advice that is no check's verdict, one line each, such as [`nagle_hint`]'s.
+    #[must_use]
+    pub fn hints(&self) -> &[String] {
+        &self.hints
     }
 
     /// What was tested (the target's description).
@@ -211,6 +224,45 @@ impl fmt::Display for Report {
         for check in &self.checks {
             writeln!(f, "{check}")?;
         }
+        for hint in &self.hints {
+            writeln!(f, "{hint}")?;
+        }
         write!(f, "{}", self.summary())
+    }
+}
+
+/// The hint for a typical round trip of `p50` when it is near 40 ms, the delay that Nagle's algorithm and
+/// delayed acknowledgements add to small writes of a mod without `TCP_NODELAY`.
+///
+/// ```
+/// use std::time::Duration;
+/// use gabp_testkit::conformance::nagle_hint;
+///
+/// assert_eq!(
+///     nagle_hint(Duration::from_millis(44)),
+///     Some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+/// );
+/// assert_eq!(nagle_hint(Duration::from_micros(250)), None);
+/// ```
+#[must_use]
+pub fn nagle_hint(p50: Duration) -> Option<&'static str> {
+    let near = Duration::from_millis(35)..=Duration::from_millis(50);
+    near.contains(&p50)
+        .then_some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nagle_hint_is_given_between_35_and_50_ms_only() {
+        let ms = Duration::from_millis;
+        for near in [ms(35), ms(40), ms(44), ms(50)] {
+            assert!(nagle_hint(near).is_some(), "{near:?}");
+        }
+        for far in [Duration::ZERO, ms(1), ms(34), ms(51), ms(200)] {
+            assert_eq!(nagle_hint(far), None, "{far:?}");
+        }
     }
 }

@@ -38,6 +38,7 @@ struct JournalInner {
     check: &'static str,
     received: Vec<Received>,
     id_violations: Vec<String>,
+    round_trips: Vec<Duration>,
 }
 
 /// Everything the mod sent during a run, and every id it got wrong.
@@ -65,6 +66,17 @@ impl Journal {
         let mut inner = self.inner.lock();
         let what = format!("{what} (in {})", inner.check);
         inner.id_violations.push(what);
+    }
+
+    fn round_trip(&self, took: Duration) {
+        self.inner.lock().round_trips.push(took);
+    }
+
+    /// The median time from a request to its answer, over every call of the run.
+    pub(crate) fn median_round_trip(&self) -> Option<Duration> {
+        let mut all = self.inner.lock().round_trips.clone();
+        all.sort_unstable();
+        all.get(all.len() / 2).copied()
     }
 
     pub(crate) fn id_violations(&self) -> Vec<String> {
@@ -254,9 +266,13 @@ impl Wire {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Response, WireError> {
+        let start = Instant::now();
         let id = self.send_request(method, params).await?;
-        self.response_to(id, Instant::now() + timeout, timeout)
-            .await
+        let response = self
+            .response_to(id, Instant::now() + timeout, timeout)
+            .await?;
+        self.journal.round_trip(start.elapsed());
+        Ok(response)
     }
 
     /// Sends `session/hello` with `token`.

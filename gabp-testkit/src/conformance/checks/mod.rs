@@ -225,6 +225,12 @@ impl Ctx {
         }
     }
 
+    /// What the run suggests beyond the checks.
+    pub(crate) fn hints(&self) -> Vec<String> {
+        let nagle = self.journal.median_round_trip().and_then(super::nagle_hint);
+        nagle.into_iter().map(str::to_owned).collect()
+    }
+
     /// Whether the gabp-rs profile's stricter details are checked.
     fn strict(&self) -> bool {
         self.options.profile == Profile::GabpRs
