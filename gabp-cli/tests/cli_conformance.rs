@@ -9,7 +9,7 @@ use cli_support::{gabp_in, output, run, text};
 use gabp_testkit::conformance;
 use mod_support::{Launch, TOKEN};
 
-/// Asserts a passing run: one `ok   NAME` line per check, in the suite's order, then the summary; exit 0.
+/// Asserts a passing run: one `ok   NAME [LEVEL]` line per check, in the suite's order, then the summary; exit 0.
 fn assert_all_pass(out: &std::process::Output) {
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -19,7 +19,10 @@ fn assert_all_pass(out: &std::process::Output) {
         text(&out.stderr)
     );
     let checks = conformance::checks();
-    let mut expected: Vec<String> = checks.iter().map(|c| format!("ok   {}", c.name)).collect();
+    let mut expected: Vec<String> = checks
+        .iter()
+        .map(|c| format!("ok   {} [{}]", c.name, c.level))
+        .collect();
     expected.push(format!("{} passed, 0 failed", checks.len()));
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stdout}");
     assert!(!stdout.contains(TOKEN) && !text(&out.stderr).contains(TOKEN));
@@ -78,7 +81,7 @@ async fn fails_against_each_faulty_mod_naming_the_check() {
         let failed: Vec<&str> = stdout
             .lines()
             .filter_map(|l| l.strip_prefix("FAIL "))
-            .map(|l| l.split(':').next().unwrap_or_default())
+            .map(|l| l.split(' ').next().unwrap_or_default())
             .collect();
         assert!(
             failed.contains(&kind.caught_by()),
@@ -104,11 +107,102 @@ fn an_unreachable_mod_is_a_failed_check_not_a_crash() {
     let out = run(&["conformance", "--connect", &endpoint, "--token", TOKEN]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(stdout.starts_with("FAIL transport.connect: "), "{stdout}");
+    assert!(
+        stdout.starts_with("FAIL transport.connect [MUST]: "),
+        "{stdout}"
+    );
     assert!(
         stdout.lines().skip(1).any(|l| l.starts_with("skip ")),
         "{stdout}"
     );
     let summary = stdout.lines().last().unwrap_or_default();
     assert!(summary.starts_with("0 passed, 1 failed, "), "{summary}");
+}
+
+#[test]
+fn the_upstream_profile_skips_the_gabp_rs_checks() {
+    let mut game = Launch::new(&["--token", TOKEN]).spawn(false);
+    let endpoint = game.listening_on();
+    let args = [
+        "conformance",
+        "--profile",
+        "upstream",
+        "--connect",
+        &endpoint,
+        "--token",
+        TOKEN,
+    ];
+    let out = run(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    for check in conformance::checks() {
+        let status = if check.level == conformance::Level::GabpRs {
+            "skip"
+        } else {
+            "ok  "
+        };
+        let line = format!("{status} {} [{}]", check.name, check.level);
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "{line}:\n{stdout}"
+        );
+    }
+    let out = run(&[
+        "conformance",
+        "--profile",
+        "strict",
+        "--connect",
+        &endpoint,
+        "--token",
+        TOKEN,
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_tools_to_call_can_be_named() {
+    let mut game = Launch::new(&["--token", TOKEN]).spawn(false);
+    let endpoint = game.listening_on();
+    let args = [
+        "conformance",
+        "--fast-tool",
+        "conformance/absent",
+        "--event-tool",
+        "conformance/absent_trigger",
+        "--event-channel",
+        "player/move",
+        "--event-args",
+        r#"{"n":1}"#,
+        "--connect",
+        &endpoint,
+        "--token",
+        TOKEN,
+    ];
+    let stdout = text(&run(&args).stdout);
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let concurrency = line("concurrency.no_head_of_line_blocking");
+    assert!(
+        concurrency.starts_with("FAIL ") && concurrency.contains("conformance/absent"),
+        "{stdout}"
+    );
+    let events = line("events.seq_contiguous");
+    assert!(
+        events.starts_with("skip ")
+            && events.contains(r#"conformance/absent_trigger refused {"n":1}"#),
+        "{stdout}"
+    );
+    let out = run(&[
+        "conformance",
+        "--slow-tool",
+        "demo/sleep",
+        "--slow-args",
+        "[1]",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use gabp_session::server::ToolError;
 use gabp_testkit::conformance::{self, EventTrigger, Options, Outcome, Target};
-use gabp_testkit::{Fault, FaultProxy, MockMod, MockTool};
+use gabp_testkit::{Direction, Fault, FaultProxy, MockMod, MockTool};
 use gabp_transport::{ByteStream, Endpoint, Token};
 use serde_json::json;
 use tokio::io::AsyncReadExt;
@@ -47,7 +47,7 @@ async fn an_unreachable_mod_fails_the_connect_check_and_skips_the_rest() {
     assert!(!report.is_success());
     assert!(report
         .to_string()
-        .contains("FAIL transport.connect: cannot connect"));
+        .contains("FAIL transport.connect [MUST]: cannot connect"));
 }
 
 #[tokio::test]
@@ -113,7 +113,7 @@ async fn checks_without_material_are_skipped_not_failed() {
     );
     assert!(report
         .to_string()
-        .contains("skip events.seq_contiguous: the mod advertises no event channels"));
+        .contains("skip events.seq_contiguous [MUST]: the mod advertises no event channels"));
 }
 
 /// A mock whose `world/tick` tool publishes on `world/tick`.
@@ -236,4 +236,42 @@ fn check_names_are_unique_and_described() {
         assert!(check.name.contains('.'), "{}", check.name);
         assert!(!check.description.is_empty());
     }
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_decode_is_not_reported_as_no_answer() {
+    let mock = MockMod::demo().expect("mock");
+    let proxy = FaultProxy::new();
+    proxy
+        .faults()
+        .inject(Fault::corrupt_next(Direction::ModToBridge).always());
+    let behind = mock.clone();
+    let target = Target::in_memory(mock.token().clone(), move || {
+        proxy.link(behind.serve_in_memory().0)
+    });
+    let options = Options::default().with_answer_timeout(Duration::from_millis(300));
+    let report = conformance::run_with(&target, &options, |_| {}).await;
+    let reason = outcome(&report, "handshake.welcome_valid")
+        .reason()
+        .unwrap_or_default();
+    assert!(reason.contains("undecodable answer: "), "{report}");
+    assert!(!reason.contains("no answer"), "{report}");
+}
+
+#[tokio::test]
+async fn round_trips_near_40_ms_get_the_nagle_hint() {
+    let mock = MockMod::demo().expect("mock");
+    let proxy = FaultProxy::new();
+    let delay = Duration::from_millis(37);
+    proxy
+        .faults()
+        .inject(Fault::delay(Direction::ModToBridge, delay).always());
+    let behind = mock.clone();
+    let target = Target::in_memory(mock.token().clone(), move || {
+        proxy.link(behind.serve_in_memory().0)
+    });
+    let report = conformance::run(&target).await;
+    let hint = "round trips near 40 ms: the mod may not set TCP_NODELAY";
+    assert_eq!(report.hints(), [hint], "{report}");
+    assert!(report.to_string().contains(&format!("\n{hint}\n")));
 }

@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 use crate::target::{describe_call_error, TargetArgs};
 use crate::terminal::Progress;
 use gabp_demo::InProcessGame;
+use gabp_testkit::conformance::nagle_hint;
 use report::{human, ratios};
 
 mod report;
@@ -280,6 +281,9 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
             object.insert("vs_floor".into(), ratios(&gabp, floor));
         }
         let mut out = json!({ "gabp": gabp_json });
+        if let (Some(hint), Some(object)) = (nagle_hint(gabp.p50), out.as_object_mut()) {
+            object.insert("hint".into(), json!(hint));
+        }
         if let (Some(floor), Some(object)) = (&floor, out.as_object_mut()) {
             object.insert(
                 "floor".into(),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use gabp_testkit::conformance::nagle_hint;
 use serde_json::{json, Value};
 
 use super::{BenchArgs, Invocation, Stats};
@@ -56,7 +57,13 @@ pub(super) fn human(
     }
     out.push_str(&verdict(gabp, floor, args.concurrency));
     out.push('\n');
+    out.push_str(&advice(gabp));
     out
+}
+
+/// The lines of advice the numbers call for, such as the Nagle hint.
+pub(super) fn advice(gabp: &Stats) -> String {
+    nagle_hint(gabp.p50).map_or_else(String::new, |hint| format!("{hint}\n"))
 }
 
 /// A latency with the unit that reads best: `41.3 us`, `2.15 ms`, `1.20 s`.
@@ -110,6 +117,21 @@ mod tests {
         assert_eq!(duration(Duration::from_nanos(41_260)), "41.3 us");
         assert_eq!(duration(Duration::from_micros(2_150)), "2.15 ms");
         assert_eq!(duration(Duration::from_millis(1_200)), "1.20 s");
+    }
+
+    #[test]
+    fn round_trips_near_40_ms_get_the_nagle_hint() {
+        let stats = |p50_us: u64| Stats {
+            calls: 100,
+            p50: Duration::from_micros(p50_us),
+            p99: Duration::from_micros(p50_us * 2),
+            calls_per_s: 1e6 / p50_us as f64,
+        };
+        assert_eq!(
+            advice(&stats(44_000)),
+            "round trips near 40 ms: the mod may not set TCP_NODELAY\n"
+        );
+        assert_eq!(advice(&stats(250)), "");
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! let target = Target::endpoint(served.endpoint().clone(), mock.token().clone());
 //!
 //! let report = conformance::run(&target).await;
-//! print!("{report}"); // "ok   transport.connect" ... "27 passed, 0 failed, 2 skipped"
+//! print!("{report}"); // "ok   transport.connect [MUST]" ... "27 passed, 0 failed, 2 skipped"
 //! assert!(report.is_success());
 //! // The mock has no game clock and no picture: the time-control and content checks are skipped.
 //! assert_eq!(report.passed() + 2, conformance::checks().len());
@@ -36,11 +36,13 @@ mod report;
 mod target;
 mod wire;
 
+use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-pub use report::{CheckReport, Outcome, Report};
+pub use report::{nagle_hint, CheckReport, Outcome, Report};
 pub use target::Target;
 
 /// A check of the suite: its stable name and what it verifies.
@@ -49,8 +51,86 @@ pub use target::Target;
 pub struct CheckInfo {
     /// The stable name, such as `framing.oversized_refused`.
     pub name: &'static str,
+    /// How binding the rule it checks is.
+    pub level: Level,
     /// What the check verifies, in one line.
     pub description: &'static str,
+}
+
+/// How binding a check's rule is: a MUST or a SHOULD of GABP 1.x, or one of gabp-rs's stricter choices.
+///
+/// Shown as `MUST`, `SHOULD` or `gabp-rs` in report lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Level {
+    /// Required of every GABP 1.x mod.
+    Must,
+    /// Recommended by GABP 1.x.
+    Should,
+    /// A stricter rule of gabp-rs (its error data, recovery from bad frames, strict envelopes, extensions).
+    GabpRs,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::GabpRs => "gabp-rs",
+        })
+    }
+}
+
+/// Which rules a run checks.
+///
+/// ```
+/// use gabp_testkit::conformance::{Level, Profile};
+///
+/// let upstream: Profile = "upstream".parse().unwrap();
+/// assert!(upstream.includes(Level::Should));
+/// assert!(!upstream.includes(Level::GabpRs));
+/// assert_eq!(Profile::default(), Profile::GabpRs);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Profile {
+    /// What GABP 1.x requires and recommends: the MUST and SHOULD checks, without gabp-rs's stricter details
+    /// (`session/ping` is optional, error data is not required).
+    Upstream,
+    /// Everything, with gabp-rs's stricter rules (the default).
+    #[default]
+    GabpRs,
+}
+
+impl Profile {
+    /// Whether checks of `level` run under this profile.
+    #[must_use]
+    pub fn includes(self, level: Level) -> bool {
+        self == Profile::GabpRs || level != Level::GabpRs
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Profile::Upstream => "upstream",
+            Profile::GabpRs => "gabp-rs",
+        })
+    }
+}
+
+impl FromStr for Profile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "upstream" => Ok(Profile::Upstream),
+            "gabp-rs" => Ok(Profile::GabpRs),
+            other => Err(format!(
+                "unknown profile {other:?} (expected upstream or gabp-rs)"
+            )),
+        }
+    }
 }
 
 /// Every check of the suite, in run order.
@@ -101,6 +181,14 @@ pub struct Options {
     /// The largest frame the suite sends to probe `maxMessageSize` (default 64 MiB); above it, the size
     /// checks are skipped.
     pub max_probe_size: u64,
+    /// Which rules to check (default [`Profile::GabpRs`]).
+    pub profile: Profile,
+    /// A tool that answers at once, for the concurrency and progress checks (default: `demo/echo` with a
+    /// `value`, when the mod lists it).
+    pub fast_tool: Option<ToolCall>,
+    /// A tool that takes a while (a second or more), for the concurrency, progress and cancel checks
+    /// (default: `demo/sleep` with `ms`, when the mod lists it).
+    pub slow_tool: Option<ToolCall>,
 }
 
 impl Default for Options {
@@ -113,6 +201,9 @@ impl Default for Options {
             event_trigger: None,
             event_listen: Duration::from_secs(1),
             max_probe_size: 64 * 1024 * 1024,
+            profile: Profile::GabpRs,
+            fast_tool: None,
+            slow_tool: None,
         }
     }
 }
@@ -160,11 +251,67 @@ impl Options {
         self
     }
 
+    /// Sets [`Options::profile`].
+    #[must_use]
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Sets [`Options::fast_tool`].
+    #[must_use]
+    pub fn with_fast_tool(mut self, call: ToolCall) -> Self {
+        self.fast_tool = Some(call);
+        self
+    }
+
+    /// Sets [`Options::slow_tool`].
+    #[must_use]
+    pub fn with_slow_tool(mut self, call: ToolCall) -> Self {
+        self.slow_tool = Some(call);
+        self
+    }
+
     /// Sets [`Options::max_probe_size`].
     #[must_use]
     pub fn with_max_probe_size(mut self, bytes: u64) -> Self {
         self.max_probe_size = bytes;
         self
+    }
+}
+
+/// A call of a tool with fixed arguments, for checks that need a fast or a slow tool of the mod.
+///
+/// ```
+/// use gabp_testkit::conformance::{Options, ToolCall};
+/// use serde_json::json;
+///
+/// let options = Options::default()
+///     .with_fast_tool(ToolCall::new("world/time", json!({})))
+///     .with_slow_tool(ToolCall::new("world/save", json!({"slot": 1})));
+/// assert_eq!(options.slow_tool.unwrap().arguments["slot"], 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The tool to call.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `arguments` (a JSON object; anything else counts as no arguments).
+    #[must_use]
+    pub fn new(tool: impl Into<String>, arguments: Value) -> Self {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        ToolCall {
+            tool: tool.into(),
+            arguments,
+        }
     }
 }
 
@@ -243,8 +390,9 @@ pub async fn run_with(
         let start = Instant::now();
         let outcome = ctx.run(check).await;
         let report = CheckReport::new(check.info.name, outcome, start.elapsed());
+        debug_assert_eq!(report.level, check.info.level);
         progress(&report);
         results.push(report);
     }
-    Report::new(target.to_string(), results, started.elapsed())
+    Report::new(target.to_string(), results, ctx.hints(), started.elapsed())
 }

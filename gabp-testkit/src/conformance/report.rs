@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::Level;
+
 /// How one check ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -47,23 +49,25 @@ impl Outcome {
 
 /// The result of one check.
 ///
-/// Its `Display` is the line `gabp conformance` prints: `ok   NAME`, `FAIL NAME: reason` or
-/// `skip NAME: reason`.
+/// Its `Display` is the line `gabp conformance` prints: `ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason` or
+/// `skip NAME [LEVEL]: reason`, where LEVEL is `MUST`, `SHOULD` or `gabp-rs`.
 ///
 /// ```
 /// use gabp_testkit::conformance::{CheckReport, Outcome};
 /// use std::time::Duration;
 ///
 /// let ok = CheckReport::new("session.ping", Outcome::Passed, Duration::from_millis(3));
-/// assert_eq!(ok.to_string(), "ok   session.ping");
+/// assert_eq!(ok.to_string(), "ok   session.ping [SHOULD]");
 /// let failed = CheckReport::new("session.ping", Outcome::Failed("no answer within 5 s".into()), Duration::ZERO);
-/// assert_eq!(failed.to_string(), "FAIL session.ping: no answer within 5 s");
+/// assert_eq!(failed.to_string(), "FAIL session.ping [SHOULD]: no answer within 5 s");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CheckReport {
     /// The check's stable name, such as `auth.wrong_token_refused` (see [`checks`](super::checks)).
     pub name: &'static str,
+    /// The level of its rule (`MUST` for a name that is not in the suite).
+    pub level: Level,
     /// How it ended.
     pub outcome: Outcome,
     /// How long it took.
@@ -74,8 +78,13 @@ impl CheckReport {
     /// A check result (for tests of report printers).
     #[must_use]
     pub fn new(name: &'static str, outcome: Outcome, elapsed: Duration) -> Self {
+        let level = super::checks()
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(Level::Must, |c| c.level);
         CheckReport {
             name,
+            level,
             outcome,
             elapsed,
         }
@@ -85,17 +94,19 @@ impl CheckReport {
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.outcome {
-            Outcome::Passed => write!(f, "ok   {}", self.name),
-            Outcome::Failed(reason) => write!(f, "FAIL {}: {reason}", self.name),
-            Outcome::Skipped(reason) => write!(f, "skip {}: {reason}", self.name),
+            Outcome::Passed => write!(f, "ok   {} [{}]", self.name, self.level),
+            Outcome::Failed(reason) => write!(f, "FAIL {} [{}]: {reason}", self.name, self.level),
+            Outcome::Skipped(reason) => {
+                write!(f, "skip {} [{}]: {reason}", self.name, self.level)
+            }
         }
     }
 }
 
 /// What a conformance run found: one [`CheckReport`] per check, in run order.
 ///
-/// Its `Display` prints one line per check, then the summary line (`N passed, M failed`, with
-/// `, K skipped` when some were).
+/// Its `Display` prints one line per check, then its [`hints`](Report::hints), then the summary line
+/// (`N passed, M failed`, with `, K skipped` when some were).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -116,16 +127,29 @@ impl fmt::Display for CheckReport {
 pub struct Report {
     target: String,
     checks: Vec<CheckReport>,
+    hints: Vec<String>,
     elapsed: Duration,
 }
 
 impl Report {
-    pub(crate) fn new(target: String, checks: Vec<CheckReport>, elapsed: Duration) -> Self {
+    pub(crate) fn new(
+        target: String,
+        checks: Vec<CheckReport>,
+        hints: Vec<String>,
+        elapsed: Duration,
+    ) -> Self {
         Report {
             target,
             checks,
+            hints,
             elapsed,
         }
+    }
+
+    /// Advice that is no check's verdict, one line each, such as [`nagle_hint`]'s.
+    #[must_use]
+    pub fn hints(&self) -> &[String] {
+        &self.hints
     }
 
     /// What was tested (the target's description).
@@ -200,6 +224,45 @@ impl fmt::Display for Report {
         for check in &self.checks {
             writeln!(f, "{check}")?;
         }
+        for hint in &self.hints {
+            writeln!(f, "{hint}")?;
+        }
         write!(f, "{}", self.summary())
+    }
+}
+
+/// The hint for a typical round trip of `p50` when it is near 40 ms, the delay that Nagle's algorithm and
+/// delayed acknowledgements add to small writes of a mod without `TCP_NODELAY`.
+///
+/// ```
+/// use std::time::Duration;
+/// use gabp_testkit::conformance::nagle_hint;
+///
+/// assert_eq!(
+///     nagle_hint(Duration::from_millis(44)),
+///     Some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+/// );
+/// assert_eq!(nagle_hint(Duration::from_micros(250)), None);
+/// ```
+#[must_use]
+pub fn nagle_hint(p50: Duration) -> Option<&'static str> {
+    let near = Duration::from_millis(35)..=Duration::from_millis(50);
+    near.contains(&p50)
+        .then_some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nagle_hint_is_given_between_35_and_50_ms_only() {
+        let ms = Duration::from_millis;
+        for near in [ms(35), ms(40), ms(44), ms(50)] {
+            assert!(nagle_hint(near).is_some(), "{near:?}");
+        }
+        for far in [Duration::ZERO, ms(1), ms(34), ms(51), ms(200)] {
+            assert_eq!(nagle_hint(far), None, "{far:?}");
+        }
     }
 }

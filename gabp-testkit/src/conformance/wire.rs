@@ -38,6 +38,7 @@ struct JournalInner {
     check: &'static str,
     received: Vec<Received>,
     id_violations: Vec<String>,
+    round_trips: Vec<Duration>,
 }
 
 /// Everything the mod sent during a run, and every id it got wrong.
@@ -65,6 +66,17 @@ impl Journal {
         let mut inner = self.inner.lock();
         let what = format!("{what} (in {})", inner.check);
         inner.id_violations.push(what);
+    }
+
+    fn round_trip(&self, took: Duration) {
+        self.inner.lock().round_trips.push(took);
+    }
+
+    /// The median time from a request to its answer, over every call of the run.
+    pub(crate) fn median_round_trip(&self) -> Option<Duration> {
+        let mut all = self.inner.lock().round_trips.clone();
+        all.sort_unstable();
+        all.get(all.len() / 2).copied()
     }
 
     pub(crate) fn id_violations(&self) -> Vec<String> {
@@ -108,6 +120,8 @@ pub(crate) enum WireError {
     Broken(String),
     /// Writing failed.
     Write(String),
+    /// An answer arrived but does not decode: why.
+    Undecodable(String),
 }
 
 impl fmt::Display for WireError {
@@ -117,6 +131,7 @@ impl fmt::Display for WireError {
             WireError::Timeout(after) => write!(f, "no answer within {}", seconds(*after)),
             WireError::Broken(e) => write!(f, "the mod sent a malformed frame: {e}"),
             WireError::Write(e) => write!(f, "writing to the mod failed: {e}"),
+            WireError::Undecodable(why) => write!(f, "undecodable answer: {why}"),
         }
     }
 }
@@ -163,6 +178,8 @@ pub(crate) struct Wire {
     pub(crate) events: Vec<Event>,
     /// Responses that answer none of the requests waiting (nil ids included).
     pub(crate) stray: Vec<Response>,
+    /// Why the last frame that did not decode failed, until a wait reports it.
+    undecodable: Option<String>,
     closed: bool,
 }
 
@@ -176,6 +193,7 @@ impl Wire {
             sent: HashMap::new(),
             events: Vec::new(),
             stray: Vec::new(),
+            undecodable: None,
             closed: false,
         }
     }
@@ -248,9 +266,13 @@ impl Wire {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Response, WireError> {
+        let start = Instant::now();
         let id = self.send_request(method, params).await?;
-        self.response_to(id, Instant::now() + timeout, timeout)
-            .await
+        let response = self
+            .response_to(id, Instant::now() + timeout, timeout)
+            .await?;
+        self.journal.round_trip(start.elapsed());
+        Ok(response)
     }
 
     /// Sends `session/hello` with `token`.
@@ -282,7 +304,12 @@ impl Wire {
             return Err(WireError::Closed);
         }
         let next = match tokio::time::timeout_at(deadline, self.frames.next()).await {
-            Err(_) => return Err(WireError::Timeout(waited)),
+            Err(_) => {
+                return Err(match self.undecodable.take() {
+                    Some(why) => WireError::Undecodable(why),
+                    None => WireError::Timeout(waited),
+                })
+            }
             Ok(next) => next,
         };
         let body = match next {
@@ -308,9 +335,20 @@ impl Wire {
                 return Err(WireError::Broken(e.to_string()));
             }
         };
-        let Ok(message) = decode(&body, DecodeMode::Lenient) else {
-            self.journal.record(None, body);
-            return Ok(Incoming::Other);
+        let message = match decode(&body, DecodeMode::Lenient) {
+            Ok(message) => message,
+            Err(e) => {
+                let answers = self.undecodable_answers(&body);
+                self.journal.record(None, body);
+                if let Some(id) = answers {
+                    if let Some(sent) = self.sent.get_mut(&id) {
+                        sent.answered = true;
+                        return Err(WireError::Undecodable(format!("{} ({e})", sent.method)));
+                    }
+                }
+                self.undecodable = Some(e.to_string());
+                return Ok(Incoming::Other);
+            }
         };
         match message {
             Message::Response(response) => {
@@ -330,6 +368,16 @@ impl Wire {
                 Ok(Incoming::Other)
             }
         }
+    }
+
+    /// The waiting request whose id a frame that does not decode carries, if any.
+    fn undecodable_answers(&self, body: &[u8]) -> Option<MessageId> {
+        let value: Value = serde_json::from_slice(body).ok()?;
+        let id = MessageId::parse(value.get("id")?.as_str()?).ok()?;
+        self.sent
+            .get(&id)
+            .filter(|s| s.expects_answer && !s.answered)
+            .map(|_| id)
     }
 
     /// Which request a response answers; records every id the mod got wrong.

@@ -277,8 +277,13 @@ pub(crate) fn frame(body: &[u8]) -> Bytes {
 
 /// A `session/ping` request padded with spaces to exactly `size` bytes (or the bare request when it is longer).
 pub(crate) fn padded_ping(id: MessageId, size: usize) -> Vec<u8> {
+    padded_request(id, "session/ping", size)
+}
+
+/// A request for `method` with empty params, padded with spaces to `size` bytes.
+pub(crate) fn padded_request(id: MessageId, method: &str, size: usize) -> Vec<u8> {
     let mut body = format!(
-        r#"{{"v":"gabp/1","id":"{id}","type":"request","method":"session/ping","params":{{}}}}"#
+        r#"{{"v":"gabp/1","id":"{id}","type":"request","method":"{method}","params":{{}}}}"#
     )
     .into_bytes();
     if body.len() < size {

@@ -17,11 +17,12 @@ pub(super) async fn responses_ids_match(ctx: &mut Ctx) -> CheckResult {
     } else {
         "session/ping"
     };
+    let probe = ctx.probe();
     let requests = [
-        (MessageId::new_v4(), "session/ping"),
-        (upper, "session/ping"),
+        (MessageId::new_v4(), probe),
+        (upper, probe),
         (MessageId::new_v4(), list),
-        (MessageId::new_v4(), "session/ping"),
+        (MessageId::new_v4(), probe),
     ];
     let mut bytes = Vec::new();
     for (id, method) in requests {

@@ -35,23 +35,24 @@ pub(super) async fn extensions_progress(ctx: &mut Ctx) -> CheckResult {
         );
     }
     let mut wire = ctx.session().await?;
-    let bad =
-        json!({"name": "demo/echo", "arguments": {"value": 1}, "_meta": {"progressToken": [1]}});
+    let (fast, fast_args) = ctx
+        .fast_call("1")
+        .unwrap_or_else(|| ("demo/echo".to_owned(), json!({"value": 1})));
+    let bad = json!({"name": fast, "arguments": fast_args, "_meta": {"progressToken": [1]}});
     let r = wire.call("tools/call", Some(bad), ctx.answer()).await?;
     expect_error(
         &r,
         ErrorCode::INVALID_PARAMS,
         "a progressToken that is an array",
     )?;
-    if !ctx.has_tool("demo/sleep") {
-        skip!(
-            "a wrong token is refused; no tool known to report (demo/sleep) to see progress events"
-        );
-    }
-    let params = json!({"name": "demo/sleep", "arguments": {"ms": 400}, "_meta": {"progressToken": "conformance"}});
+    let Some((slow, slow_args)) = ctx.slow_call(400) else {
+        skip!("a wrong token is refused; no slow tool known (demo/sleep) to see progress events");
+    };
+    let params =
+        json!({"name": slow, "arguments": slow_args, "_meta": {"progressToken": "conformance"}});
     let id = wire.send_request("tools/call", Some(params)).await?;
     let answer = wire.response_to(id, ctx.deadline(), ctx.answer()).await?;
-    expect_result(&answer, "demo/sleep with a progress token")?;
+    expect_result(&answer, &format!("{slow} with a progress token"))?;
     let before: Vec<_> = wire
         .events
         .drain(..)
@@ -93,13 +94,13 @@ pub(super) async fn extensions_cancel(ctx: &mut Ctx) -> CheckResult {
             short(result)
         );
     }
-    if !ctx.has_tool("demo/sleep") {
+    let Some((slow, slow_args)) = ctx.slow_call(30000) else {
         skip!("an unknown id is harmless; no slow tool known (demo/sleep) to cancel in flight");
-    }
+    };
     if !ctx.journal.id_violations().is_empty() {
         skip!("an unknown id is harmless; with two requests in flight, answers under wrong ids cannot be told apart (see responses.ids_match)");
     }
-    let params = json!({"name": "demo/sleep", "arguments": {"ms": 30000}});
+    let params = json!({"name": slow, "arguments": slow_args});
     let call = wire.send_request("tools/call", Some(params)).await?;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let r = wire
@@ -112,7 +113,7 @@ pub(super) async fn extensions_cancel(ctx: &mut Ctx) -> CheckResult {
     let result = expect_result(&r, "tools/cancel of a running call")?;
     if result["cancelled"] != true {
         fail!(
-            "tools/cancel of a running demo/sleep was answered {}",
+            "tools/cancel of a running {slow} was answered {}",
             short(result)
         );
     }

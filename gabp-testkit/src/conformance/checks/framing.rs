@@ -4,18 +4,18 @@
 use std::time::Duration;
 
 use gabp_types::{ErrorCode, MessageId};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{
     describe, expect_error, expect_result, kept_open, still_works, CheckResult, Ctx, Verdict,
 };
 use crate::conformance::wire::{seconds, Incoming, WireError};
-use crate::proxy::{frame, padded_ping};
+use crate::proxy::{frame, padded_request};
 
 pub(super) async fn framing_split_frames(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;
     let id = MessageId::new_v4();
-    let body = wire.request_body(id, "session/ping", None, true);
+    let body = wire.request_body(id, ctx.probe(), Some(json!({})), true);
     let bytes = frame(&body);
     let mut at = 0;
     for size in [1, 2, 3, 5, 7, 11].into_iter().cycle() {
@@ -40,7 +40,7 @@ pub(super) async fn framing_coalesced_frames(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;
     let mut bytes = Vec::new();
     for _ in 0..3 {
-        let body = wire.request_body(MessageId::new_v4(), "session/ping", None, true);
+        let body = wire.request_body(MessageId::new_v4(), ctx.probe(), Some(json!({})), true);
         bytes.extend_from_slice(&frame(&body));
     }
     wire.write(&bytes).await?;
@@ -120,7 +120,8 @@ pub(super) async fn framing_oversized_refused(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;
     let id = MessageId::new_v4();
     // Its answer, if the mod executes it, is recognised but not waited for.
-    wire.register(id, "session/ping (oversized)", false);
+    let probe = ctx.probe();
+    wire.register(id, &format!("{probe} (oversized)"), false);
     let what = format!(
         "a frame of {} bytes, one over {} maxMessageSize of {limit}",
         limit + 1,
@@ -130,11 +131,13 @@ pub(super) async fn framing_oversized_refused(ctx: &mut Ctx) -> CheckResult {
             "the advertised"
         }
     );
-    wire.send_body(&padded_ping(id, size)).await.map_err(|e| {
-        Verdict::Fail(format!(
-            "{what}: {e} (the mod must skip the body and keep reading)"
-        ))
-    })?;
+    wire.send_body(&padded_request(id, probe, size))
+        .await
+        .map_err(|e| {
+            Verdict::Fail(format!(
+                "{what}: {e} (the mod must skip the body and keep reading)"
+            ))
+        })?;
     let deadline = ctx.deadline();
     let refusal = loop {
         match wire.next(deadline, ctx.answer()).await {

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{expect_result, CheckResult, Ctx, Verdict, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::conformance::wire::{seconds, Incoming, WireError};
-use crate::proxy::padded_ping;
+use crate::proxy::padded_request;
 
 pub(super) async fn limits_advertised(ctx: &mut Ctx) -> CheckResult {
     let advertised = ctx
@@ -35,9 +35,10 @@ pub(super) async fn limits_max_message_size_accepted(ctx: &mut Ctx) -> CheckResu
     };
     let mut wire = ctx.session().await?;
     let id = MessageId::new_v4();
-    wire.register(id, "session/ping", true);
-    let what = format!("a session/ping of exactly {limit} bytes, {which}");
-    wire.send_body(&padded_ping(id, size))
+    let probe = ctx.probe();
+    wire.register(id, probe, true);
+    let what = format!("a {probe} of exactly {limit} bytes, {which}");
+    wire.send_body(&padded_request(id, probe, size))
         .await
         .map_err(|e| Verdict::Fail(format!("{what}: {e}")))?;
     match wire.response_to(id, ctx.deadline(), ctx.answer()).await {
@@ -53,14 +54,16 @@ pub(super) async fn limits_max_message_size_accepted(ctx: &mut Ctx) -> CheckResu
 }
 
 pub(super) async fn concurrency_no_head_of_line_blocking(ctx: &mut Ctx) -> CheckResult {
-    if !(ctx.has_tool("demo/sleep") && ctx.has_tool("demo/echo")) {
-        skip!("needs a slow and a fast tool, and the mod lists no demo/sleep and demo/echo");
-    }
     let slow = ctx.options.slow_call;
-    let mut wire = ctx.session().await?;
     let nonce = MessageId::new_v4().to_string();
-    let sleep_args = json!({ "name": "demo/sleep", "arguments": { "ms": slow.as_millis() } });
-    let echo_args = json!({ "name": "demo/echo", "arguments": { "value": nonce } });
+    let (Some((fast_tool, fast)), Some((slow_tool, sleep))) =
+        (ctx.fast_call(&nonce), ctx.slow_call(slow.as_millis()))
+    else {
+        skip!("needs a slow and a fast tool: the mod lists no demo/sleep and demo/echo, and none is given");
+    };
+    let mut wire = ctx.session().await?;
+    let sleep_args = json!({ "name": slow_tool, "arguments": sleep });
+    let echo_args = json!({ "name": fast_tool, "arguments": fast });
     let sleep_id = wire.send_request("tools/call", Some(sleep_args)).await?;
     let echo_id = wire.send_request("tools/call", Some(echo_args)).await?;
     let waited = slow + ctx.answer();
@@ -75,7 +78,7 @@ pub(super) async fn concurrency_no_head_of_line_blocking(ctx: &mut Ctx) -> Check
             }
             Ok(Incoming::Other) => continue,
             Err(WireError::Timeout(t)) => {
-                let missing = if echo { "demo/sleep" } else { "demo/echo" };
+                let missing = if echo { &slow_tool } else { &fast_tool };
                 fail!("no answer to {missing} within {}", seconds(t));
             }
             Err(e) => return Err(e.into()),
@@ -89,14 +92,11 @@ pub(super) async fn concurrency_no_head_of_line_blocking(ctx: &mut Ctx) -> Check
                 .result()
                 .is_some_and(|v| v.to_string().contains(&nonce)),
         };
-        let tool = if is_echo { "demo/echo" } else { "demo/sleep" };
+        let tool = if is_echo { &fast_tool } else { &slow_tool };
         expect_result(&response, tool)?;
         if is_echo {
             if sleep {
-                fail!(
-                    "demo/echo was answered only after demo/sleep ({}): a slow call held up a fast one",
-                    seconds(slow)
-                );
+                fail!("{fast_tool} was answered only after {slow_tool}: a slow call held up a fast one");
             }
             echo = true;
         } else {

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use gabp_types::{shorten, ErrorCode, ErrorObject, Outcome as Answer, Response};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::report::Outcome;
 use super::wire::{seconds, Journal, Wire, WireError};
-use super::{CheckInfo, Options, Target};
+use super::{CheckInfo, Level, Options, Profile, Target};
 
 /// The `maxMessageSize` assumed when the mod advertises none (the protocol's default).
 const DEFAULT_MAX_MESSAGE_SIZE: u64 = 1024 * 1024;
@@ -83,13 +83,13 @@ pub(crate) struct Check {
 }
 
 macro_rules! suite {
-    ($($func:ident: $name:literal, $needs:ident, $description:literal;)*) => {
+    ($($func:ident: $name:literal, $level:ident, $needs:ident, $description:literal;)*) => {
         pub(crate) const INFO: &[CheckInfo] = &[
-            $(CheckInfo { name: $name, description: $description },)*
+            $(CheckInfo { name: $name, level: Level::$level, description: $description },)*
         ];
         pub(crate) const CHECKS: &[Check] = &[
             $(Check {
-                info: CheckInfo { name: $name, description: $description },
+                info: CheckInfo { name: $name, level: Level::$level, description: $description },
                 needs: Needs::$needs,
                 run: boxed::$func,
             },)*
@@ -104,63 +104,63 @@ macro_rules! suite {
 }
 
 suite! {
-    transport_connect: "transport.connect", Nothing,
+    transport_connect: "transport.connect", Must, Nothing,
         "a connection to the mod can be opened";
-    handshake_welcome_valid: "handshake.welcome_valid", Connection,
+    handshake_welcome_valid: "handshake.welcome_valid", Must, Connection,
         "session/hello with the right token is answered with a welcome that matches its schema and lists the session methods";
-    auth_hello_required: "auth.hello_required", Connection,
+    auth_hello_required: "auth.hello_required", Must, Connection,
         "a request before session/hello is refused with -32100 and the connection stays open";
-    auth_wrong_token_refused: "auth.wrong_token_refused", Connection,
+    auth_wrong_token_refused: "auth.wrong_token_refused", Must, Connection,
         "session/hello with a wrong token is refused with -32101, without echoing the token, and the connection is closed";
-    handshake_second_hello_refused: "handshake.second_hello_refused", Session,
+    handshake_second_hello_refused: "handshake.second_hello_refused", GabpRs, Session,
         "a second session/hello on an established session is refused with -32600 and the connection stays open";
-    session_ping: "session.ping", Session,
+    session_ping: "session.ping", Should, Session,
         "session/ping is answered with a result that matches its schema";
-    tools_list_valid: "tools.list_valid", Session,
+    tools_list_valid: "tools.list_valid", Should, Session,
         "tools/list is answered with tools that match their schema";
-    errors_method_not_found: "errors.method_not_found", Session,
+    errors_method_not_found: "errors.method_not_found", Must, Session,
         "an unknown method is refused with -32601 and data.method";
-    errors_tool_not_found: "errors.tool_not_found", Session,
+    errors_tool_not_found: "errors.tool_not_found", Must, Session,
         "tools/call of an unknown tool is refused with -32400";
-    errors_invalid_params: "errors.invalid_params", Session,
+    errors_invalid_params: "errors.invalid_params", Must, Session,
         "params that fail the method's schema are refused with -32602 and data.errors";
-    tools_arguments_validated: "tools.arguments_validated", Session,
+    tools_arguments_validated: "tools.arguments_validated", Must, Session,
         "tool arguments that fail the tool's inputSchema are refused with -32602 and data.errors";
-    errors_responses_not_answered: "errors.responses_not_answered", Session,
+    errors_responses_not_answered: "errors.responses_not_answered", GabpRs, Session,
         "responses and events from the bridge, valid or not, are never answered";
-    framing_split_frames: "framing.split_frames", Session,
+    framing_split_frames: "framing.split_frames", Must, Session,
         "a frame written in small pieces is read whole";
-    framing_coalesced_frames: "framing.coalesced_frames", Session,
+    framing_coalesced_frames: "framing.coalesced_frames", Must, Session,
         "several frames written at once are all read";
-    framing_unparseable_body: "framing.unparseable_body", Session,
+    framing_unparseable_body: "framing.unparseable_body", GabpRs, Session,
         "a body that is not JSON or not UTF-8 is answered -32700 with the nil id and the stream goes on";
-    framing_invalid_envelope: "framing.invalid_envelope", Session,
+    framing_invalid_envelope: "framing.invalid_envelope", GabpRs, Session,
         "JSON that is not a valid envelope is answered -32600/-32202/-32203 with the message's id and the stream goes on";
-    limits_advertised: "limits.advertised", Session,
+    limits_advertised: "limits.advertised", Should, Session,
         "the welcome advertises capabilities.limits.maxMessageSize";
-    limits_max_message_size_accepted: "limits.max_message_size_accepted", Session,
+    limits_max_message_size_accepted: "limits.max_message_size_accepted", Must, Session,
         "a message of exactly the advertised maxMessageSize is accepted";
-    framing_oversized_refused: "framing.oversized_refused", Session,
+    framing_oversized_refused: "framing.oversized_refused", GabpRs, Session,
         "a frame one byte over maxMessageSize is refused with -32600, the nil id and data.maxMessageSize, and the next frame works";
-    framing_bad_header_closed: "framing.bad_header_closed", Session,
+    framing_bad_header_closed: "framing.bad_header_closed", GabpRs, Session,
         "a malformed header block is answered -32700 (or not at all) and the connection is closed without stalling";
-    concurrency_no_head_of_line_blocking: "concurrency.no_head_of_line_blocking", Session,
-        "a fast call is answered while a slow one is still running (needs demo/sleep and demo/echo)";
-    events_seq_contiguous: "events.seq_contiguous", Session,
+    concurrency_no_head_of_line_blocking: "concurrency.no_head_of_line_blocking", Should, Session,
+        "a fast call is answered while a slow one is still running (needs a slow and a fast tool: demo/sleep and demo/echo by default)";
+    events_seq_contiguous: "events.seq_contiguous", Must, Session,
         "events of a channel arrive with contiguous seq numbers (needs a tool that publishes, such as player/teleport)";
-    extensions_progress: "extensions.progress", Session,
-        "with the progress extension: a bad progressToken is refused with -32602, and demo/sleep's progress events carry its token and come before its answer, none after";
-    extensions_cancel: "extensions.cancel", Session,
-        "with the cancel extension: tools/cancel of an unknown id is harmless, and a running demo/sleep cancelled is answered -32404 once";
-    extensions_time_control: "extensions.time_control", Session,
+    extensions_progress: "extensions.progress", GabpRs, Session,
+        "with the progress extension: a bad progressToken is refused with -32602, and the slow tool's progress events carry its token and come before its answer, none after";
+    extensions_cancel: "extensions.cancel", GabpRs, Session,
+        "with the cancel extension: tools/cancel of an unknown id is harmless, and a running call of the slow tool cancelled is answered -32404 once";
+    extensions_time_control: "extensions.time_control", GabpRs, Session,
         "with the time-control extension: its methods and channel are advertised, a second pause changes nothing, a step of 0 is refused, a step of 2 runs exactly 2 ticks";
-    extensions_content: "extensions.content", Session,
+    extensions_content: "extensions.content", GabpRs, Session,
         "with the content extension: maxBytes is advertised, and world/render's picture is a valid content item within it";
-    session_goodbye: "session.goodbye", Session,
+    session_goodbye: "session.goodbye", Must, Session,
         "session/goodbye is answered, then the connection is closed";
-    responses_ids_match: "responses.ids_match", Session,
+    responses_ids_match: "responses.ids_match", Must, Session,
         "every request is answered exactly once, with its own id echoed byte for byte, throughout the run";
-    envelope_strictly_valid: "envelope.strictly_valid", Connection,
+    envelope_strictly_valid: "envelope.strictly_valid", GabpRs, Connection,
         "every message the mod sent during the run passes the strict decoder and its method's result schema";
 }
 
@@ -206,6 +206,12 @@ impl Ctx {
         if let Some(reason) = unmet {
             return Outcome::Skipped(reason.to_owned());
         }
+        if !self.options.profile.includes(check.info.level) {
+            return Outcome::Skipped(format!(
+                "a {} rule, checked only with the gabp-rs profile",
+                check.info.level
+            ));
+        }
         self.journal.set_check(check.info.name);
         let limit = self.options.check_timeout;
         match tokio::time::timeout(limit, (check.run)(self)).await {
@@ -217,6 +223,17 @@ impl Ctx {
                 seconds(limit)
             )),
         }
+    }
+
+    /// What the run suggests beyond the checks.
+    pub(crate) fn hints(&self) -> Vec<String> {
+        let nagle = self.journal.median_round_trip().and_then(super::nagle_hint);
+        nagle.into_iter().map(str::to_owned).collect()
+    }
+
+    /// Whether the gabp-rs profile's stricter details are checked.
+    fn strict(&self) -> bool {
+        self.options.profile == Profile::GabpRs
     }
 
     fn answer(&self) -> Duration {
@@ -262,6 +279,38 @@ impl Ctx {
             .as_ref()
             .and_then(|w| w["capabilities"]["methods"].as_array())
             .is_some_and(|m| m.iter().any(|n| n == method))
+    }
+
+    /// The harmless request that shows a connection works: `session/ping`, or `tools/list` when the mod
+    /// does not advertise ping (a 1.0 mod need not serve it).
+    fn probe(&self) -> &'static str {
+        if !self.advertises("session/ping") && self.advertises("tools/list") {
+            "tools/list"
+        } else {
+            "session/ping"
+        }
+    }
+
+    /// The fast tool and its arguments: the option, or `demo/echo` of `value` when the mod lists it.
+    fn fast_call(&self, value: &str) -> Option<(String, Value)> {
+        match &self.options.fast_tool {
+            Some(call) => Some((call.tool.clone(), Value::Object(call.arguments.clone()))),
+            None if self.has_tool("demo/echo") => {
+                Some(("demo/echo".to_owned(), json!({ "value": value })))
+            }
+            None => None,
+        }
+    }
+
+    /// The slow tool and its arguments: the option, or `demo/sleep` of `ms` when the mod lists it.
+    fn slow_call(&self, ms: u128) -> Option<(String, Value)> {
+        match &self.options.slow_tool {
+            Some(call) => Some((call.tool.clone(), Value::Object(call.arguments.clone()))),
+            None if self.has_tool("demo/sleep") => {
+                Some(("demo/sleep".to_owned(), json!({ "ms": ms })))
+            }
+            None => None,
+        }
     }
 
     fn has_tool(&self, name: &str) -> bool {
@@ -332,8 +381,11 @@ fn expect_result<'r>(r: &'r Response, what: &str) -> Result<&'r Value, Verdict> 
     }
 }
 
-/// Checks that `e.data.errors` is a non-empty list of `{path, message}` strings.
-fn expect_error_list(e: &ErrorObject, what: &str) -> CheckResult {
+/// Checks that `e.data.errors` is a non-empty list of `{path, message}` strings (gabp-rs profile only).
+fn expect_error_list(ctx: &Ctx, e: &ErrorObject, what: &str) -> CheckResult {
+    if !ctx.strict() {
+        return Ok(());
+    }
     let errors = e.data.as_ref().and_then(|d| d.get("errors"));
     let Some(list) = errors.and_then(Value::as_array).filter(|l| !l.is_empty()) else {
         fail!(
@@ -362,19 +414,33 @@ fn kept_open(e: WireError, what: &str) -> Verdict {
     }
 }
 
-/// Pings on `wire` and expects a result: the connection still works after `what`.
+/// Sends the liveness probe on `wire` and expects a result: the connection still works after `what`.
 async fn still_works(wire: &mut Wire, ctx: &Ctx, what: &str) -> CheckResult {
+    let probe = ctx.probe();
     let r = wire
-        .call("session/ping", None, ctx.answer())
+        .call(probe, Some(json!({})), ctx.answer())
         .await
         .map_err(|e| kept_open(e, what))?;
-    expect_result(&r, &format!("session/ping after {what}"))?;
+    expect_result(&r, &format!("{probe} after {what}"))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn liveness_uses_ping_only_when_the_mod_advertises_it() {
+        let target = Target::in_memory(gabp_transport::Token::generate().expect("token"), || {
+            gabp_transport::ByteStream::new(tokio::io::duplex(64).0)
+        });
+        let mut ctx = Ctx::new(target, Options::default());
+        let welcome = |methods: &[&str]| Some(json!({ "capabilities": { "methods": methods } }));
+        ctx.welcome = welcome(&["session/hello", "session/goodbye", "tools/list"]);
+        assert_eq!(ctx.probe(), "tools/list");
+        ctx.welcome = welcome(&["session/hello", "session/ping", "tools/list"]);
+        assert_eq!(ctx.probe(), "session/ping");
+    }
 
     #[test]
     fn the_suite_tables_agree() {

@@ -103,7 +103,7 @@ pub(super) async fn tools_arguments_validated(ctx: &mut Ctx) -> CheckResult {
         .await
         .map_err(|e| kept_open(e, &what))?;
     let e = expect_error(&r, ErrorCode::INVALID_PARAMS, &what)?;
-    expect_error_list(e, &what)
+    expect_error_list(ctx, e, &what)
 }
 
 #[cfg(test)]
