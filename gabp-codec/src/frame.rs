@@ -104,7 +104,8 @@ pub enum MalformedHeader {
 /// Errors of [`FrameCodec`].
 ///
 /// Every decoding error is fatal for the stream: after it, the position of the next frame is unknown
-/// and the connection must be closed (GABP: after a best-effort `-32700` answer). A body over the
+/// and the connection must be closed (GABP: after a best-effort `-32700` answer to a header error, and
+/// no answer when the stream ended inside a frame, see [`FrameError::is_truncated`]). A body over the
 /// limit is *not* an error when decoding; see [`Frame::Oversized`]. When encoding,
 /// [`FrameError::BodyTooLarge`] is returned and nothing is written, so the stream stays usable.
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +166,26 @@ pub enum FrameError {
     /// Reading or writing the underlying transport failed.
     #[error("i/o error: {0}")]
     Io(#[from] io::Error),
+}
+
+impl FrameError {
+    /// Whether the stream ended inside a frame ([`FrameError::TruncatedHeader`],
+    /// [`FrameError::TruncatedBody`]). The peer has stopped sending, so there is nothing to answer:
+    /// SPEC/1.0 transport.md §7 closes the connection without a reply.
+    ///
+    /// ```
+    /// use gabp_codec::FrameError;
+    ///
+    /// assert!(FrameError::TruncatedBody { expected: 10, received: 9 }.is_truncated());
+    /// assert!(!FrameError::MissingContentLength.is_truncated());
+    /// ```
+    #[must_use]
+    pub fn is_truncated(&self) -> bool {
+        matches!(
+            self,
+            FrameError::TruncatedHeader { .. } | FrameError::TruncatedBody { .. }
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

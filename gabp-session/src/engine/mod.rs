@@ -76,7 +76,8 @@ pub(crate) enum Ended<R> {
     Eof,
     /// Reading or writing failed: the peer is gone.
     Io(String),
-    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed).
+    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed, or
+    /// end of input inside a frame).
     Framing(String),
     /// The role's signal.
     Signal(R),
@@ -419,7 +420,8 @@ impl<P: Role> Engine<P> {
             }
             Poll::Ready(Some(Err(e))) => {
                 tracing::warn!(error = %e, "fatal framing error; closing");
-                if self.peer.answers_bad_frames() {
+                // SPEC/1.0 transport.md §7: a bad header gets a best-effort -32700; end of input inside a frame, nothing.
+                if self.peer.answers_bad_frames() && !e.is_truncated() {
                     let answer = Response::error(
                         MessageId::nil(),
                         ErrorObject::new(ErrorCode::PARSE_ERROR, format!("unreadable frame: {e}")),
