@@ -91,8 +91,8 @@ pub(crate) trait Role: Send {
     /// Room for one more request (the role's concurrency limit).
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
 
-    /// Starts handling a request.
-    fn call(&mut self, request: Request) -> Answer;
+    /// Starts handling a request; `None` leaves it unanswered (a bridge answers nothing, SPEC/1.0 gabp.md §8).
+    fn call(&mut self, request: Request) -> Option<Answer>;
 
     /// An event from the peer.
     fn on_event(&mut self, event: Event);
@@ -508,7 +508,9 @@ impl<P: Role> Engine<P> {
         let cancellable = self.in_flight.is_some()
             && request.method.as_str()
                 == <gabp_types::methods::ToolsCall as gabp_types::methods::Method>::NAME;
-        let mut future = self.peer.call(request);
+        let Some(mut future) = self.peer.call(request) else {
+            return;
+        };
         let max = self.limits.max_message_size;
         // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
         // task of its own. Its task's first poll registers the task's waker, so nothing is lost by polling it

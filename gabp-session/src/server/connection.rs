@@ -74,9 +74,11 @@ impl Role for ModRole {
         }
     }
 
-    fn call(&mut self, request: Request) -> Answer {
-        self.service
-            .call(ServerRequest::new(request, self.session.clone()))
+    fn call(&mut self, request: Request) -> Option<Answer> {
+        Some(
+            self.service
+                .call(ServerRequest::new(request, self.session.clone())),
+        )
     }
 
     fn on_event(&mut self, event: Event) {
