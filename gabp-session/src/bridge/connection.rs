@@ -22,7 +22,8 @@ use super::DisconnectReason;
 pub(super) async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {
     let reason = match engine.run().await {
         Ended::Eof => DisconnectReason::PeerClosed,
-        Ended::Io(e) | Ended::Framing(e) => DisconnectReason::Transport(e),
+        Ended::Io(e) => DisconnectReason::Transport(e),
+        Ended::Framing(fault) => DisconnectReason::Framing(fault),
         Ended::Signal(reason) => reason,
     };
     link.shut(reason);
@@ -133,5 +134,10 @@ impl Role for BridgeRole {
 
     fn on_frame(&mut self) {
         self.link.touch();
+    }
+
+    fn on_framing(&mut self, fault: &gabp_transport::FrameFault) {
+        // Before the pending calls fail, so that they fail with the fault (BridgeError::Framing).
+        self.link.note(DisconnectReason::Framing(fault.clone()));
     }
 }

@@ -22,6 +22,7 @@
 
 mod body;
 mod calls;
+mod framing;
 mod inflight;
 mod progress;
 
@@ -77,8 +78,8 @@ pub(crate) enum Ended<R> {
     /// Reading or writing failed: the peer is gone.
     Io(String),
     /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed, or
-    /// end of input inside a frame).
-    Framing(String),
+    /// end of input inside a frame): where, and the header seen.
+    Framing(gabp_codec::FrameFault),
     /// The role's signal.
     Signal(R),
 }
@@ -109,6 +110,9 @@ pub(crate) trait Role: Send {
 
     /// Called for every frame read (a keepalive's sign of life).
     fn on_frame(&mut self) {}
+
+    /// Called when the peer broke the framing, before the calls waiting here fail.
+    fn on_framing(&mut self, _fault: &gabp_codec::FrameFault) {}
 
     /// Called once when reading stops, for whatever reason.
     fn on_read_end(&mut self) {}
@@ -418,19 +422,7 @@ impl<P: Role> Engine<P> {
                 tracing::debug!(error = %e, "reading from the peer failed");
                 Read::Failed(Ended::Io(e.to_string()))
             }
-            Poll::Ready(Some(Err(e))) => {
-                tracing::warn!(error = %e, "fatal framing error; closing");
-                // SPEC/1.0 transport.md §7: a bad header gets a best-effort -32700; end of input inside a frame, nothing.
-                if self.peer.answers_bad_frames() && !e.is_truncated() {
-                    let answer = Response::error(
-                        MessageId::nil(),
-                        ErrorObject::new(ErrorCode::PARSE_ERROR, format!("unreadable frame: {e}")),
-                    );
-                    self.push_answer(answer);
-                }
-                self.stop_reading(Ended::Framing(e.to_string()));
-                Read::Progress
-            }
+            Poll::Ready(Some(Err(e))) => self.on_frame_error(&e),
             Poll::Ready(Some(Ok(frame))) => {
                 self.peer.on_frame();
                 self.on_frame(frame);

@@ -58,7 +58,7 @@ pub(crate) fn close_reason(ended: Ended<CloseReason>) -> CloseReason {
     match ended {
         Ended::Eof => CloseReason::Eof,
         Ended::Io(e) => CloseReason::Io(e),
-        Ended::Framing(e) => CloseReason::Framing(e),
+        Ended::Framing(fault) => CloseReason::Framing(fault.to_string()),
         Ended::Signal(reason) => reason,
     }
 }
