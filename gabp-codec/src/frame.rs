@@ -5,6 +5,7 @@ use std::io;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
+use crate::fault::{FrameFault, Seen};
 use crate::header::{canonical_head, parse_head_lines, put_header_block, HeadProgress, HeadScan};
 
 /// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (SPEC/1.0 transport.md §8).
@@ -104,7 +105,8 @@ pub enum MalformedHeader {
 /// Errors of [`FrameCodec`].
 ///
 /// Every decoding error is fatal for the stream: after it, the position of the next frame is unknown
-/// and the connection must be closed (GABP: after a best-effort `-32700` answer). A body over the
+/// and the connection must be closed (GABP: after a best-effort `-32700` answer to a header error, and
+/// no answer when the stream ended inside a frame, see [`FrameError::is_truncated`]). A body over the
 /// limit is *not* an error when decoding; see [`Frame::Oversized`]. When encoding,
 /// [`FrameError::BodyTooLarge`] is returned and nothing is written, so the stream stays usable.
 #[derive(Debug, thiserror::Error)]
@@ -167,12 +169,32 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
+impl FrameError {
+    /// Whether the stream ended inside a frame ([`FrameError::TruncatedHeader`],
+    /// [`FrameError::TruncatedBody`]). The peer has stopped sending, so there is nothing to answer:
+    /// SPEC/1.0 transport.md §7 closes the connection without a reply.
+    ///
+    /// ```
+    /// use gabp_codec::FrameError;
+    ///
+    /// assert!(FrameError::TruncatedBody { expected: 10, received: 9 }.is_truncated());
+    /// assert!(!FrameError::MissingContentLength.is_truncated());
+    /// ```
+    #[must_use]
+    pub fn is_truncated(&self) -> bool {
+        matches!(
+            self,
+            FrameError::TruncatedHeader { .. } | FrameError::TruncatedBody { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DecodeState {
     /// Reading a header block.
     Head(HeadScan),
-    /// Header done (and removed from the buffer); waiting for `len` body bytes.
-    Body { len: usize },
+    /// Header done (still at the front of the buffer, `head` bytes); waiting for `len` body bytes.
+    Body { head: usize, len: usize },
     /// Skipping an oversized body.
     Discard { declared: u64, remaining: u64 },
 }
@@ -248,6 +270,12 @@ pub struct FrameCodec {
     max_body_size: usize,
     max_header_size: usize,
     state: DecodeState,
+    /// Bytes of the stream consumed: the offset of the frame being read, or of the body being skipped.
+    position: u64,
+    /// An oversized frame being skipped: its offset and the start of its header (the header block is gone).
+    skipped: Option<Seen>,
+    /// Where decoding failed, and the start of the header there.
+    seen: Option<Seen>,
 }
 
 impl Default for FrameCodec {
@@ -264,7 +292,40 @@ impl FrameCodec {
             max_body_size: DEFAULT_MAX_BODY_SIZE,
             max_header_size: DEFAULT_MAX_HEADER_SIZE,
             state: HEAD_START,
+            position: 0,
+            skipped: None,
+            seen: None,
         }
+    }
+
+    /// Where and how the stream broke the framing, for the `error` decoding just returned (an i/o error
+    /// excepted): the offset of the broken frame and the start of its header as seen (SPEC/1.0
+    /// transport.md §7). Before any decoding error, the fault is placed at [`FrameCodec::position`].
+    #[must_use]
+    pub fn fault(&self, error: &FrameError) -> FrameFault {
+        match &self.seen {
+            Some(seen) => FrameFault::new(seen.offset, error, seen.bytes()),
+            None => FrameFault::new(self.position, error, b""),
+        }
+    }
+
+    /// How many bytes of the stream the decoder has consumed.
+    #[must_use]
+    pub const fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Records where decoding failed; `src` starts with the broken frame's header unless its body was
+    /// being skipped.
+    #[cold]
+    fn note_fault(&mut self, src: &[u8]) {
+        self.seen = match (self.state, self.skipped) {
+            (DecodeState::Discard { .. }, Some(skipped)) => Some(skipped),
+            (DecodeState::Body { head, .. }, _) => {
+                Some(Seen::new(self.position, &src[..head.min(src.len())]))
+            }
+            _ => Some(Seen::new(self.position, src)),
+        };
     }
 
     /// Sets the largest body, in bytes, the codec reads or writes.
@@ -381,21 +442,66 @@ impl Decoder for FrameCodec {
     type Error = FrameError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        let decoded = self.decode_frames(src);
+        if decoded.is_err() {
+            self.note_fault(src);
+        }
+        decoded
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        if let Some(frame) = self.decode(src)? {
+            return Ok(Some(frame));
+        }
+        let error = match self.state {
+            DecodeState::Head { .. } if src.is_empty() => return Ok(None),
+            DecodeState::Head { .. } => FrameError::TruncatedHeader {
+                buffered: src.len(),
+            },
+            DecodeState::Body { head, len } => FrameError::TruncatedBody {
+                expected: len as u64,
+                received: src.len().saturating_sub(head) as u64,
+            },
+            DecodeState::Discard {
+                declared,
+                remaining,
+            } => FrameError::TruncatedBody {
+                expected: declared,
+                received: declared - remaining,
+            },
+        };
+        self.note_fault(src);
+        Err(error)
+    }
+}
+
+impl FrameCodec {
+    /// The decoder proper: frames out of `src` until it needs more bytes or fails.
+    #[inline]
+    fn decode_frames(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         loop {
             match self.state {
                 DecodeState::Head(scan) => {
                     let Some((head_len, len)) = self.decode_head(src, scan)? else {
                         return Ok(None);
                     };
-                    src.advance(head_len);
                     match usize::try_from(len) {
                         Ok(len) if len <= self.max_body_size => {
-                            if src.len() < len {
-                                src.reserve(len - src.len());
+                            // The header stays in front of its body until the body is whole, so that a
+                            // body cut short can still show it.
+                            let whole = head_len + len;
+                            if src.len() < whole {
+                                src.reserve(whole - src.len());
                             }
-                            self.state = DecodeState::Body { len };
+                            self.state = DecodeState::Body {
+                                head: head_len,
+                                len,
+                            };
                         }
                         _ => {
+                            self.skipped = Some(Seen::new(self.position, &src[..head_len]));
+                            src.advance(head_len);
+                            self.position += head_len as u64;
                             self.state = DecodeState::Discard {
                                 declared: len,
                                 remaining: len,
@@ -407,11 +513,13 @@ impl Decoder for FrameCodec {
                         }
                     }
                 }
-                DecodeState::Body { len } => {
-                    if src.len() < len {
+                DecodeState::Body { head, len } => {
+                    if src.len() < head + len {
                         return Ok(None);
                     }
+                    src.advance(head);
                     self.state = HEAD_START;
+                    self.position += (head + len) as u64;
                     return Ok(Some(Frame::Body(src.split_to(len).freeze())));
                 }
                 DecodeState::Discard {
@@ -420,6 +528,7 @@ impl Decoder for FrameCodec {
                 } => {
                     let skip = usize::try_from(remaining).map_or(src.len(), |r| r.min(src.len()));
                     src.advance(skip);
+                    self.position += skip as u64;
                     let remaining = remaining - skip as u64;
                     if remaining > 0 {
                         self.state = DecodeState::Discard {
@@ -429,31 +538,9 @@ impl Decoder for FrameCodec {
                         return Ok(None);
                     }
                     self.state = HEAD_START;
+                    self.skipped = None;
                 }
             }
-        }
-    }
-
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        if let Some(frame) = self.decode(src)? {
-            return Ok(Some(frame));
-        }
-        match self.state {
-            DecodeState::Head { .. } if src.is_empty() => Ok(None),
-            DecodeState::Head { .. } => Err(FrameError::TruncatedHeader {
-                buffered: src.len(),
-            }),
-            DecodeState::Body { len } => Err(FrameError::TruncatedBody {
-                expected: len as u64,
-                received: src.len() as u64,
-            }),
-            DecodeState::Discard {
-                declared,
-                remaining,
-            } => Err(FrameError::TruncatedBody {
-                expected: declared,
-                received: declared - remaining,
-            }),
         }
     }
 }
@@ -475,51 +562,5 @@ impl Encoder<Bytes> for FrameCodec {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn swapping_buffers_between_calls_does_not_panic() {
-        let mut codec = FrameCodec::new();
-        let mut long = BytesMut::from(&b"Content-Length: 5\r\nX-Long: aaaaaaaaaaaaaaaa"[..]);
-        assert!(matches!(codec.decode(&mut long), Ok(None)));
-        let mut short = BytesMut::from(&b"Con"[..]);
-        let _ = codec.decode(&mut short);
-        let _ = codec.decode_eof(&mut BytesMut::new());
-    }
-
-    #[test]
-    fn encode_header_refuses_a_body_over_the_limit_and_writes_nothing() {
-        let codec = FrameCodec::new().with_max_body_size(10);
-        let mut dst = BytesMut::from(&b"keep"[..]);
-        let err = codec
-            .encode_header(11, &mut dst)
-            .expect_err("over the limit");
-        assert!(
-            matches!(err, FrameError::BodyTooLarge { len: 11, limit: 10 }),
-            "{err:?}"
-        );
-        assert_eq!(&dst[..], b"keep");
-        codec.encode_header(10, &mut dst).expect("at the limit");
-        assert_eq!(
-            &dst[..],
-            b"keepContent-Length: 10\r\nContent-Type: application/json\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn encode_is_encode_header_then_the_body() {
-        let mut codec = FrameCodec::new();
-        for len in [0usize, 9, 10, 99, 100, 65_536] {
-            let body = Bytes::from(vec![b'x'; len]);
-            let mut expected = BytesMut::from(&b"before"[..]);
-            codec
-                .encode_header(len, &mut expected)
-                .expect("within the limit");
-            expected.extend_from_slice(&body);
-            let mut frame = BytesMut::from(&b"before"[..]);
-            codec.encode(body, &mut frame).expect("within the limit");
-            assert_eq!(frame, expected, "{len}");
-        }
-    }
-}
+#[path = "frame_tests.rs"]
+mod tests;

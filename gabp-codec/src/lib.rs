@@ -57,10 +57,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod fault;
 mod frame;
 mod header;
 mod message;
 
+pub use fault::FrameFault;
 pub use frame::{
     Frame, FrameCodec, FrameError, InvalidLength, MalformedHeader, DEFAULT_MAX_BODY_SIZE,
     DEFAULT_MAX_HEADER_SIZE,

@@ -396,3 +396,77 @@ fn decoded_body_is_split_out_of_the_read_buffer_not_copied() {
         "the body shares the read buffer's memory"
     );
 }
+
+// --- FrameFault: where a broken frame starts and the header seen there (SPEC/1.0 transport.md §7) ---
+
+/// Decodes `wire` in one buffer, end of stream included, and returns the fault of the error it ends with.
+fn fault_of(codec: &mut FrameCodec, wire: &[u8]) -> gabp_codec::FrameFault {
+    use tokio_util::codec::Decoder;
+    let mut buf = BytesMut::from(wire);
+    loop {
+        match codec.decode_eof(&mut buf) {
+            Ok(Some(_)) => {}
+            Ok(None) => panic!("no error"),
+            Err(e) => return codec.fault(&e),
+        }
+    }
+}
+
+#[test]
+fn a_fault_is_placed_after_the_whole_frames_before_it_skipped_ones_included() {
+    let mut codec = FrameCodec::new().with_max_body_size(4);
+    let mut wire = frame(b"{}");
+    wire.extend(frame(b"123456"));
+    let broken = wire.len() as u64;
+    wire.extend(b"Content-Length: 5\r\nX\r\n\r\n");
+    let fault = fault_of(&mut codec, &wire);
+    assert_eq!(fault.offset, broken);
+    assert_eq!(fault.header, r"Content-Length: 5\r\nX\r\n\r\n");
+    assert_eq!(codec.position(), broken);
+}
+
+#[test]
+fn a_body_cut_short_shows_its_header_and_where_its_frame_starts() {
+    let mut codec = FrameCodec::new();
+    let mut wire = frame(b"{}");
+    let start = wire.len() as u64;
+    wire.extend(b"Content-Length: 10\r\n\r\n{\"a\":1}");
+    let fault = fault_of(&mut codec, &wire);
+    assert_eq!(fault.offset, start);
+    assert_eq!(fault.header, r"Content-Length: 10\r\n\r\n");
+    assert_eq!(
+        fault.to_string(),
+        format!(
+            r#"frame error at byte {start}: stream ended inside a frame body (7 of 10 bytes received); header seen: "Content-Length: 10\r\n\r\n""#
+        )
+    );
+}
+
+#[test]
+fn an_oversized_body_cut_short_still_shows_its_header() {
+    let mut codec = FrameCodec::new().with_max_body_size(4);
+    let mut wire = frame(b"{}");
+    let start = wire.len() as u64;
+    wire.extend(b"Content-Length: 9\r\n\r\n1234");
+    let fault = fault_of(&mut codec, &wire);
+    assert_eq!(fault.offset, start);
+    assert_eq!(fault.header, r"Content-Length: 9\r\n\r\n");
+    assert!(fault.reason.contains("4 of 9"), "{fault}");
+}
+
+#[test]
+fn a_long_header_is_shown_cut_and_escaped() {
+    let mut codec = FrameCodec::new().with_max_header_size(64);
+    let mut wire = b"Content-Length: 2\r\nX-\xc3\xa9: ".to_vec();
+    wire.extend([b'a'; 100]);
+    let fault = fault_of(&mut codec, &wire);
+    assert_eq!(fault.offset, 0);
+    assert!(
+        fault
+            .header
+            .starts_with(r"Content-Length: 2\r\nX-\xc3\xa9: aaa"),
+        "{fault}"
+    );
+    assert!(fault.header.ends_with("a..."), "{fault}");
+    assert!(fault.header.len() < 80, "{fault}");
+}

@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use bridge_support::*;
 use futures::future::join_all;
-use gabp_session::bridge::{Bridge, BridgeError, ProtocolError};
+use gabp_session::bridge::{
+    Bridge, BridgeError, ProtocolError, DEFAULT_REQUEST_TIMEOUT, GOODBYE_WAIT,
+};
 use gabp_types::methods::StateGetParams;
-use gabp_types::{ErrorCode, Message, MessageId};
+use gabp_types::{ErrorCode, MessageId};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -342,23 +344,22 @@ async fn an_invalid_response_fails_its_call_at_once() {
 }
 
 #[tokio::test]
-async fn a_request_from_the_mod_is_answered_method_not_found() {
-    let (_bridge, mut mock) = connected().await;
+async fn a_request_from_the_mod_is_not_answered() {
+    // SPEC/1.0 gabp.md §8: a bridge never answers anything, a request from the mod included.
+    let (bridge, mut mock) = connected().await;
     let id = MessageId::new_v4();
     mock.send(json!({"v": "gabp/1", "id": id, "type": "request", "method": "bridge/do_something"}))
         .await;
-    match mock.recv_message().await {
-        Some(Message::Response(response)) => {
-            assert_eq!(response.id, id);
-            let error = response.error_object().unwrap();
-            assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND);
-            assert_eq!(
-                error.data.as_ref().unwrap()["method"],
-                "bridge/do_something"
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert!(
+        mock.try_recv(Duration::from_millis(200)).await.is_none(),
+        "the bridge answered a request from the mod"
+    );
+    // The connection is still in use.
+    let (pong, ()) = tokio::join!(bridge.ping(), async {
+        let ping = mock.expect("session/ping").await;
+        mock.reply(ping.id, json!({"timestamp": 7})).await;
+    });
+    assert_eq!(pong.unwrap().timestamp, Some(7));
 }
 
 #[tokio::test]
@@ -446,5 +447,30 @@ async fn a_cancelled_connect_closes_the_connection() {
     assert!(
         mock.recv_body().await.is_none(),
         "the connection stayed open"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn goodbye_to_a_silent_mod_waits_a_second_not_a_call_time_limit() {
+    // A call to a mod that stopped answering fails after its time limit (30 s); leaving it must not add another
+    // 30 s (gabp.md §7: the connection closes either way).
+    let (bridge, mut mock) = connected().await;
+    let start = tokio::time::Instant::now();
+    let (result, _ping) = tokio::join!(bridge.ping(), mock.expect("session/ping"));
+    assert!(
+        matches!(err(result), BridgeError::Timeout { after, .. } if after == DEFAULT_REQUEST_TIMEOUT)
+    );
+    assert_eq!(start.elapsed(), DEFAULT_REQUEST_TIMEOUT);
+    let start = tokio::time::Instant::now();
+    let (bye, _goodbye) = tokio::join!(bridge.goodbye(None), mock.expect("session/goodbye"));
+    assert!(
+        matches!(&bye, Err(BridgeError::Timeout { after, .. }) if *after == GOODBYE_WAIT),
+        "{bye:?}"
+    );
+    // The wait, then the grace for the mod to close its side (it does not).
+    assert!(
+        start.elapsed() <= GOODBYE_WAIT + Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
     );
 }

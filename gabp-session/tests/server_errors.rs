@@ -258,6 +258,35 @@ async fn header_over_8_kib_closes() {
     fatal_header(&header).await;
 }
 
+// --- end of input inside a frame: no answer, the connection closes (transport.md §7, last row) ---
+
+/// Writes `bytes`, then ends the input: the mod must answer nothing and close.
+async fn truncated(bytes: &[u8]) {
+    let server = server();
+    let (mut client, served) = connect_hello_served(&server).await;
+    client.write_raw(bytes).await;
+    client.shutdown_write().await;
+    let seen = client.until_closed().await;
+    assert!(seen.is_empty(), "a truncated frame was answered: {seen:?}");
+    assert!(matches!(
+        close_reason(served).await,
+        CloseReason::Framing(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_body_one_byte_short_then_end_of_input_is_not_answered() {
+    let (_, ping) = request("session/ping", None);
+    let mut bytes = frame(ping.to_string().as_bytes());
+    bytes.pop();
+    truncated(&bytes).await;
+}
+
+#[tokio::test]
+async fn a_header_cut_short_by_end_of_input_is_not_answered() {
+    truncated(b"Content-Length: 2\r\n").await;
+}
+
 // --- -32100: any request before a successful session/hello; stays open ---
 
 #[tokio::test]

@@ -86,7 +86,7 @@ pub use token::{Token, TokenError};
 pub use ws::{WsSettings, WS_SUBPROTOCOL, WS_TOKEN_PROTOCOL_PREFIX};
 
 /// The frame types this crate's connections carry, re-exported from [`gabp_codec`].
-pub use gabp_codec::{Frame, FrameCodec, FrameError};
+pub use gabp_codec::{Frame, FrameCodec, FrameError, FrameFault};
 
 /// The README's example, compiled as a doctest.
 #[cfg(doctest)]

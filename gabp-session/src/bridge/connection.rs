@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use gabp_types::decode::DecodeError;
-use gabp_types::{ErrorCode, ErrorObject, Response};
+use gabp_types::Response;
 use tokio::time::{Instant, Sleep};
 
 use crate::cancel::Cancelled;
@@ -22,7 +22,8 @@ use super::DisconnectReason;
 pub(super) async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {
     let reason = match engine.run().await {
         Ended::Eof => DisconnectReason::PeerClosed,
-        Ended::Io(e) | Ended::Framing(e) => DisconnectReason::Transport(e),
+        Ended::Io(e) => DisconnectReason::Transport(e),
+        Ended::Framing(fault) => DisconnectReason::Framing(fault),
         Ended::Signal(reason) => reason,
     };
     link.shut(reason);
@@ -33,8 +34,8 @@ pub(super) async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {
 pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 /// The bridge's side of a connection: its [`Role`] in the connection engine (SPEC/1.0 gabp.md §2). A bridge
-/// routes events to its subscriptions, answers the mod's requests `-32601` (it serves no methods), never
-/// answers bad frames, and ends when its link is shut.
+/// routes events to its subscriptions, answers nothing (neither a mod's request nor a bad frame: SPEC/1.0
+/// gabp.md §8), and ends when its link is shut.
 pub(super) struct BridgeRole {
     pub(super) link: Arc<Link>,
     pub(super) shared: Arc<Shared>,
@@ -73,14 +74,10 @@ impl Role for BridgeRole {
         Poll::Ready(())
     }
 
-    fn call(&mut self, request: gabp_types::Request) -> Answer {
-        tracing::debug!(method = %request.method, "the mod sent a request; a bridge serves none");
-        let error = ErrorObject::new(
-            ErrorCode::METHOD_NOT_FOUND,
-            format!("the bridge serves no methods ({})", request.method),
-        )
-        .with_data(serde_json::json!({ "method": request.method.as_str() }));
-        Box::pin(std::future::ready(Ok(Response::error(request.id, error))))
+    fn call(&mut self, request: gabp_types::Request) -> Option<Answer> {
+        // SPEC/1.0 gabp.md §2, §8: a mod sends no requests, and a bridge never answers anything.
+        tracing::debug!(method = %request.method, "the mod sent a request; a bridge answers nothing");
+        None
     }
 
     fn on_event(&mut self, event: gabp_types::Event) {
@@ -137,5 +134,10 @@ impl Role for BridgeRole {
 
     fn on_frame(&mut self) {
         self.link.touch();
+    }
+
+    fn on_framing(&mut self, fault: &gabp_transport::FrameFault) {
+        // Before the pending calls fail, so that they fail with the fault (BridgeError::Framing).
+        self.link.note(DisconnectReason::Framing(fault.clone()));
     }
 }

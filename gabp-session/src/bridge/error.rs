@@ -122,6 +122,15 @@ pub enum BridgeError {
     /// handshake completes, while reconnecting, or after it was lost). Every pending call fails with this at once when the connection ends.
     #[error("disconnected from the mod")]
     Disconnected,
+    /// The mod broke the framing (SPEC/1.0 transport.md §1.2, §7), so the connection was closed; every call
+    /// pending on it fails with this. The fault says at which byte the broken frame starts and shows the
+    /// start of the header seen there (a `Content-Length` counted in UTF-16 code units, say, leaves the end
+    /// of a body in front of the next header).
+    #[error("the mod broke the framing: {fault}")]
+    Framing {
+        /// Where and how.
+        fault: gabp_transport::FrameFault,
+    },
     /// The bridge was closed ([`Bridge::close`](crate::bridge::Bridge::close),
     /// [`Bridge::goodbye`](crate::bridge::Bridge::goodbye), or every handle dropped).
     #[error("the bridge is closed")]

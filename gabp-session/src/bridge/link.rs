@@ -52,13 +52,27 @@ pub(crate) struct Link {
 impl Link {
     /// Ends the connection for `reason` (the first reason given wins).
     pub(super) fn shut(&self, reason: DisconnectReason) {
-        {
-            let mut r = self.reason.lock();
-            if r.is_none() {
-                *r = Some(reason);
-            }
-        }
+        self.note(reason);
         self.kill.cancel();
+    }
+
+    /// Records why the connection is ending, unless a reason is already known.
+    pub(super) fn note(&self, reason: DisconnectReason) {
+        let mut r = self.reason.lock();
+        if r.is_none() {
+            *r = Some(reason);
+        }
+    }
+
+    /// The error of a call the connection can no longer answer: the framing fault when the mod broke the
+    /// framing, else [`BridgeError::Disconnected`].
+    pub(super) fn lost(&self) -> BridgeError {
+        match &*self.reason.lock() {
+            Some(DisconnectReason::Framing(fault)) => BridgeError::Framing {
+                fault: fault.clone(),
+            },
+            _ => BridgeError::Disconnected,
+        }
     }
 
     pub(super) fn reason(&self) -> DisconnectReason {
@@ -205,8 +219,8 @@ pub(super) async fn exchange(
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => Box::pin(link.in_flight.acquire())
                 .await
-                .map_err(|_| BridgeError::Disconnected)?,
-            Err(TryAcquireError::Closed) => return Err(BridgeError::Disconnected),
+                .map_err(|_| link.lost())?,
+            Err(TryAcquireError::Closed) => return Err(link.lost()),
         }),
         Slot::Bypass => None,
     };
@@ -229,8 +243,8 @@ pub(super) async fn exchange(
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(call)) => Box::pin(link.outgoing.send(call))
             .await
-            .map_err(|_| BridgeError::Disconnected)?,
-        Err(mpsc::error::TrySendError::Closed(_)) => return Err(BridgeError::Disconnected),
+            .map_err(|_| link.lost())?,
+        Err(mpsc::error::TrySendError::Closed(_)) => return Err(link.lost()),
     }
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
     // tells it to forget the call.
@@ -252,7 +266,7 @@ pub(super) async fn exchange(
             reason,
         }
         .into()),
-        Err(_) => Err(BridgeError::Disconnected),
+        Err(_) => Err(link.lost()),
     }
 }
 

@@ -113,7 +113,7 @@ pub use progress::ProgressUpdates;
 pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
 pub use settings::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REORDER_CAPACITY,
-    DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIPTION_QUEUE,
+    DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIPTION_QUEUE, GOODBYE_WAIT,
 };
 pub use state::{ConnectionState, DisconnectReason};
 
@@ -542,17 +542,22 @@ impl Bridge {
 
     /// Says goodbye (`session/goodbye`) and closes the bridge: no reconnect follows, and pending calls fail
     /// with [`BridgeError::Disconnected`]. A mod that closes the connection without answering counts as a
-    /// goodbye.
+    /// goodbye. The answer is awaited for at most [`GOODBYE_WAIT`] (or the call time limit, if shorter).
     ///
     /// # Errors
     ///
-    /// An error the mod answered with (the bridge is closed anyway).
+    /// An error the mod answered with, or [`BridgeError::Timeout`] after the wait (the bridge is closed anyway).
     pub async fn goodbye(&self, reason: Option<&str>) -> Result<(), BridgeError> {
-        self.inner.raw.shared.begin_close();
+        let shared = &self.inner.raw.shared;
+        shared.begin_close();
         let params = GoodbyeParams {
             reason: reason.map(str::to_owned),
         };
-        let result = self.call::<SessionGoodbye>(&params).await;
+        let wait = GOODBYE_WAIT.min(self.timeout.unwrap_or(shared.settings().request_timeout));
+        let result = self
+            .with_timeout(wait)
+            .call::<SessionGoodbye>(&params)
+            .await;
         self.close().await;
         match result {
             Ok(_) | Err(BridgeError::Disconnected | BridgeError::Closed) => Ok(()),

@@ -8,6 +8,10 @@ use super::retry::ConnectRetry;
 
 /// The default time limit of a call: 30 seconds (SPEC/1.0 gabp.md §7).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest [`Bridge::goodbye`](super::Bridge::goodbye) waits for the mod's answer: 1 second, or the call
+/// time limit when that is shorter. A mod answers at once (SPEC/1.0 gabp.md §4.3); one that does not is not
+/// worth a whole call time limit, since the connection closes either way (gabp.md §7).
+pub const GOODBYE_WAIT: Duration = Duration::from_secs(1);
 /// The default time limit of the handshake (connecting included when reconnecting): 10 seconds.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default number of calls in flight on one connection: 64 (SPEC/1.0 transport.md §8).

@@ -65,8 +65,10 @@ impl ConnectionState {
 pub enum DisconnectReason {
     /// The mod closed the connection (end of stream).
     PeerClosed,
-    /// Reading or writing failed, or the framing broke (the text says how).
+    /// Reading or writing failed (the text says how).
     Transport(String),
+    /// The mod broke the framing (SPEC/1.0 transport.md §7): where in the stream, and the header seen.
+    Framing(gabp_transport::FrameFault),
     /// The keepalive heard nothing from the mod within its deadline.
     KeepaliveTimeout,
     /// The mod refused the token while reconnecting (-32101 or -31000); retrying cannot help.
@@ -87,6 +89,7 @@ impl fmt::Display for DisconnectReason {
         match self {
             DisconnectReason::PeerClosed => f.write_str("the mod closed the connection"),
             DisconnectReason::Transport(why) => write!(f, "transport failure: {why}"),
+            DisconnectReason::Framing(fault) => write!(f, "the mod broke the framing: {fault}"),
             DisconnectReason::KeepaliveTimeout => {
                 f.write_str("the mod stayed silent past the keepalive deadline")
             }

@@ -22,6 +22,7 @@
 
 mod body;
 mod calls;
+mod framing;
 mod inflight;
 mod progress;
 
@@ -76,8 +77,9 @@ pub(crate) enum Ended<R> {
     Eof,
     /// Reading or writing failed: the peer is gone.
     Io(String),
-    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed).
-    Framing(String),
+    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed, or
+    /// end of input inside a frame): where, and the header seen.
+    Framing(gabp_codec::FrameFault),
     /// The role's signal.
     Signal(R),
 }
@@ -90,8 +92,8 @@ pub(crate) trait Role: Send {
     /// Room for one more request (the role's concurrency limit).
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
 
-    /// Starts handling a request.
-    fn call(&mut self, request: Request) -> Answer;
+    /// Starts handling a request; `None` leaves it unanswered (a bridge answers nothing, SPEC/1.0 gabp.md §8).
+    fn call(&mut self, request: Request) -> Option<Answer>;
 
     /// An event from the peer.
     fn on_event(&mut self, event: Event);
@@ -108,6 +110,9 @@ pub(crate) trait Role: Send {
 
     /// Called for every frame read (a keepalive's sign of life).
     fn on_frame(&mut self) {}
+
+    /// Called when the peer broke the framing, before the calls waiting here fail.
+    fn on_framing(&mut self, _fault: &gabp_codec::FrameFault) {}
 
     /// Called once when reading stops, for whatever reason.
     fn on_read_end(&mut self) {}
@@ -417,18 +422,7 @@ impl<P: Role> Engine<P> {
                 tracing::debug!(error = %e, "reading from the peer failed");
                 Read::Failed(Ended::Io(e.to_string()))
             }
-            Poll::Ready(Some(Err(e))) => {
-                tracing::warn!(error = %e, "fatal framing error; closing");
-                if self.peer.answers_bad_frames() {
-                    let answer = Response::error(
-                        MessageId::nil(),
-                        ErrorObject::new(ErrorCode::PARSE_ERROR, format!("unreadable frame: {e}")),
-                    );
-                    self.push_answer(answer);
-                }
-                self.stop_reading(Ended::Framing(e.to_string()));
-                Read::Progress
-            }
+            Poll::Ready(Some(Err(e))) => self.on_frame_error(&e),
             Poll::Ready(Some(Ok(frame))) => {
                 self.peer.on_frame();
                 self.on_frame(frame);
@@ -506,7 +500,9 @@ impl<P: Role> Engine<P> {
         let cancellable = self.in_flight.is_some()
             && request.method.as_str()
                 == <gabp_types::methods::ToolsCall as gabp_types::methods::Method>::NAME;
-        let mut future = self.peer.call(request);
+        let Some(mut future) = self.peer.call(request) else {
+            return;
+        };
         let max = self.limits.max_message_size;
         // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
         // task of its own. Its task's first poll registers the task's waker, so nothing is lost by polling it

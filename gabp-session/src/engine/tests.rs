@@ -23,9 +23,9 @@ impl Role for Echo {
         Poll::Ready(())
     }
 
-    fn call(&mut self, request: Request) -> Answer {
+    fn call(&mut self, request: Request) -> Option<Answer> {
         let answer = Response::success(request.id, Value::String(request.method.into_string()));
-        Box::pin(std::future::ready(Ok(answer)))
+        Some(Box::pin(std::future::ready(Ok(answer))))
     }
 
     fn on_event(&mut self, event: Event) {

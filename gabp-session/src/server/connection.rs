@@ -58,7 +58,7 @@ pub(crate) fn close_reason(ended: Ended<CloseReason>) -> CloseReason {
     match ended {
         Ended::Eof => CloseReason::Eof,
         Ended::Io(e) => CloseReason::Io(e),
-        Ended::Framing(e) => CloseReason::Framing(e),
+        Ended::Framing(fault) => CloseReason::Framing(fault.to_string()),
         Ended::Signal(reason) => reason,
     }
 }
@@ -74,9 +74,11 @@ impl Role for ModRole {
         }
     }
 
-    fn call(&mut self, request: Request) -> Answer {
-        self.service
-            .call(ServerRequest::new(request, self.session.clone()))
+    fn call(&mut self, request: Request) -> Option<Answer> {
+        Some(
+            self.service
+                .call(ServerRequest::new(request, self.session.clone())),
+        )
     }
 
     fn on_event(&mut self, event: Event) {

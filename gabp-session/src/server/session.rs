@@ -94,7 +94,8 @@ pub enum CloseReason {
     AuthenticationFailed,
     /// No successful `session/hello` arrived within the hello deadline.
     HelloTimeout,
-    /// The byte stream broke the framing rules (a fatal header error); answered with -32700, then closed.
+    /// The byte stream broke the framing rules: a fatal header error (answered with -32700, then closed), or
+    /// the input ended inside a frame (closed without an answer, SPEC/1.0 transport.md §7).
     Framing(String),
     /// Reading from or writing to the bridge failed (it is gone).
     Io(String),
