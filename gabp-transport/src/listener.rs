@@ -94,6 +94,21 @@ enum StdioState {
     Taken(watch::Receiver<()>),
 }
 
+/// A TCP listener on `addr`, refused unless it is loopback (SPEC/1.0 security.md §4), and its bound address.
+async fn bind_loopback(
+    addr: &std::net::SocketAddr,
+    endpoint: &Endpoint,
+) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), TransportError> {
+    check_loopback(addr)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| TransportError::io("bind", endpoint, e))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| TransportError::io("read the address of", endpoint, e))?;
+    Ok((listener, local))
+}
+
 impl Listener {
     /// Start listening at `endpoint`.
     ///
@@ -111,13 +126,7 @@ impl Listener {
     pub async fn bind(endpoint: &Endpoint) -> Result<Self, TransportError> {
         let (kind, endpoint) = match endpoint {
             Endpoint::Tcp(addr) => {
-                check_loopback(addr)?;
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| TransportError::io("bind", endpoint, e))?;
-                let local = listener
-                    .local_addr()
-                    .map_err(|e| TransportError::io("read the address of", endpoint, e))?;
+                let (listener, local) = bind_loopback(addr, endpoint).await?;
                 tracing::debug!(address = %local, "listening on loopback TCP");
                 (Kind::Tcp(listener), Endpoint::Tcp(local))
             }
@@ -146,13 +155,7 @@ impl Listener {
                 })
             }
             Endpoint::WebSocket(addr) => {
-                check_loopback(addr)?;
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| TransportError::io("bind", endpoint, e))?;
-                let local = listener
-                    .local_addr()
-                    .map_err(|e| TransportError::io("read the address of", endpoint, e))?;
+                let (listener, local) = bind_loopback(addr, endpoint).await?;
                 tracing::debug!(address = %local, "listening for WebSockets on loopback");
                 let max_body = FrameCodec::new().max_body_size();
                 (

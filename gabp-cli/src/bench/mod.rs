@@ -421,15 +421,7 @@ async fn measure_echo(
     let echo_error = |e: &dyn std::fmt::Display| format!("the echo failed: {e}");
 
     for _ in 0..warm_up {
-        writer
-            .send(body.clone())
-            .await
-            .map_err(|e| echo_error(&e))?;
-        match reader.next().await {
-            Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(echo_error(&e)),
-            None => return Err(echo_error(&"the connection closed")),
-        }
+        echo_once(&mut writer, &mut reader, &body).await?;
     }
 
     let done = Arc::new(AtomicU64::new(0));
@@ -440,19 +432,11 @@ async fn measure_echo(
             let started = Instant::now();
             for _ in 0..calls {
                 let start = Instant::now();
-                writer
-                    .send(body.clone())
-                    .await
-                    .map_err(|e| echo_error(&e))?;
-                match reader.next().await {
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(echo_error(&e)),
-                    None => return Err(echo_error(&"the connection closed")),
-                }
+                echo_once(&mut writer, &mut reader, &body).await?;
                 latencies.push(start.elapsed());
                 done.fetch_add(1, Ordering::Relaxed);
             }
-            Ok((latencies, started.elapsed()))
+            Ok::<_, String>((latencies, started.elapsed()))
         };
         let (latencies, elapsed) = with_progress(progress, "floor", offset, &done, run).await?;
         echo.abort();
@@ -509,6 +493,24 @@ async fn measure_echo(
     drop(writer);
     echo.abort();
     Ok(Stats::from_latencies(latencies, elapsed))
+}
+
+/// One frame to the raw echo and its copy back.
+async fn echo_once(
+    writer: &mut gabp_transport::FrameWriter,
+    reader: &mut gabp_transport::FrameReader,
+    body: &Bytes,
+) -> Result<(), String> {
+    let echo_error = |e: &dyn std::fmt::Display| format!("the echo failed: {e}");
+    writer
+        .send(body.clone())
+        .await
+        .map_err(|e| echo_error(&e))?;
+    match reader.next().await {
+        Some(Ok(_)) => Ok(()),
+        Some(Err(e)) => Err(echo_error(&e)),
+        None => Err(echo_error(&"the connection closed")),
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use base64::Engine as _;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -308,66 +309,17 @@ impl<T: JsonSchema> JsonSchema for WithContent<T> {
     }
 }
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn sextet(c: u8) -> Option<u32> {
-    match c {
-        b'A'..=b'Z' => Some(u32::from(c - b'A')),
-        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
-        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
-
 /// The decoded length of padded standard base64, or `None` when `text` is not that.
 fn base64_decoded_len(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if bytes.len() % 4 != 0 {
-        return None;
-    }
-    let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
-    if padding > 2 {
-        return None;
-    }
-    let body = &bytes[..bytes.len() - padding];
-    if !body.iter().all(|&b| sextet(b).is_some()) {
-        return None;
-    }
-    Some(bytes.len() / 4 * 3 - padding)
+    decode_base64(text).map(|bytes| bytes.len())
 }
 
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let len = base64_decoded_len(text)?;
-    let mut out = Vec::with_capacity(len);
-    for chunk in text.as_bytes().chunks(4) {
-        let mut n = 0u32;
-        for &c in chunk {
-            n = (n << 6) | if c == b'=' { 0 } else { sextet(c)? };
-        }
-        out.extend_from_slice(&n.to_be_bytes()[1..]);
-    }
-    out.truncate(len);
-    Some(out)
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 fn encode_base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
