@@ -228,6 +228,22 @@ pub fn shorten(text: &str, max_chars: usize) -> Cow<'_, str> {
     }
 }
 
+/// How many characters of a name a peer sent (a method, a tool) are quoted in answers and log lines.
+pub const QUOTED_NAME_CHARS: usize = 64;
+
+/// `name`, sent by a peer, as it is quoted in answers and log lines: at most its first [`QUOTED_NAME_CHARS`]
+/// characters (see [`shorten`]), so that a peer cannot make an answer or a log line grow with what it sends
+/// (SPEC/1.0 security.md §7).
+///
+/// ```
+/// let long = format!("a/{}", "b".repeat(10_000));
+/// assert_eq!(gabp_types::quoted_name(&long).chars().count(), gabp_types::QUOTED_NAME_CHARS + 1);
+/// assert_eq!(gabp_types::quoted_name("tools/list"), "tools/list");
+/// ```
+pub fn quoted_name(name: &str) -> Cow<'_, str> {
+    shorten(name, QUOTED_NAME_CHARS)
+}
+
 /// A serde_json error message without the ` at line L column C` that serde_json appends to it.
 ///
 /// The position means nothing for a value that was already parsed, and callers that know it report it

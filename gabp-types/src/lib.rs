@@ -54,7 +54,9 @@ pub use capabilities::{
     BelowMinimum, BoundedU64, Capabilities, Extensions, InvalidExtensionKey, Limits, ToolDescriptor,
 };
 pub use decode::{DecodeError, DecodeMode};
-pub use error::{shorten, without_json_position, ErrorCode, ErrorObject};
+pub use error::{
+    quoted_name, shorten, without_json_position, ErrorCode, ErrorObject, QUOTED_NAME_CHARS,
+};
 pub use extra::ExtraMembers;
 pub use id::{InvalidMessageId, MessageId};
 pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};

@@ -15,7 +15,7 @@ use gabp_types::methods::{
     SubscribeResult, TimeParams, TimeStepParams, ToolsCancelParams, ToolsCancelResult,
     ToolsListParams, ToolsListResult, UnsubscribeResult,
 };
-use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
+use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -243,9 +243,9 @@ impl Router {
         let Some(tool) = self.routes.tools.get(&name) else {
             return Err(ErrorObject::new(
                 ErrorCode::TOOL_NOT_FOUND,
-                format!("tool not found: {name}"),
+                format!("tool not found: {}", quoted_name(&name)),
             )
-            .with_data(json!({ "tool": name })));
+            .with_data(json!({ "tool": quoted_name(&name) })));
         };
         // Read once: a schema the type enforces is checked by decoding the text; any other is validated
         // on the parsed value first (SPEC/1.0 gabp.md §4.5).

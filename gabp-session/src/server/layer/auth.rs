@@ -134,14 +134,15 @@ where
             if req.session.is_established() {
                 return self.inner.call(req).boxed();
             }
-            tracing::debug!(method = req.method(), "request before session/hello");
+            let method = gabp_types::quoted_name(req.method());
+            tracing::debug!(method = %method, "request before session/hello");
             return ready(
                 req.error(
                     ErrorObject::new(
                         ErrorCode::AUTHENTICATION_REQUIRED,
                         "authentication required: send session/hello first",
                     )
-                    .with_data(json!({ "method": req.method() })),
+                    .with_data(json!({ "method": method })),
                 ),
             );
         }

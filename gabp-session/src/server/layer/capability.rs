@@ -94,9 +94,9 @@ impl<S> fmt::Debug for Capability<S> {
 pub(crate) fn method_not_found(method: &str) -> ErrorObject {
     ErrorObject::new(
         ErrorCode::METHOD_NOT_FOUND,
-        format!("method not found: {method}"),
+        format!("method not found: {}", gabp_types::quoted_name(method)),
     )
-    .with_data(json!({ "method": method }))
+    .with_data(json!({ "method": gabp_types::quoted_name(method) }))
 }
 
 impl<S> Service<ServerRequest> for Capability<S>

@@ -96,7 +96,7 @@ where
 
     fn call(&mut self, req: ServerRequest) -> ResponseFuture {
         let id = req.id();
-        let method = req.method().to_owned();
+        let method = gabp_types::quoted_name(req.method()).into_owned();
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(req))) {
             Ok(fut) => AssertUnwindSafe(fut)
                 .catch_unwind()

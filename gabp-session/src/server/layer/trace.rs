@@ -73,9 +73,9 @@ where
     fn call(&mut self, req: ServerRequest) -> ResponseFuture {
         let span = tracing::debug_span!(
             "gabp.request",
-            method = req.method(),
+            method = %gabp_types::quoted_name(req.method()),
             id = %req.id(),
-            tool = req.tool_name().as_deref(),
+            tool = req.tool_name().as_deref().map(gabp_types::quoted_name).as_deref(),
         );
         let fut = span.in_scope(|| self.inner.call(req));
         async move {
