@@ -10,30 +10,12 @@ use std::time::{Duration, Instant};
 use gabp_session::server::{CallContext, ServerLimits, Tool, ToolError};
 use gabp_transport::{Endpoint, Listener};
 use serde_json::{json, Value};
-use server_support::{builder, frame, hello_params, request, PATIENCE};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use server_support::{builder, frame, request, try_hello as hello, PATIENCE};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 const CALLS: usize = 64;
-
-/// Sends the hello; `true` once the first bytes of the welcome arrive (a mod over its connection limit closes
-/// the connection without a word).
-async fn hello(stream: &mut TcpStream) -> bool {
-    let (_, hello) = request("session/hello", Some(hello_params(server_support::TOKEN)));
-    if stream
-        .write_all(&frame(&serde_json::to_vec(&hello).unwrap()))
-        .await
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 16];
-    match tokio::time::timeout(PATIENCE, stream.read_exact(&mut head)).await {
-        Ok(Ok(_)) => head.starts_with(b"Content-Length: "),
-        _ => false,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {

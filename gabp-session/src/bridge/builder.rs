@@ -218,6 +218,14 @@ impl<L> BridgeBuilder<L> {
         self
     }
 
+    /// The bytes of event payloads each subscription's queue holds (default 8 MiB); one event always fits in
+    /// an empty queue. Events that do not fit are counted and reported as
+    /// [`SubscriptionItem::Lagged`](crate::bridge::SubscriptionItem::Lagged), as when the queue is full.
+    pub fn subscription_queue_bytes(mut self, bytes: usize) -> Self {
+        self.settings.subscription_queue_bytes = bytes;
+        self
+    }
+
     /// How long (default 50 ms) and how many events per channel (default 64) to hold back waiting for a `seq`
     /// gap to fill before reporting it as lagged. A zero window reports gaps at once. See
     /// [`events`](crate::bridge::events) for the whole policy.

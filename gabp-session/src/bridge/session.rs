@@ -122,6 +122,9 @@ pub(super) async fn establish(
     let limits = engine::Limits {
         max_message_size: codec_max_body,
         backlog: settings.outgoing_queue,
+        // A bridge answers nothing (SPEC/1.0 gabp.md §8): only its answers to bad frames could queue, and it
+        // writes none.
+        backlog_bytes: codec_max_body,
         calls: settings.max_in_flight,
         drain_timeout: CLOSE_GRACE,
     };

@@ -18,6 +18,8 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default capacity of each subscription's queue, in items.
 pub const DEFAULT_SUBSCRIPTION_QUEUE: usize = 1024;
+/// The default bytes of event payloads each subscription's queue holds: 8 MiB.
+pub const DEFAULT_SUBSCRIPTION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 /// The default time an event ahead of a `seq` gap is held back waiting for the gap to fill.
 pub const DEFAULT_REORDER_WINDOW: Duration = Duration::from_millis(50);
 /// The default number of events held back per channel waiting for a `seq` gap to fill.
@@ -33,6 +35,7 @@ pub(crate) struct Settings {
     pub(crate) max_in_flight: usize,
     pub(crate) outgoing_queue: usize,
     pub(crate) subscription_queue: usize,
+    pub(crate) subscription_queue_bytes: usize,
     pub(crate) reorder: Reorder,
     pub(crate) check_advertised: bool,
     pub(crate) reconnect: Option<ReconnectPolicy>,
@@ -50,6 +53,7 @@ impl Default for Settings {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             outgoing_queue: DEFAULT_MAX_IN_FLIGHT,
             subscription_queue: DEFAULT_SUBSCRIPTION_QUEUE,
+            subscription_queue_bytes: DEFAULT_SUBSCRIPTION_QUEUE_BYTES,
             reorder: Reorder {
                 window: DEFAULT_REORDER_WINDOW,
                 capacity: DEFAULT_REORDER_CAPACITY,

@@ -210,8 +210,12 @@ impl Shared {
         if self.state.borrow().is_terminal() || self.shutdown.is_cancelled() {
             return Err(self.no_link_error_terminal());
         }
-        let capacity = self.settings().subscription_queue;
-        let (id, queue) = self.router.lock().add(unique, capacity);
+        let settings = self.settings();
+        let (capacity, max_bytes) = (
+            settings.subscription_queue,
+            settings.subscription_queue_bytes,
+        );
+        let (id, queue) = self.router.lock().add(unique, capacity, max_bytes);
         // From here on, dropping `subscription` (this future cancelled) undoes the registration.
         let mut subscription = Subscription::new(id, queue, self.clone());
         if self.current.read().clone().is_none() {

@@ -17,16 +17,17 @@
 //!    side owes are written, then the sink is closed. Reading or writing failing means the peer is gone: the
 //!    handlers still running are cancelled at once and the loop ends.
 //!
-//! Every queue is bounded: requests handled by the role's limit, answers by the backlog bound (plus the
-//! requests in flight), requests sent by the caller's channel, events by the role's event queue.
+//! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
+//! backlog's bounds in answers and in bytes, requests sent by the caller's channel, events by the role's event
+//! queue.
 
+mod backlog;
 mod body;
 mod calls;
 mod framing;
 mod inflight;
-mod progress;
+mod queue;
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -50,8 +51,9 @@ use tokio::time::Sleep;
 pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
-pub(crate) use progress::{progress_queue, ProgressQueue, ProgressSender};
+pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
 
+use backlog::Backlog;
 use calls::Calls;
 
 /// How many frames one poll of the engine reads before yielding to the runtime.
@@ -98,6 +100,11 @@ pub(crate) trait Role: Send {
     /// An event from the peer.
     fn on_event(&mut self, event: Event);
 
+    /// Reading paused because the peer does not read its answers; `Some` ends the connection at once.
+    fn on_backlog_full(&mut self) -> Option<Self::Reason> {
+        None
+    }
+
     /// A frame that is not a valid request (SPEC/1.0 transport.md §7); `Some` answers it.
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) -> Option<Response>;
 
@@ -125,6 +132,8 @@ pub(crate) struct Limits {
     pub(crate) max_message_size: usize,
     /// Answers waiting for the sink beyond which reading pauses.
     pub(crate) backlog: usize,
+    /// Bytes of answers waiting and of requests being handled beyond which reading pauses.
+    pub(crate) backlog_bytes: usize,
     /// Calls this side expects to have in flight (the table is swept of abandoned calls past twice that).
     pub(crate) calls: usize,
     /// How long the answers owed may take once reading has stopped.
@@ -136,10 +145,10 @@ pub(crate) struct Queues {
     /// Requests this side sends (a bridge's calls).
     pub(crate) outgoing: Option<mpsc::Receiver<Outgoing>>,
     /// Events this side sends (a mod's subscriptions).
-    pub(crate) events: Option<mpsc::Receiver<Bytes>>,
+    pub(crate) events: Option<FrameQueue>,
     /// Progress events of the calls this side handles: written before any answer, so that a call's progress
     /// always precedes its response (SPEC/1.0 extensions.md §progress).
-    pub(crate) progress: Option<ProgressQueue>,
+    pub(crate) progress: Option<FrameQueue>,
     /// The `tools/call` requests the peer may cancel (SPEC/1.0 extensions.md §cancel).
     pub(crate) in_flight: Option<std::sync::Arc<InFlight>>,
 }
@@ -151,15 +160,15 @@ pub(crate) struct Engine<P: Role> {
     peer: P,
     calls: Calls,
     outgoing: Option<mpsc::Receiver<Outgoing>>,
-    events: Option<mpsc::Receiver<Bytes>>,
-    progress: Option<ProgressQueue>,
+    events: Option<FrameQueue>,
+    progress: Option<FrameQueue>,
     in_flight: Option<std::sync::Arc<InFlight>>,
     /// Requests being handled on tasks of their own; each yields its serialized answer.
     handling: JoinSet<Bytes>,
     /// Answers waiting for the sink, in order.
-    backlog: VecDeque<Bytes>,
-    /// A request read but waiting for the role to be ready.
-    waiting: Option<Request>,
+    backlog: Backlog,
+    /// A request read (and its size) but waiting for the role to be ready.
+    waiting: Option<(Request, usize)>,
     reading: bool,
     /// Our side is closing: nothing new is written.
     closing_writes: bool,
@@ -183,7 +192,7 @@ impl<P: Role> Engine<P> {
             progress: queues.progress,
             in_flight: queues.in_flight,
             handling: JoinSet::new(),
-            backlog: VecDeque::new(),
+            backlog: Backlog::new(limits.backlog, limits.backlog_bytes),
             waiting: None,
             reading: true,
             closing_writes: false,
@@ -223,7 +232,7 @@ impl<P: Role> Engine<P> {
                     .and_then(|f| f.finished(task))
                     .filter(|(_, cancelled)| *cancelled);
                 match done {
-                    Ok((_, answer)) => self.backlog.push_back(answer),
+                    Ok((_, answer)) => self.backlog.push(answer),
                     Err(e) if e.is_cancelled() => {
                         if let Some((id, _)) = cancelled {
                             self.push_answer(Response::error(id, inflight::cancelled_error()));
@@ -363,7 +372,7 @@ impl<P: Role> Engine<P> {
                 Poll::Pending => {}
             }
         }
-        if let Some(body) = self.backlog.pop_front() {
+        if let Some(body) = self.backlog.pop() {
             return Some(body);
         }
         if let Some(outgoing) = &mut self.outgoing {
@@ -389,7 +398,7 @@ impl<P: Role> Engine<P> {
             }
         }
         if let Some(events) = &mut self.events {
-            match events.poll_recv(cx) {
+            match events.poll_next(cx) {
                 Poll::Ready(Some(body)) => return Some(body),
                 Poll::Ready(None) => self.events = None,
                 Poll::Pending => {}
@@ -400,16 +409,27 @@ impl<P: Role> Engine<P> {
 
     /// Reads and handles at most one frame (or dispatches the waiting request).
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Read<P::Reason> {
-        if let Some(request) = self.waiting.take() {
+        if let Some((request, size)) = self.waiting.take() {
             if self.peer.poll_ready(cx).is_pending() {
-                self.waiting = Some(request);
+                self.waiting = Some((request, size));
                 return Read::Idle;
             }
-            self.dispatch(request);
+            self.dispatch(request, size);
             return Read::Progress;
         }
-        if !self.reading || self.backlog.len() >= self.limits.backlog {
+        if !self.reading {
             return Read::Idle;
+        }
+        if self.backlog.is_full() {
+            tracing::trace!(
+                answers = self.backlog.len(),
+                bytes = self.backlog.bytes(),
+                "the peer is not reading its answers; reading paused"
+            );
+            return match self.peer.on_backlog_full() {
+                Some(reason) => Read::Failed(Ended::Signal(reason)),
+                None => Read::Idle,
+            };
         }
         match Pin::new(&mut self.reader).poll_next(cx) {
             Poll::Pending => Read::Idle,
@@ -443,7 +463,7 @@ impl<P: Role> Engine<P> {
             }
         };
         match decode(&body, DecodeMode::Lenient) {
-            Ok(Message::Request(request)) => self.waiting = Some(request),
+            Ok(Message::Request(request)) => self.waiting = Some((request, body.len())),
             Ok(Message::Response(response)) => {
                 let id = response.id;
                 if !self.calls.deliver(&id, Delivery::Outcome(response.outcome)) {
@@ -492,10 +512,11 @@ impl<P: Role> Engine<P> {
 
     fn push_answer(&mut self, response: Response) {
         self.backlog
-            .push_back(encode(response, self.limits.max_message_size));
+            .push(encode(response, self.limits.max_message_size));
     }
 
-    fn dispatch(&mut self, request: Request) {
+    /// Handles a request of `size` bytes on the wire: polled once in place, on a task of its own if it waits.
+    fn dispatch(&mut self, request: Request, size: usize) {
         let id = request.id;
         let cancellable = self.in_flight.is_some()
             && request.method.as_str()
@@ -510,17 +531,19 @@ impl<P: Role> Engine<P> {
         let mut cx = Context::from_waker(std::task::Waker::noop());
         match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
             Ok(Poll::Ready(Ok(response))) => {
-                self.backlog.push_back(encode(response, max));
+                self.backlog.push(encode(response, max));
                 return;
             }
             Ok(Poll::Ready(Err(never))) => match never {},
             Ok(Poll::Pending) => {}
             Err(_) => {
-                self.backlog.push_back(encode(panicked(id), max));
+                self.backlog.push(encode(panicked(id), max));
                 return;
             }
         }
+        let charge = self.backlog.charge(size);
         let handle = self.handling.spawn(async move {
+            let _charge = charge;
             let response = match AssertUnwindSafe(future).catch_unwind().await {
                 Ok(Ok(response)) => response,
                 Ok(Err(never)) => match never {},

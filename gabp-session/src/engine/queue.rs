@@ -1,5 +1,7 @@
-//! The queue of progress events a connection writes before any answer (SPEC/1.0 extensions.md §progress),
-//! which a plain call does not pay for: the engine looks at the channel only when something was queued.
+//! The queues of frames a connection writes besides its answers: the events of its subscriptions and the
+//! progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is bounded by frames
+//! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
+//! with nothing queued does not pay for the queue: the engine looks at the channel only when something was.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,30 +10,41 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-/// The sending end, held by the connection's progress reporters.
-pub(crate) struct ProgressSender {
+/// What is queued, shared by both ends.
+#[derive(Default)]
+struct Queued {
+    frames: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+/// The sending end (cloneable).
+#[derive(Clone)]
+pub(crate) struct FrameSender {
     tx: mpsc::Sender<Bytes>,
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
+    max_bytes: usize,
 }
 
 /// The receiving end, held by the engine.
-pub(crate) struct ProgressQueue {
+pub(crate) struct FrameQueue {
     rx: mpsc::Receiver<Bytes>,
-    queued: Arc<AtomicUsize>,
+    queued: Arc<Queued>,
     /// Whether the channel holds the engine's waker (it does from the first `Pending` until a send wakes it).
     listening: bool,
 }
 
-/// A bounded progress queue of `capacity` events.
-pub(crate) fn progress_queue(capacity: usize) -> (ProgressSender, ProgressQueue) {
-    let (tx, rx) = mpsc::channel(capacity.max(1));
-    let queued = Arc::new(AtomicUsize::new(0));
+/// A queue of at most `frames` frames and `max_bytes` bytes; one frame is always let into an empty queue,
+/// whatever its size.
+pub(crate) fn frame_queue(frames: usize, max_bytes: usize) -> (FrameSender, FrameQueue) {
+    let (tx, rx) = mpsc::channel(frames.max(1));
+    let queued = Arc::new(Queued::default());
     (
-        ProgressSender {
+        FrameSender {
             tx,
             queued: queued.clone(),
+            max_bytes,
         },
-        ProgressQueue {
+        FrameQueue {
             rx,
             queued,
             listening: false,
@@ -39,29 +52,41 @@ pub(crate) fn progress_queue(capacity: usize) -> (ProgressSender, ProgressQueue)
     )
 }
 
-impl ProgressSender {
-    /// Queues `body`; `false` when the queue is full or the connection is gone.
+impl FrameSender {
+    /// Queues `body`; `false` when the queue is full (in frames or bytes) or the connection is gone.
     pub(crate) fn try_send(&self, body: Bytes) -> bool {
+        let len = body.len();
+        let before = self.queued.bytes.fetch_add(len, Ordering::AcqRel);
+        if before > 0 && before.saturating_add(len) > self.max_bytes {
+            self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
         // Counted before the send wakes the engine, so the engine that wakes sees it.
-        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.queued.frames.fetch_add(1, Ordering::AcqRel);
         if self.tx.try_send(body).is_ok() {
             return true;
         }
-        self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.queued.frames.fetch_sub(1, Ordering::AcqRel);
+        self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
         false
+    }
+
+    /// The most frames the queue holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.tx.max_capacity()
     }
 }
 
-impl ProgressQueue {
-    /// The next queued event. Without one queued, the channel is left alone once it holds the waker.
+impl FrameQueue {
+    /// The next queued frame. Without one queued, the channel is left alone once it holds the waker.
     #[inline]
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
-        if self.listening && self.queued.load(Ordering::Acquire) == 0 {
+        if self.listening && self.queued.frames.load(Ordering::Acquire) == 0 {
             return Poll::Pending;
         }
         match self.rx.poll_recv(cx) {
             Poll::Ready(Some(body)) => {
-                self.queued.fetch_sub(1, Ordering::AcqRel);
+                self.taken(&body);
                 // The send that woke us took the waker: the next poll registers it again.
                 self.listening = false;
                 Poll::Ready(Some(body))
@@ -73,14 +98,19 @@ impl ProgressQueue {
             }
         }
     }
+
+    fn taken(&self, body: &Bytes) {
+        self.queued.frames.fetch_sub(1, Ordering::AcqRel);
+        self.queued.bytes.fetch_sub(body.len(), Ordering::AcqRel);
+    }
 }
 
 #[cfg(test)]
-impl ProgressQueue {
+impl FrameQueue {
     /// The next queued event, without waiting.
     pub(crate) fn try_next(&mut self) -> Option<Bytes> {
         let body = self.rx.try_recv().ok()?;
-        self.queued.fetch_sub(1, Ordering::AcqRel);
+        self.taken(&body);
         Some(body)
     }
 }
@@ -102,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
-        let (tx, mut queue) = progress_queue(4);
+        let (tx, mut queue) = frame_queue(4, 1024);
         let flag = Arc::new(Flag(AtomicBool::new(false)));
         let waker = Waker::from(flag.clone());
         let mut cx = Context::from_waker(&waker);
@@ -127,15 +157,30 @@ mod tests {
 
     #[test]
     fn a_full_queue_refuses_and_counts_nothing() {
-        let (tx, mut queue) = progress_queue(1);
+        let (tx, mut queue) = frame_queue(1, 1024);
         assert!(tx.try_send(Bytes::from_static(b"a")));
         assert!(!tx.try_send(Bytes::from_static(b"b")));
-        assert_eq!(queue.queued.load(Ordering::SeqCst), 1);
+        assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 1);
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
         assert!(queue.poll_next(&mut cx).is_ready());
-        assert_eq!(queue.queued.load(Ordering::SeqCst), 0);
+        assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 0);
+        assert_eq!(queue.queued.bytes.load(Ordering::SeqCst), 0);
         drop(tx);
         assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+    }
+
+    #[test]
+    fn bytes_bound_the_queue_but_one_frame_always_fits() {
+        let (tx, mut queue) = frame_queue(8, 10);
+        assert!(
+            tx.try_send(Bytes::from(vec![b'x'; 64])),
+            "an empty queue takes any frame"
+        );
+        assert!(!tx.try_send(Bytes::from_static(b"y")), "over the bytes");
+        assert_eq!(queue.try_next().map(|b| b.len()), Some(64));
+        assert!(tx.try_send(Bytes::from_static(b"0123456789")));
+        assert!(!tx.try_send(Bytes::from_static(b"a")), "11 bytes > 10");
+        assert_eq!(queue.queued.bytes.load(Ordering::SeqCst), 10);
     }
 }

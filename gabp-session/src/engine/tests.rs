@@ -81,6 +81,7 @@ fn start() -> Harness {
     let limits = Limits {
         max_message_size: 1 << 20,
         backlog: 16,
+        backlog_bytes: 1 << 20,
         calls: 4,
         drain_timeout: Duration::from_secs(5),
     };

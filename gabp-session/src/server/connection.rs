@@ -21,6 +21,7 @@ use tower::Service;
 use crate::cancel::Cancelled;
 use crate::engine::{Answer, Ended, Role, Signal};
 
+use super::admission::Admitted;
 use super::events::EventHub;
 use super::layer::auth::{already_established, authentication_failed};
 use super::layer::ModService;
@@ -33,6 +34,9 @@ pub(crate) struct ModRole {
     hub: Arc<EventHub>,
     shutdown: Cancelled,
     hello_deadline: Option<Pin<Box<Sleep>>>,
+    /// The connection's slot, and its signal to make room for a new connection while it has no session.
+    slot: Admitted,
+    displaced: Cancelled,
 }
 
 impl ModRole {
@@ -42,8 +46,11 @@ impl ModRole {
         hub: Arc<EventHub>,
         shutdown: CancellationToken,
         hello_timeout: Duration,
+        slot: Admitted,
     ) -> Self {
         ModRole {
+            displaced: Cancelled::new(slot.displaced()),
+            slot,
             service,
             session,
             hub,
@@ -101,6 +108,14 @@ impl Role for ModRole {
         Some(MessageError::Invalid { error, body }.to_response())
     }
 
+    fn on_backlog_full(&mut self) -> Option<CloseReason> {
+        // A peer that has not said hello gets nothing more than its answers: it does not read them, so it goes.
+        (!self.session.is_established()).then(|| {
+            tracing::info!("no session/hello and the answers are not read; closing");
+            CloseReason::NotReading
+        })
+    }
+
     fn answers_bad_frames(&self) -> bool {
         true
     }
@@ -114,11 +129,18 @@ impl Role for ModRole {
         }
         if self.session.is_established() {
             self.hello_deadline = None;
+            self.slot.established();
+        } else if Pin::new(&mut self.displaced).poll(cx).is_ready() {
+            tracing::info!(
+                "no session/hello yet and the mod is full: making room for a new connection"
+            );
+            return Poll::Ready(Signal::End(CloseReason::Displaced));
         } else if let Some(deadline) = &mut self.hello_deadline {
             if deadline.as_mut().poll(cx).is_ready() {
                 tracing::info!("no successful session/hello in time; closing");
                 self.hello_deadline = None;
-                return Poll::Ready(Signal::StopReading(CloseReason::HelloTimeout));
+                // Nothing is owed to a peer that never said hello: no drain (SPEC/1.0 security.md §7).
+                return Poll::Ready(Signal::End(CloseReason::HelloTimeout));
             }
         }
         Poll::Pending

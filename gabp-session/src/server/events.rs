@@ -12,13 +12,12 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use bytes::Bytes;
 use gabp_types::{Attention, ChannelName, Event, Message, MessageId, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use super::pattern::{NamePattern, PatternError};
+use crate::engine::{frame_queue, FrameQueue, FrameSender};
 
 /// Publishes events to the bridges subscribed to a channel. Cheap to clone; usable from any thread, async or
 /// not (publishing never blocks on a connection).
@@ -178,15 +177,15 @@ struct ChannelState {
 
 /// One connection's bounded event queue (the driver owns the receiving end).
 pub(crate) struct SubscriberQueue {
-    tx: mpsc::Sender<Bytes>,
+    tx: FrameSender,
     delivered: AtomicU64,
     dropped: AtomicU64,
 }
 
 impl SubscriberQueue {
-    /// A queue of `capacity` events and its receiving end.
-    pub(crate) fn new(capacity: usize) -> (Arc<Self>, mpsc::Receiver<Bytes>) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
+    /// A queue of `capacity` events and `max_bytes` bytes, and its receiving end.
+    pub(crate) fn new(capacity: usize, max_bytes: usize) -> (Arc<Self>, FrameQueue) {
+        let (tx, rx) = frame_queue(capacity, max_bytes);
         (
             Arc::new(SubscriberQueue {
                 tx,
@@ -206,7 +205,7 @@ impl SubscriberQueue {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.tx.max_capacity()
+        self.tx.capacity()
     }
 }
 
@@ -296,16 +295,13 @@ impl EventHub {
         state.next_seq += 1;
         let (mut delivered, mut dropped) = (0, 0);
         for sub in &state.subscribers {
-            match sub.tx.try_send(body.clone()) {
-                Ok(()) => {
-                    delivered += 1;
-                    sub.delivered.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(_) => {
-                    // Full (or the connection is closing): this subscriber loses the event, nobody waits.
-                    dropped += 1;
-                    sub.dropped.fetch_add(1, Ordering::Relaxed);
-                }
+            if sub.tx.try_send(body.clone()) {
+                delivered += 1;
+                sub.delivered.fetch_add(1, Ordering::Relaxed);
+            } else {
+                // Full (or the connection is closing): this subscriber loses the event, nobody waits.
+                dropped += 1;
+                sub.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
         drop(state);
@@ -452,7 +448,7 @@ mod tests {
         hub
     }
 
-    fn seq_of(body: &Bytes) -> u64 {
+    fn seq_of(body: &bytes::Bytes) -> u64 {
         match decode(body, DecodeMode::Strict).unwrap() {
             Message::Event(e) => e.seq,
             other => panic!("not an event: {other:?}"),
@@ -478,8 +474,8 @@ mod tests {
     fn a_full_queue_drops_for_that_subscriber_only() {
         let hub = hub(&["player/move"]);
         let events = EventPublisher::new(hub.clone());
-        let (slow_q, mut slow_rx) = SubscriberQueue::new(2);
-        let (fast_q, mut fast_rx) = SubscriberQueue::new(100);
+        let (slow_q, mut slow_rx) = SubscriberQueue::new(2, 1 << 20);
+        let (fast_q, mut fast_rx) = SubscriberQueue::new(100, 1 << 20);
         let slow = Subscriptions::new(slow_q);
         let fast = Subscriptions::new(fast_q);
         assert_eq!(
@@ -494,24 +490,24 @@ mod tests {
         assert_eq!(slow.queue().dropped(), 8);
         assert_eq!(fast.queue().dropped(), 0);
         let mut fast_seqs = Vec::new();
-        while let Ok(b) = fast_rx.try_recv() {
+        while let Some(b) = fast_rx.try_next() {
             fast_seqs.push(seq_of(&b));
         }
         assert_eq!(fast_seqs, (0..10).collect::<Vec<_>>());
         // The slow subscriber kept the first two; after draining, it gets new ones with a visible gap.
         let mut slow_seqs = Vec::new();
-        while let Ok(b) = slow_rx.try_recv() {
+        while let Some(b) = slow_rx.try_next() {
             slow_seqs.push(seq_of(&b));
         }
         events.publish("player/move", json!({})).unwrap();
-        slow_seqs.push(seq_of(&slow_rx.try_recv().unwrap()));
+        slow_seqs.push(seq_of(&slow_rx.try_next().unwrap()));
         assert_eq!(slow_seqs, [0, 1, 10]);
     }
 
     #[test]
     fn patterns_unknown_names_and_unsubscribe() {
         let hub = hub(&["player/move", "player/chat", "world/block_change"]);
-        let (q, _rx) = SubscriberQueue::new(8);
+        let (q, _rx) = SubscriberQueue::new(8, 1 << 20);
         let sub = Subscriptions::new(q);
         let got = hub
             .subscribe(&sub, &["player/*".into(), "nope/nope".into()])
@@ -537,7 +533,7 @@ mod tests {
     #[test]
     fn a_hostile_pattern_is_refused_and_nothing_changes() {
         let hub = hub(&["player/move", "player/chat"]);
-        let (q, _rx) = SubscriberQueue::new(8);
+        let (q, _rx) = SubscriberQueue::new(8, 1 << 20);
         let sub = Subscriptions::new(q);
         let requested = ["player/move".to_owned(), "*".repeat(87_380)];
         let e = hub.subscribe(&sub, &requested).unwrap_err();

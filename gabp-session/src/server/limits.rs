@@ -37,9 +37,16 @@ pub struct ServerLimits {
     pub hello_timeout: Duration,
     /// Events queued per connection (default 1024); when full, that connection loses events.
     pub event_queue: usize,
+    /// Bytes of the events queued per connection (default 4 MiB); when full, that connection loses events.
+    /// One event is always let in when its queue is empty, whatever its size.
+    pub event_queue_bytes: usize,
     /// Answers queued per connection waiting for the bridge to read (default 256); when full, the
-    /// connection stops reading requests.
+    /// connection stops reading requests until the bridge reads.
     pub outgoing_queue: usize,
+    /// Bytes of the answers queued per connection and of the requests being handled (default 4 MiB); when
+    /// full, the connection stops reading requests until the bridge reads. A bridge that has not said hello
+    /// and fills its queue is closed ([`CloseReason::NotReading`](super::CloseReason::NotReading)).
+    pub outgoing_queue_bytes: usize,
     /// Calls queued for the game's main thread, mod-wide (default 1024); when full, calls are answered
     /// `-32401` (retryable).
     pub main_thread_queue: usize,
@@ -59,7 +66,9 @@ impl Default for ServerLimits {
             max_connections: 10,
             hello_timeout: Duration::from_secs(10),
             event_queue: 1024,
+            event_queue_bytes: 4 * 1024 * 1024,
             outgoing_queue: 256,
+            outgoing_queue_bytes: 4 * 1024 * 1024,
             main_thread_queue: 1024,
             max_content_bytes: 512 * 1024,
         }
@@ -123,6 +132,20 @@ impl ServerLimits {
         self
     }
 
+    /// Sets the bytes each connection's event queue may hold.
+    #[must_use]
+    pub fn with_event_queue_bytes(mut self, value: usize) -> Self {
+        self.event_queue_bytes = value;
+        self
+    }
+
+    /// Sets the bytes each connection's queue of answers (and requests being handled) may hold.
+    #[must_use]
+    pub fn with_outgoing_queue_bytes(mut self, value: usize) -> Self {
+        self.outgoing_queue_bytes = value;
+        self
+    }
+
     /// Sets the capacity of the main-thread queue.
     #[must_use]
     pub fn with_main_thread_queue(mut self, value: usize) -> Self {
@@ -159,7 +182,9 @@ impl ServerLimits {
             ("max_concurrent_requests", self.max_concurrent_requests),
             ("max_connections", self.max_connections),
             ("event_queue", self.event_queue),
+            ("event_queue_bytes", self.event_queue_bytes),
             ("outgoing_queue", self.outgoing_queue),
+            ("outgoing_queue_bytes", self.outgoing_queue_bytes),
             ("main_thread_queue", self.main_thread_queue),
         ] {
             if value == 0 {

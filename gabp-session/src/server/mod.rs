@@ -55,6 +55,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod arguments;
 mod build_error;
 mod builder;

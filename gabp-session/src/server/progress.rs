@@ -13,24 +13,26 @@ use gabp_types::methods::{
 use gabp_types::{ChannelName, Event, Message};
 use parking_lot::Mutex;
 
-use crate::engine::{progress_queue, ProgressQueue, ProgressSender};
+use crate::engine::{frame_queue, FrameQueue, FrameSender};
 
 /// How many progress events of one connection may wait for the writer; more are dropped (progress is
 /// advisory, and the next report carries the news).
 pub(crate) const PROGRESS_QUEUE: usize = 64;
+/// The bytes those events may hold (a progress event's message is short).
+const PROGRESS_QUEUE_BYTES: usize = 64 * 1024;
 
 const MIN_INTERVAL: Duration = Duration::from_millis(PROGRESS_MIN_INTERVAL_MS);
 
 /// One connection's progress events: their queue and their `seq`.
 pub(crate) struct ProgressSink {
-    tx: ProgressSender,
+    tx: FrameSender,
     seq: Mutex<u64>,
 }
 
 impl ProgressSink {
     /// A sink and the queue the connection's engine writes from.
-    pub(crate) fn new() -> (ProgressSink, ProgressQueue) {
-        let (tx, rx) = progress_queue(PROGRESS_QUEUE);
+    pub(crate) fn new() -> (ProgressSink, FrameQueue) {
+        let (tx, rx) = frame_queue(PROGRESS_QUEUE, PROGRESS_QUEUE_BYTES);
         (
             ProgressSink {
                 tx,
@@ -147,7 +149,7 @@ impl Progress {
 mod tests {
     use super::*;
 
-    fn payloads(rx: &mut ProgressQueue) -> Vec<serde_json::Value> {
+    fn payloads(rx: &mut FrameQueue) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
         while let Some(body) = rx.try_next() {
             out.push(serde_json::from_slice::<serde_json::Value>(&body).unwrap());

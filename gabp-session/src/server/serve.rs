@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use tracing::Instrument;
 
 use crate::engine::{self, Engine, Queues};
 
+use super::admission::Admission;
 use super::builder::ModServerBuilder;
 use super::connection::{close_reason, ModRole};
 use super::events::{EventPublisher, SubscriberQueue};
@@ -100,7 +100,7 @@ struct Inner {
     layers: Vec<LayerFn>,
     publisher: EventPublisher,
     main_thread: MainThread,
-    connections: AtomicUsize,
+    admission: Arc<Admission>,
 }
 
 impl fmt::Debug for ModServer {
@@ -110,17 +110,6 @@ impl fmt::Debug for ModServer {
             .field("limits", &self.inner.limits)
             .field("connections", &self.connection_count())
             .finish_non_exhaustive()
-    }
-}
-
-/// Counts a connection against [`ServerLimits::max_connections`] while alive.
-struct ConnectionSlot {
-    server: Arc<Inner>,
-}
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.server.connections.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -160,6 +149,7 @@ impl ModServer {
             publisher,
             main_thread,
         } = parts;
+        let admission = Admission::new(limits.max_connections);
         ModServer {
             inner: Arc::new(Inner {
                 router,
@@ -172,7 +162,7 @@ impl ModServer {
                 layers,
                 publisher,
                 main_thread,
-                connections: AtomicUsize::new(0),
+                admission,
             }),
         }
     }
@@ -254,20 +244,7 @@ impl ModServer {
     /// How many connections are being served.
     #[must_use]
     pub fn connection_count(&self) -> usize {
-        self.inner.connections.load(Ordering::Acquire)
-    }
-
-    fn acquire_slot(&self) -> Option<ConnectionSlot> {
-        let max = self.inner.limits.max_connections;
-        self.inner
-            .connections
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| ConnectionSlot {
-                server: self.inner.clone(),
-            })
+        self.inner.admission.count()
     }
 
     fn codec(&self) -> FrameCodec {
@@ -280,8 +257,10 @@ impl ModServer {
     /// closes, and says why it closed. The future may be spawned; dropping it closes the connection at once.
     ///
     /// The connection's codec is replaced by one with this server's limits, so pass a connection from which
-    /// nothing has been read yet. It counts against [`ServerLimits::max_connections`]; over the limit it is
-    /// closed at once ([`CloseReason::TooManyConnections`]).
+    /// nothing has been read yet. It counts against [`ServerLimits::max_connections`]: over the limit, the
+    /// oldest connection without a successful `session/hello` is closed to make room
+    /// ([`CloseReason::Displaced`]), and when every connection has one, the new one is closed at once
+    /// ([`CloseReason::TooManyConnections`]) (SPEC/1.0 security.md §7).
     pub fn serve_connection(
         &self,
         connection: Connection,
@@ -294,7 +273,7 @@ impl ModServer {
         mut connection: Connection,
         shutdown: CancellationToken,
     ) -> impl Future<Output = CloseReason> + Send + 'static {
-        let slot = self.acquire_slot();
+        let slot = self.inner.admission.admit();
         let server = self.clone();
         *connection.codec_mut() = self.codec();
         async move {
@@ -307,7 +286,8 @@ impl ModServer {
                 return CloseReason::TooManyConnections;
             };
             let limits = &server.inner.limits;
-            let (queue, events) = SubscriberQueue::new(limits.event_queue);
+            let (queue, events) =
+                SubscriberQueue::new(limits.event_queue, limits.event_queue_bytes);
             let (progress, progress_rx) = super::progress::ProgressSink::new();
             let in_flight = Arc::new(crate::engine::InFlight::default());
             let session = Session::with_extensions(
@@ -327,6 +307,7 @@ impl ModServer {
                 server.inner.publisher.hub().clone(),
                 shutdown,
                 limits.hello_timeout,
+                slot,
             );
             let queues = Queues {
                 outgoing: None,
@@ -337,6 +318,7 @@ impl ModServer {
             let limits = engine::Limits {
                 max_message_size: limits.max_message_size,
                 backlog: limits.outgoing_queue,
+                backlog_bytes: limits.outgoing_queue_bytes,
                 calls: 0,
                 drain_timeout: server.drain_timeout(),
             };
@@ -348,7 +330,6 @@ impl ModServer {
             session.end();
             let reason = close_reason(ended);
             tracing::debug!(parent: &span, %reason, "connection closed");
-            drop(slot);
             reason
         }
     }

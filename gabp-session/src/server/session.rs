@@ -105,6 +105,12 @@ pub enum CloseReason {
     TooManyConnections,
     /// A service closed the session with [`Session::close`].
     Requested,
+    /// The bridge, before any successful `session/hello`, sent requests without reading their answers until
+    /// its queue of answers was full (SPEC/1.0 security.md §7); closed at once.
+    NotReading,
+    /// The mod was serving its maximum number of connections and this one, the oldest without a successful
+    /// `session/hello`, made room for a new one (SPEC/1.0 security.md §7).
+    Displaced,
 }
 
 impl fmt::Display for CloseReason {
@@ -119,6 +125,12 @@ impl fmt::Display for CloseReason {
             CloseReason::Shutdown => f.write_str("the server shut down"),
             CloseReason::TooManyConnections => f.write_str("too many connections"),
             CloseReason::Requested => f.write_str("closed by the mod"),
+            CloseReason::NotReading => f.write_str(
+                "the bridge sent requests before session/hello and did not read the answers",
+            ),
+            CloseReason::Displaced => f.write_str(
+                "made room for a new connection: no session/hello yet and the mod was full",
+            ),
         }
     }
 }
@@ -206,7 +218,7 @@ impl Session {
     /// subscribes to are counted as dropped.
     #[must_use]
     pub fn detached() -> Self {
-        let (queue, _rx) = SubscriberQueue::new(1);
+        let (queue, _rx) = SubscriberQueue::new(1, 1 << 20);
         Session::new("detached".to_owned(), queue)
     }
 

@@ -269,3 +269,22 @@ pub mod fixture {
             })
     }
 }
+
+/// Sends the hello; `true` once the first bytes of the welcome arrive (a mod over its connection limit closes
+/// the connection without a word).
+pub async fn try_hello(stream: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_, hello) = request("session/hello", Some(hello_params(TOKEN)));
+    if stream
+        .write_all(&frame(&serde_json::to_vec(&hello).expect("serialize")))
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 16];
+    match tokio::time::timeout(PATIENCE, stream.read_exact(&mut head)).await {
+        Ok(Ok(_)) => head.starts_with(b"Content-Length: "),
+        _ => false,
+    }
+}

@@ -126,12 +126,12 @@ impl Stream for Subscription {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut q = self.queue.inner.lock();
-        if let Some(item) = q.items.pop_front() {
+        if let Some(item) = q.pop_front() {
             return Poll::Ready(Some(Ok(item)));
         }
         if !q.dropped.is_empty() {
             q.flush_dropped();
-            if let Some(item) = q.items.pop_front() {
+            if let Some(item) = q.pop_front() {
                 return Poll::Ready(Some(Ok(item)));
             }
         }

@@ -1,4 +1,5 @@
-//! One subscription's bounded queue: the reader never waits for it.
+//! One subscription's queue, bounded by items and by bytes (SPEC/1.0 security.md §7): the reader never waits
+//! for it; what does not fit is counted and reported as lagged.
 
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -18,8 +19,12 @@ pub(crate) struct SubQueue {
 
 #[derive(Debug)]
 pub(crate) struct QueueInner {
-    pub(crate) items: VecDeque<SubscriptionItem>,
+    /// The items and the bytes each counts for.
+    items: VecDeque<(SubscriptionItem, usize)>,
     pub(crate) capacity: usize,
+    /// Bytes of the event payloads queued, and their bound.
+    bytes: usize,
+    max_bytes: usize,
     /// Events dropped because the queue was full, per channel, not yet reported.
     pub(crate) dropped: Vec<(ChannelName, u64)>,
     pub(crate) end: End,
@@ -35,11 +40,13 @@ pub(crate) enum End {
 }
 
 impl SubQueue {
-    pub(crate) fn new(capacity: usize, channels: Vec<String>) -> Self {
+    pub(crate) fn new(capacity: usize, max_bytes: usize, channels: Vec<String>) -> Self {
         SubQueue {
             inner: Mutex::new(QueueInner {
                 items: VecDeque::new(),
                 capacity: capacity.max(1),
+                bytes: 0,
+                max_bytes,
                 dropped: Vec::new(),
                 end: End::Open,
                 waker: None,
@@ -56,25 +63,25 @@ impl SubQueue {
         }
         match item {
             SubscriptionItem::Reconnected => {
-                if q.items.back() != Some(&SubscriptionItem::Reconnected) {
+                if q.items.back().map(|(item, _)| item) != Some(&SubscriptionItem::Reconnected) {
                     q.flush_dropped();
-                    q.items.push_back(SubscriptionItem::Reconnected);
+                    q.push_back(SubscriptionItem::Reconnected, 0);
                 }
             }
-            item if q.items.len() >= q.capacity => {
-                let (channel, count) = match item {
-                    SubscriptionItem::Event(e) => (e.channel, 1),
-                    SubscriptionItem::Lagged { channel, missed } => (channel, missed),
-                    SubscriptionItem::Reconnected => return None,
-                };
-                match q.dropped.iter_mut().find(|(c, _)| *c == channel) {
-                    Some((_, n)) => *n = n.saturating_add(count),
-                    None => q.dropped.push((channel, count)),
+            item if q.items.len() >= q.capacity => q.count_dropped(item),
+            SubscriptionItem::Event(event) => {
+                let size = payload_size(&event);
+                // One event always fits in an empty queue, whatever its size.
+                if q.bytes > 0 && q.bytes.saturating_add(size) > q.max_bytes {
+                    q.count_dropped(SubscriptionItem::Event(event));
+                } else {
+                    q.flush_dropped();
+                    q.push_back(SubscriptionItem::Event(event), size);
                 }
             }
             item => {
                 q.flush_dropped();
-                q.items.push_back(item);
+                q.push_back(item, 0);
             }
         }
         q.waker.take()
@@ -98,12 +105,62 @@ impl SubQueue {
 }
 
 impl QueueInner {
-    pub(crate) fn flush_dropped(&mut self) {
-        for (channel, missed) in self.dropped.drain(..) {
-            self.items
-                .push_back(SubscriptionItem::Lagged { channel, missed });
+    fn push_back(&mut self, item: SubscriptionItem, size: usize) {
+        self.bytes += size;
+        self.items.push_back((item, size));
+    }
+
+    pub(crate) fn pop_front(&mut self) -> Option<SubscriptionItem> {
+        let (item, size) = self.items.pop_front()?;
+        self.bytes -= size;
+        Some(item)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn items(&self) -> Vec<SubscriptionItem> {
+        self.items.iter().map(|(item, _)| item.clone()).collect()
+    }
+
+    fn count_dropped(&mut self, item: SubscriptionItem) {
+        let (channel, count) = match item {
+            SubscriptionItem::Event(e) => (e.channel, 1),
+            SubscriptionItem::Lagged { channel, missed } => (channel, missed),
+            SubscriptionItem::Reconnected => return,
+        };
+        match self.dropped.iter_mut().find(|(c, _)| *c == channel) {
+            Some((_, n)) => *n = n.saturating_add(count),
+            None => self.dropped.push((channel, count)),
         }
     }
+
+    pub(crate) fn flush_dropped(&mut self) {
+        for (channel, missed) in std::mem::take(&mut self.dropped) {
+            self.push_back(SubscriptionItem::Lagged { channel, missed }, 0);
+        }
+    }
+}
+
+/// The bytes an event's payload takes as JSON, counted without building the text.
+fn payload_size(event: &gabp_types::Event) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail; a payload that could not be written counts as nothing.
+    let _ = serde_json::to_writer(&mut count, &event.payload);
+    count.0
 }
 
 pub(crate) fn wake(waker: Option<Waker>) {

@@ -42,7 +42,12 @@ impl Router {
     }
 
     /// Registers a subscription to `channels` (deduplicated by the caller).
-    pub(crate) fn add(&mut self, channels: Vec<String>, capacity: usize) -> (u64, Arc<SubQueue>) {
+    pub(crate) fn add(
+        &mut self,
+        channels: Vec<String>,
+        capacity: usize,
+        max_bytes: usize,
+    ) -> (u64, Arc<SubQueue>) {
         self.next_id += 1;
         let id = self.next_id;
         for channel in &channels {
@@ -52,7 +57,7 @@ impl Router {
                 .subscribers
                 .push(id);
         }
-        let queue = Arc::new(SubQueue::new(capacity, channels));
+        let queue = Arc::new(SubQueue::new(capacity, max_bytes, channels));
         self.subs.insert(id, queue.clone());
         (id, queue)
     }

@@ -1,6 +1,5 @@
 //! The ordering policy, the queues and the router.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -111,44 +110,54 @@ fn expired_window_releases_in_order() {
 
 #[test]
 fn full_queue_counts_and_reports_lag() {
-    let q = SubQueue::new(2, vec!["a/b".into()]);
+    let q = SubQueue::new(2, 1 << 20, vec!["a/b".into()]);
     for s in 0..5 {
         q.push(SubscriptionItem::Event(ev("a/b", s)));
     }
     let mut inner = q.inner.lock();
-    assert_eq!(inner.items.len(), 2);
+    assert_eq!(inner.len(), 2);
     assert_eq!(inner.dropped[0].1, 3);
-    inner.items.pop_front();
+    inner.pop_front();
     drop(inner);
     q.push(SubscriptionItem::Event(ev("a/b", 5)));
     let inner = q.inner.lock();
-    assert_eq!(
-        describe(inner.items.make_contiguous_clone().as_slice()),
-        ["1", "lag3", "5"]
-    );
+    assert_eq!(describe(&inner.items()), ["1", "lag3", "5"]);
 }
 
-trait CloneContiguous {
-    fn make_contiguous_clone(&self) -> Vec<SubscriptionItem>;
-}
-
-impl CloneContiguous for VecDeque<SubscriptionItem> {
-    fn make_contiguous_clone(&self) -> Vec<SubscriptionItem> {
-        self.iter().cloned().collect()
+#[test]
+fn a_queue_full_of_bytes_counts_and_reports_lag() {
+    let big = |seq: u64| {
+        Event::new(
+            ChannelName::new_lenient("a/b").unwrap(),
+            seq,
+            json!("x".repeat(1000)),
+        )
+    };
+    // 1,002 bytes per payload: the first always fits, a second would pass 1,500.
+    let q = SubQueue::new(1024, 1500, vec!["a/b".into()]);
+    for s in 0..4 {
+        q.push(SubscriptionItem::Event(big(s)));
     }
+    let mut inner = q.inner.lock();
+    assert_eq!(inner.len(), 1);
+    assert_eq!(inner.dropped[0].1, 3);
+    inner.pop_front();
+    drop(inner);
+    q.push(SubscriptionItem::Event(ev("a/b", 4)));
+    assert_eq!(describe(&q.inner.lock().items()), ["lag3", "4"]);
 }
 
 #[test]
 fn router_routes_by_channel_and_tracks_subscribers() {
     let mut r = Router::new(cfg(50, 8));
-    let (a, qa) = r.add(vec!["x/a".into(), "x/b".into()], 16);
-    let (b, qb) = r.add(vec!["x/b".into()], 16);
+    let (a, qa) = r.add(vec!["x/a".into(), "x/b".into()], 16, 1 << 20);
+    let (b, qb) = r.add(vec!["x/b".into()], 16, 1 << 20);
     let now = Instant::now();
     r.dispatch(ev("x/a", 0), now);
     r.dispatch(ev("x/b", 0), now);
     r.dispatch(ev("x/c", 0), now);
-    assert_eq!(qa.inner.lock().items.len(), 2);
-    assert_eq!(qb.inner.lock().items.len(), 1);
+    assert_eq!(qa.inner.lock().len(), 2);
+    assert_eq!(qb.inner.lock().len(), 1);
     assert_eq!(r.channels(), ["x/a", "x/b"]);
     assert_eq!(r.remove(a), ["x/a"]);
     assert_eq!(r.remove(b), ["x/b"]);

@@ -2,12 +2,11 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use crate::engine::FrameQueue;
 use gabp_transport::Token;
 use gabp_types::decode::{decode, DecodeMode};
 use gabp_types::{Event, Message};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::*;
 use crate::server::events::{SubscriberQueue, Subscriptions};
@@ -26,8 +25,8 @@ fn dynamic() -> ModServerBuilder {
 }
 
 /// A subscriber of `tools/changed` on `server`.
-fn subscriber(server: &ModServer) -> (Subscriptions, mpsc::Receiver<Bytes>) {
-    let (queue, rx) = SubscriberQueue::new(16);
+fn subscriber(server: &ModServer) -> (Subscriptions, FrameQueue) {
+    let (queue, rx) = SubscriberQueue::new(16, 1 << 20);
     let sub = Subscriptions::new(queue);
     let hub = server.event_publisher().hub().clone();
     assert_eq!(
@@ -38,8 +37,8 @@ fn subscriber(server: &ModServer) -> (Subscriptions, mpsc::Receiver<Bytes>) {
     (sub, rx)
 }
 
-fn next_event(rx: &mut mpsc::Receiver<Bytes>) -> Event {
-    match decode(&rx.try_recv().expect("an event"), DecodeMode::Strict).unwrap() {
+fn next_event(rx: &mut FrameQueue) -> Event {
+    match decode(&rx.try_next().expect("an event"), DecodeMode::Strict).unwrap() {
         Message::Event(e) => e,
         other => panic!("not an event: {other:?}"),
     }
@@ -97,7 +96,7 @@ fn each_change_is_in_effect_then_announced_in_order() {
     assert_eq!(event.seq, 1);
     assert_eq!(event.payload, json!({"added": [], "removed": ["a/first"]}));
     assert!(
-        rx.try_recv().is_err(),
+        rx.try_next().is_none(),
         "a removal of nothing is not announced"
     );
     assert_eq!(tools.names(), ["a/second"]);
@@ -124,14 +123,14 @@ fn batches_are_all_or_nothing_and_announced_once() {
         }))
     ));
     assert_eq!(tools.names(), ["a/kept"], "nothing was added");
-    assert!(rx.try_recv().is_err(), "refusals are not announced");
+    assert!(rx.try_next().is_none(), "refusals are not announced");
 
     tools.add_all([tool("a/one"), tool("a/two")]).unwrap();
     assert_eq!(
         next_event(&mut rx).payload,
         json!({"added": ["a/one", "a/two"], "removed": []})
     );
-    assert!(rx.try_recv().is_err());
+    assert!(rx.try_next().is_none());
 }
 
 #[test]
