@@ -219,10 +219,12 @@ impl<L> BridgeBuilder<L> {
     }
 
     /// The bytes of event payloads each subscription's queue holds (default 8 MiB); one event always fits in
-    /// an empty queue. Events that do not fit are counted and reported as
+    /// an empty queue. The events of one channel held back waiting for a `seq` gap to fill are bounded by the
+    /// same number of bytes. Events that do not fit are counted and reported as
     /// [`SubscriptionItem::Lagged`](crate::bridge::SubscriptionItem::Lagged), as when the queue is full.
     pub fn subscription_queue_bytes(mut self, bytes: usize) -> Self {
         self.settings.subscription_queue_bytes = bytes;
+        self.settings.reorder.max_bytes = bytes;
         self
     }
 
@@ -233,6 +235,7 @@ impl<L> BridgeBuilder<L> {
         self.settings.reorder = Reorder {
             window,
             capacity: capacity.max(1),
+            max_bytes: self.settings.subscription_queue_bytes,
         };
         self
     }

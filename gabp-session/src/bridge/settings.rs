@@ -57,6 +57,7 @@ impl Default for Settings {
             reorder: Reorder {
                 window: DEFAULT_REORDER_WINDOW,
                 capacity: DEFAULT_REORDER_CAPACITY,
+                max_bytes: DEFAULT_SUBSCRIPTION_QUEUE_BYTES,
             },
             check_advertised: true,
             reconnect: None,

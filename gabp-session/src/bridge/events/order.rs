@@ -13,6 +13,8 @@ use super::*;
 pub(crate) struct Reorder {
     pub(crate) window: Duration,
     pub(crate) capacity: usize,
+    /// Bytes of payload held back per channel beyond which the first gap is given up.
+    pub(crate) max_bytes: usize,
 }
 
 /// `seq` tracking of one channel on one connection.
@@ -20,6 +22,8 @@ pub(crate) struct Reorder {
 pub(crate) struct SeqOrder {
     pub(crate) next: Option<u64>,
     pub(crate) held: BTreeMap<u64, Event>,
+    /// Bytes of the payloads in `held`.
+    pub(crate) held_bytes: usize,
     pub(crate) since: Option<Instant>,
 }
 
@@ -51,6 +55,7 @@ impl SeqOrder {
                     tracing::debug!(channel = %event.channel, seq, "dropping a duplicate event");
                     return;
                 }
+                self.held_bytes += payload_size(&event);
                 self.held.insert(seq, event);
                 if self.since.is_none() {
                     self.since = Some(now);
@@ -58,7 +63,7 @@ impl SeqOrder {
                 if cfg.window.is_zero() {
                     self.release_all(out);
                 } else {
-                    while self.held.len() > cfg.capacity {
+                    while self.held.len() > cfg.capacity || self.held_bytes > cfg.max_bytes {
                         self.release_first_gap(out);
                     }
                     if self.held.is_empty() {
@@ -74,6 +79,7 @@ impl SeqOrder {
         while let Some(next) = self.next {
             match self.held.remove(&next) {
                 Some(event) => {
+                    self.held_bytes -= payload_size(&event);
                     self.next = Some(next.saturating_add(1));
                     out.push(SubscriptionItem::Event(event));
                 }

@@ -146,7 +146,7 @@ impl QueueInner {
 }
 
 /// The bytes an event's payload takes as JSON, counted without building the text.
-fn payload_size(event: &gabp_types::Event) -> usize {
+pub(crate) fn payload_size(event: &gabp_types::Event) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -19,6 +19,7 @@ fn cfg(window_ms: u64, capacity: usize) -> Reorder {
     Reorder {
         window: Duration::from_millis(window_ms),
         capacity,
+        max_bytes: 1 << 20,
     }
 }
 
@@ -84,6 +85,21 @@ fn full_buffer_gives_up_the_first_gap() {
         ["0", "lag1", "2", "3"]
     );
     assert_eq!(o.held.len(), 1);
+}
+
+#[test]
+fn held_back_bytes_give_up_the_first_gap() {
+    let mut o = SeqOrder::default();
+    // `{"seq":N}` is 9 bytes: two held fit in 20, a third does not.
+    let c = Reorder {
+        max_bytes: 20,
+        ..cfg(1000, 64)
+    };
+    assert_eq!(run(&mut o, &[0, 2, 3], c), ["0"]);
+    assert_eq!(o.held_bytes, 18);
+    assert_eq!(run(&mut o, &[5], c), ["lag1", "2", "3"]);
+    assert_eq!(o.held.len(), 1);
+    assert_eq!(o.held_bytes, 9);
 }
 
 #[test]
