@@ -9,10 +9,10 @@
 //!
 //! - the expected event is delivered at once, followed by any held events it makes contiguous;
 //! - an event *ahead* of the expected one is held back, in a buffer bounded by the reorder capacity and the
-//!   subscription's bytes, for at most the reorder window. If the missing events arrive meanwhile, everything is delivered in `seq` order
-//!   (a mod that writes events out of order, as GABS's peers may, loses nothing). When the window expires or
-//!   the buffer is full, the gap is given up: a [`SubscriptionItem::Lagged`] item says how many events are
-//!   missing, then the held events follow in order. A zero window reports every gap at once;
+//!   subscription's bytes, for at most the reorder window. If the missing events arrive meanwhile, everything is
+//!   delivered in `seq` order (a mod that writes events out of order, as GABS's peers may, loses nothing). When the
+//!   window expires or the buffer is full, the gap is given up: a [`SubscriptionItem::Lagged`] item says how many
+//!   events are missing, then the held events follow in order. A zero window reports every gap at once;
 //! - an event *behind* the expected one (a duplicate, or one already reported missing by `Lagged`) is
 //!   dropped, with a `debug` log.
 //!
