@@ -1,9 +1,11 @@
 //! Message bodies serialized through one reused buffer per thread, so that a body costs exactly one
-//! allocation of its own size (SPEC/1.0 transport.md: one JSON message per frame).
+//! allocation of its own size (SPEC/1.0 transport.md: one JSON message per frame), and the answers the engine
+//! writes itself: a panicked handler's, and one standing in for an answer over the size limit.
 
 use std::cell::RefCell;
 
 use bytes::Bytes;
+use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
 use serde::Serialize;
 
 /// A scratch buffer that grew past this is given back after use, so no thread keeps a large one.
@@ -28,6 +30,35 @@ pub(crate) fn to_body<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, serde_j
         // Only reentrant serialization (a `Serialize` impl that sends a message) lands here.
         Err(_) => serde_json::to_vec(value).map(Bytes::from),
     })
+}
+
+pub(super) fn panicked(id: MessageId) -> Response {
+    Response::error(
+        id,
+        ErrorObject::new(
+            ErrorCode::INTERNAL_ERROR,
+            "internal error: the request panicked",
+        ),
+    )
+}
+
+/// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
+pub(super) fn encode(response: Response, max: usize) -> Bytes {
+    let id = response.id;
+    let body = to_body(&Message::Response(response)).unwrap_or_default();
+    if body.len() <= max {
+        return body;
+    }
+    tracing::warn!(len = body.len(), max, "an answer exceeds maxMessageSize");
+    let error = ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!(
+            "the answer of {} bytes exceeds the maximum message size of {max} bytes",
+            body.len()
+        ),
+    )
+    .with_data(serde_json::json!({ "maxMessageSize": max }));
+    to_body(&Message::Response(Response::error(id, error))).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -40,15 +40,14 @@ use futures::{FutureExt, Sink, Stream};
 use gabp_codec::MessageError;
 use gabp_transport::{Connection, Frame, FrameError, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, DecodeError, DecodeMode};
-use gabp_types::{
-    ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind, Request, Response,
-};
+use gabp_types::{Event, Message, MessageKind, Request, Response};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
 pub(crate) use body::to_body;
+use body::{encode, panicked};
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
@@ -564,35 +563,6 @@ enum Read<R> {
     Idle,
     /// The peer is gone.
     Failed(Ended<R>),
-}
-
-fn panicked(id: MessageId) -> Response {
-    Response::error(
-        id,
-        ErrorObject::new(
-            ErrorCode::INTERNAL_ERROR,
-            "internal error: the request panicked",
-        ),
-    )
-}
-
-/// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
-fn encode(response: Response, max: usize) -> Bytes {
-    let id = response.id;
-    let body = to_body(&Message::Response(response)).unwrap_or_default();
-    if body.len() <= max {
-        return body;
-    }
-    tracing::warn!(len = body.len(), max, "an answer exceeds maxMessageSize");
-    let error = ErrorObject::new(
-        ErrorCode::INTERNAL_ERROR,
-        format!(
-            "the answer of {} bytes exceeds the maximum message size of {max} bytes",
-            body.len()
-        ),
-    )
-    .with_data(serde_json::json!({ "maxMessageSize": max }));
-    to_body(&Message::Response(Response::error(id, error))).unwrap_or_default()
 }
 
 /// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use gabp_types::{MethodName, Outcome};
+use gabp_types::{ErrorCode, MessageId, MethodName, Outcome};
 use tokio::sync::oneshot;
 
 use super::*;
