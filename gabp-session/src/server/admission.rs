@@ -87,13 +87,14 @@ impl Admitted {
     }
 
     fn forget(&self) {
-        let mut state = self.admission.state.lock();
-        if let Some(at) = state
-            .without_hello
-            .iter()
-            .position(|(id, _)| *id == self.id)
-        {
-            state.without_hello.remove(at);
+        self.admission.state.lock().forget(self.id);
+    }
+}
+
+impl State {
+    fn forget(&mut self, id: u64) {
+        if let Some(at) = self.without_hello.iter().position(|(held, _)| *held == id) {
+            self.without_hello.remove(at);
         }
     }
 }
@@ -106,13 +107,7 @@ impl Drop for Admitted {
         }
         let mut state = self.admission.state.lock();
         if !self.established {
-            if let Some(at) = state
-                .without_hello
-                .iter()
-                .position(|(id, _)| *id == self.id)
-            {
-                state.without_hello.remove(at);
-            }
+            state.forget(self.id);
         }
         state.count -= 1;
     }
