@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
+use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -338,16 +338,16 @@ fn error(id: &Value, code: ErrorCode, message: &str, data: Value) -> Vec<u8> {
     frame(&json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
 }
 
-/// `message` as a frame (SPEC/1.0 transport.md §1.1).
+/// `message` as a frame (SPEC/1.0 transport.md §1.1), written by the codec's frame writer. A recorded message
+/// is replayed whatever its size: the codec's body limit does not apply.
 fn frame(message: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(message).unwrap_or_default();
-    let mut out = format!(
-        "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(&body);
-    out
+    let mut out = bytes::BytesMut::with_capacity(body.len() + 64);
+    let encoded = FrameCodec::new()
+        .with_max_body_size(usize::MAX)
+        .encode(bytes::Bytes::from(body), &mut out);
+    debug_assert!(encoded.is_ok(), "no limit to exceed");
+    out.to_vec()
 }
 
 /// A [`ReplayMod`] serving a listener.
