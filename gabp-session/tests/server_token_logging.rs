@@ -1,4 +1,4 @@
-//! Tokens never reach the mod's logs or its answers.
+//! Tokens never reach the mod's logs or its answers, and a name a peer sends reaches them only as a short prefix.
 //!
 //! In a test binary of its own: a thread-local tracing subscriber only sees callsites whose interest was not
 //! already cached as "never" by tests running on other threads, which would make the span assertions flaky.
@@ -154,4 +154,39 @@ async fn tokens_in_the_wrong_case_or_field_are_never_echoed_or_logged() {
         assert!(!leaks(&shown, MIXED), "a token was echoed: {shown}");
     }
     assert!(!leaks(&logged, MIXED), "a token reached the log");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn long_names_are_logged_by_a_short_prefix() {
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(logs.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let server = server_with(ServerLimits::default());
+    let method = format!("a/{}", "m".repeat(200_000));
+    let tool = format!("t/{}", "t".repeat(200_000));
+    let (mut before_hello, _served) = connect_served(&server);
+    before_hello.call(&method, None).await;
+    let (mut client, served) = connect_hello_served(&server).await;
+    client.call(&method, None).await;
+    client
+        .call(
+            "tools/call",
+            Some(serde_json::json!({"name": tool, "arguments": {}})),
+        )
+        .await;
+    client.call("session/goodbye", None).await;
+    close_reason(served).await;
+
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("a/mmm"),
+        "the method is logged (by its prefix): {logged}"
+    );
+    let longest = logged.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 2_000, "a log line of {longest} bytes");
+    assert!(logged.len() < 100_000, "{} bytes logged", logged.len());
 }
