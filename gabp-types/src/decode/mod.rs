@@ -500,3 +500,22 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
         timestamp,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repeated member of `tools/call` params reads as the general path reads it, the last copy, as
+    /// for every other method; the fast path used to keep both, and `Params::member` read the first.
+    #[test]
+    fn a_repeated_params_member_reads_as_the_last() {
+        let body = br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request",
+            "method":"tools/call","params":{"name":"world/get","name":"world/set"}}"#;
+        let Ok(Message::Request(request)) = decode_strict(body) else {
+            panic!("a valid request");
+        };
+        let params = request.params.expect("params");
+        assert_eq!(params.str_member("name").as_deref(), Some("world/set"));
+        assert!(params.decode::<methods::ToolsCallParams>().is_ok());
+    }
+}
