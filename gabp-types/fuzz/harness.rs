@@ -76,7 +76,7 @@ macro_rules! cases {
         /// The channels whose payload has a case.
         pub const CHANNELS: &[&str] = &[$($channel),*];
 
-        /// Every case; new ones go last, so that committed seeds keep their meaning.
+        /// Every case. A seed names its case by index: a new case moves the seeds of those after it.
         pub const CASES: &[Case] = &[
             Case { subject: "message", part: "envelope", run: envelope },
             Case { subject: "strings", part: "formats", run: formats },
