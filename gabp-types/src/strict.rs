@@ -261,14 +261,17 @@ impl Timestamp {
         Self::from_unix_millis(u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
     }
 
-    /// The UTC time `millis` milliseconds after the Unix epoch.
+    /// The UTC time `millis` milliseconds after the Unix epoch; a time past 9999-12-31T23:59:59.999Z, which
+    /// the four digits of an RFC 3339 year cannot write, is written as that instant.
     pub fn from_unix_millis(millis: u64) -> Self {
+        const LAST_MILLIS_OF_9999: u64 = 253_402_300_799_999;
+        let millis = millis.min(LAST_MILLIS_OF_9999);
         let secs = millis / 1000;
         let ms = millis % 1000;
         let days = secs / 86_400;
         let rem = secs % 86_400;
         let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-        // Civil-from-days (Howard Hinnant's algorithm), valid for the whole u64 range we care about.
+        // Civil-from-days (Howard Hinnant's algorithm).
         let z = days as i64 + 719_468;
         let era = z.div_euclid(146_097);
         let doe = z.rem_euclid(146_097);
@@ -278,7 +281,6 @@ impl Timestamp {
         let d = doy - (153 * mp + 2) / 5 + 1;
         let mo = if mp < 10 { mp + 3 } else { mp - 9 };
         let y = yoe + era * 400 + i64::from(mo <= 2);
-        let y = y.clamp(0, 9999);
         Self(format!(
             "{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{ms:03}Z"
         ))
@@ -471,5 +473,17 @@ mod tests {
             "2000-02-29T00:00:00.000Z"
         );
         assert!(format::is_rfc3339_date_time(Timestamp::now().as_str()));
+    }
+
+    /// Years past 9999 used to be cut to 9999 and keep their month and day: 10000-02-29 became the
+    /// invalid 9999-02-29.
+    #[test]
+    fn timestamps_past_year_9999_are_its_last_millisecond() {
+        for ms in [253_402_300_800_000, 253_407_398_400_000, u64::MAX] {
+            assert_eq!(
+                Timestamp::from_unix_millis(ms).as_str(),
+                "9999-12-31T23:59:59.999Z"
+            );
+        }
     }
 }

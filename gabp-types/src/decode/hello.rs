@@ -4,9 +4,10 @@
 
 use serde_json::{Map, Value};
 
+use super::params::repeated_member;
 use super::{json_type_name, DecodeError, DecodeMode};
 use crate::methods::HelloToken;
-use crate::ErrorCode;
+use crate::{ErrorCode, Params};
 
 const MEMBERS: &[&str] = &[
     "token",
@@ -79,12 +80,34 @@ fn required<'a>(map: &'a Map<String, Value>, name: &str) -> Result<&'a str, Deco
         .ok_or_else(|| invalid("/params", format!("missing field `{name}`")))
 }
 
-/// Checks `session/hello` params as the typed [`HelloParams`](crate::methods::HelloParams) reads them,
-/// plus, in strict mode, a hyphenated UUID `launchId`.
-pub(super) fn check_hello(
-    params: Option<&Map<String, Value>>,
+/// Checks `session/hello` params as received: [`check_hello`] on the map they parse to, which keeps the last
+/// of repeated members; then refuses a repeated member, which the typed read refuses and a member-by-member
+/// read ([`Params::member`], the first) reads otherwise. By then every name is a known one, safe to quote.
+pub(super) fn check_hello_params(
+    params: Option<&Params>,
     mode: DecodeMode,
 ) -> Result<(), DecodeError> {
+    check_hello(params.map(Params::to_map).as_ref(), mode)?;
+    let Some(p) = params else {
+        return Ok(());
+    };
+    let client_info = p
+        .member("clientInfo")
+        .map(|raw| ("/params/clientInfo", raw.get()));
+    for (base, text) in std::iter::once(("/params", p.as_json())).chain(client_info) {
+        if let Some(name) = repeated_member(text) {
+            return Err(invalid(
+                &format!("{base}/{name}"),
+                format!("duplicate field `{name}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `session/hello` params as the typed [`HelloParams`](crate::methods::HelloParams) reads them,
+/// plus, in strict mode, a hyphenated UUID `launchId`.
+fn check_hello(params: Option<&Map<String, Value>>, mode: DecodeMode) -> Result<(), DecodeError> {
     let Some(p) = params else {
         return Err(invalid("/params", "`session/hello` requires params"));
     };
@@ -221,6 +244,38 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The fuzz target found it: the map read keeps the last of repeated members, so the check passed
+    /// params that the typed read refuses and that `Params::member` reads otherwise.
+    #[test]
+    fn repeated_members_are_refused_without_quoting_values() {
+        let parse = |text: String| serde_json::from_str::<Params>(&text).expect("an object");
+        let launch = "550e8400-e29b-41d4-a716-446655440001";
+        let cases = [
+            (
+                format!(
+                    r#"{{"token":"short","token":"{TOKEN}","bridgeVersion":"1","platform":"linux","launchId":"{launch}"}}"#
+                ),
+                "/params/token",
+            ),
+            (
+                format!(
+                    r#"{{"token":"{TOKEN}","bridgeVersion":"1","platform":"linux","launchId":"{launch}","clientInfo":{{"name":"{TOKEN}","name":"n"}}}}"#
+                ),
+                "/params/clientInfo/name",
+            ),
+        ];
+        for (text, pointer) in cases {
+            let e = check_hello_params(Some(&parse(text)), DecodeMode::Lenient).expect_err(pointer);
+            assert_eq!(
+                (e.code(), e.pointer()),
+                (ErrorCode::INVALID_PARAMS, pointer)
+            );
+            assert!(!leaks(&format!("{e} {e:?}"), TOKEN), "{e}");
+        }
+        let once = parse(hello().to_string());
+        assert!(check_hello_params(Some(&once), DecodeMode::Strict).is_ok());
     }
 
     #[test]

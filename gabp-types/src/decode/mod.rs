@@ -500,3 +500,39 @@ fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Ev
         timestamp,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fuzz target found it: without serde_json's `float_roundtrip` (which the workspace turns on
+    /// for every crate), 98999999999999999999999999 and the shortest text of the `f64` read from it
+    /// read as two different `f64`s, so a message changed each time it was read and written again.
+    /// In this crate's tests jsonschema turns the feature on as well; the fuzz build has no jsonschema.
+    #[test]
+    fn numbers_read_back_exactly() {
+        let body = br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"event",
+            "channel":"game/tick","seq":0,"payload":[98999999999999999999999999,9.99999e68]}"#;
+        let message = decode_strict(body).expect("valid");
+        assert_eq!(decode_strict(&message.to_vec()), Ok(message.clone()));
+        let Message::Event(event) = message else {
+            panic!("an event");
+        };
+        let exact = ["98999999999999999999999999", "9.99999e68"].map(|t| t.parse::<f64>().ok());
+        assert_eq!([0, 1].map(|i| event.payload[i].as_f64()), exact);
+    }
+
+    /// A repeated member of `tools/call` params reads as the general path reads it, the last copy, as
+    /// for every other method; the fast path used to keep both, and `Params::member` read the first.
+    #[test]
+    fn a_repeated_params_member_reads_as_the_last() {
+        let body = br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request",
+            "method":"tools/call","params":{"name":"world/get","name":"world/set"}}"#;
+        let Ok(Message::Request(request)) = decode_strict(body) else {
+            panic!("a valid request");
+        };
+        let params = request.params.expect("params");
+        assert_eq!(params.str_member("name").as_deref(), Some("world/set"));
+        assert!(params.decode::<methods::ToolsCallParams>().is_ok());
+    }
+}

@@ -55,13 +55,28 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
     let mut de = serde_json::Deserializer::from_str(p.as_json());
     let members = serde::Deserializer::deserialize_map(&mut de, Members)
         .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
-    let mut has_name = false;
+    // Bits of `name`, `arguments` and `_meta` seen: a repeated member is refused, so that the general path,
+    // which keeps the last one, reads these params, as it does those of the other methods.
+    let mut seen = 0u8;
     for (key, raw) in members.iter() {
         let text = raw.get();
         let key: &str = key;
+        let bit = match key {
+            "name" => 1,
+            "arguments" => 2,
+            "_meta" => 4,
+            _ => 0,
+        };
+        if seen & bit != 0 {
+            return Err(invalid(
+                &format!("/params/{key}"),
+                format!("duplicate field `{key}`"),
+            ));
+        }
+        seen |= bit;
         match key {
             "name" => match json_str(text) {
-                Some(name) if crate::format::is_registry_name(&name) => has_name = true,
+                Some(name) if crate::format::is_registry_name(&name) => {}
                 Some(name) => {
                     return Err(invalid(
                         "/params/name",
@@ -97,7 +112,7 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
             }
         }
     }
-    if has_name {
+    if seen & 1 != 0 {
         Ok(())
     } else {
         Err(invalid("/params", "missing field `name`".to_owned()))
@@ -124,6 +139,20 @@ fn check_call_meta(text: &str) -> Result<(), DecodeError> {
                 "expected a string or an integer".to_owned(),
             )
         })
+}
+
+/// The first member name the JSON object `text` repeats, if any. A map keeps the last of repeated members, a
+/// member-by-member read ([`Params::member`]) the first, and a typed read refuses them.
+pub(super) fn repeated_member(text: &str) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let members = serde::Deserializer::deserialize_map(&mut de, Members).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    for (key, _) in members.iter() {
+        if !seen.insert(key) {
+            return Some(key.to_string());
+        }
+    }
+    None
 }
 
 /// How many members are kept without allocating: more than `tools/call` params have.
@@ -234,7 +263,7 @@ pub fn check_params(
     use methods::*;
     match method {
         // Never quotes a value: any may be a token (SPEC/1.0 security.md §6).
-        SessionHello::NAME => super::hello::check_hello(params.map(Params::to_map).as_ref(), mode),
+        SessionHello::NAME => super::hello::check_hello_params(params, mode),
         SessionPing::NAME => check::<SessionPing>(params),
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
@@ -360,5 +389,54 @@ pub fn check_result_in(method: &str, result: &Value, mode: DecodeMode) -> Result
         AttentionCurrent::NAME => result_of::<AttentionCurrent>(result, mode),
         AttentionAck::NAME => result_of::<AttentionAck>(result, mode),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(text: &str) -> Params {
+        serde_json::from_str(text).expect("an object")
+    }
+
+    #[test]
+    fn repeated_members_are_found() {
+        assert_eq!(repeated_member(r#"{"a":1,"b":{"a":2}}"#), None);
+        assert_eq!(
+            repeated_member(r#"{"a":1,"b":2,"a":3}"#).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            repeated_member(r#"{"\u0061":1,"a":2}"#).as_deref(),
+            Some("a")
+        );
+        assert_eq!(repeated_member("[1]"), None);
+    }
+
+    /// A member-by-member read takes the first of repeated members, a map the last: both valid, the
+    /// check used to pass, and `Params::member("name")` and the typed read disagreed.
+    #[test]
+    fn tools_call_params_with_a_repeated_member_are_refused() {
+        for (text, pointer) in [
+            (r#"{"name":"world/get","name":"world/set"}"#, "/params/name"),
+            (
+                r#"{"name":"a/b","arguments":{},"arguments":{"x":1}}"#,
+                "/params/arguments",
+            ),
+            (
+                r#"{"_meta":{},"name":"a/b","_meta":{"progressToken":1}}"#,
+                "/params/_meta",
+            ),
+        ] {
+            let e = check_params("tools/call", Some(&params(text)), DecodeMode::Strict)
+                .expect_err(text);
+            assert_eq!(
+                (e.code(), e.pointer()),
+                (ErrorCode::INVALID_PARAMS, pointer)
+            );
+        }
+        let once = params(r#"{"name":"a/b","arguments":{"x":1,"x":2},"_meta":{}}"#);
+        assert!(check_params("tools/call", Some(&once), DecodeMode::Strict).is_ok());
     }
 }
