@@ -3,6 +3,9 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
+use std::sync::OnceLock;
+
+use memchr::memmem;
 
 use serde_json::Value;
 
@@ -13,7 +16,15 @@ use crate::format::{Direction, Header, Record, HELLO_REDACTED, REDACTED};
 #[derive(Clone, Default)]
 pub struct Redactor {
     tokens: Vec<String>,
+    /// A searcher per token, built once: every message is searched.
+    searchers: Vec<memmem::Finder<'static>>,
     pointers: Vec<String>,
+}
+
+/// The searcher for the method whose params are always redacted.
+fn hello_searcher() -> &'static memmem::Finder<'static> {
+    static HELLO: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+    HELLO.get_or_init(|| memmem::Finder::new(b"session/hello"))
 }
 
 impl std::fmt::Debug for Redactor {
@@ -29,8 +40,16 @@ impl Redactor {
     /// Redacts the `tokens` wherever they appear, and the values at `pointers` in every message.
     #[must_use]
     pub fn new(tokens: Vec<String>, pointers: Vec<String>) -> Self {
-        let tokens = tokens.into_iter().filter(|t| !t.is_empty()).collect();
-        Redactor { tokens, pointers }
+        let tokens: Vec<String> = tokens.into_iter().filter(|t| !t.is_empty()).collect();
+        let searchers = tokens
+            .iter()
+            .map(|t| memmem::Finder::new(t.as_bytes()).into_owned())
+            .collect();
+        Redactor {
+            tokens,
+            searchers,
+            pointers,
+        }
     }
 
     /// The user's pointers.
@@ -47,9 +66,9 @@ impl Redactor {
     /// Why the body is not a message: not UTF-8, not JSON, or not a JSON object.
     pub fn message_json<'a>(&self, body: &'a [u8]) -> Result<Cow<'a, [u8]>, String> {
         let must_parse = !self.pointers.is_empty()
-            || body.iter().any(|&b| b == b'\n' || b == b'\r')
-            || contains(body, b"session/hello")
-            || self.tokens.iter().any(|t| contains(body, t.as_bytes()));
+            || memchr::memchr2(b'\n', b'\r', body).is_some()
+            || hello_searcher().find(body).is_some()
+            || self.searchers.iter().any(|t| t.find(body).is_some());
         if !must_parse {
             let raw: &serde_json::value::RawValue =
                 serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
@@ -104,10 +123,6 @@ impl Redactor {
             _ => {}
         }
     }
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Writes the lines of a recording to `W`, each ending in a newline.

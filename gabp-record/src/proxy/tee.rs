@@ -14,8 +14,13 @@ use tokio_util::sync::CancellationToken;
 use super::writer::Entry;
 use crate::format::Direction;
 
-/// Bytes read from one side at a time.
+/// Bytes read from one side at a time, at most.
 const READ_CHUNK: usize = 16 * 1024;
+
+/// Room below which the read buffer is renewed. Each chunk read is split off and kept by the writer's queue, so
+/// the buffer cannot be reused; renewing it only when little room is left makes one allocation serve many small
+/// chunks.
+const READ_ROOM: usize = 2 * 1024;
 
 /// What a framer keeps of a stream it has lost its place in while it looks for the next header.
 const RESYNC_KEEP: usize = 15;
@@ -46,10 +51,15 @@ where
 {
     let mut buf = BytesMut::new();
     let mut lost = 0u64;
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     let end = loop {
-        buf.reserve(READ_CHUNK);
+        if buf.capacity() < READ_ROOM {
+            buf.reserve(READ_CHUNK);
+        }
         let read = tokio::select! {
-            () = cancel.cancelled() => break PumpEnd::Cancelled,
+            biased;
+            () = &mut cancelled => break PumpEnd::Cancelled,
             read = from.read_buf(&mut buf) => read,
         };
         match read {
