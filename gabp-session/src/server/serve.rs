@@ -30,6 +30,7 @@ use super::main_thread::MainThread;
 use super::registry::{ToolRegistry, ToolTable};
 use super::router::Router;
 use super::session::{CloseReason, Session};
+use super::ServerRequest;
 
 pub(crate) struct Parts {
     pub(crate) router: Router,
@@ -101,6 +102,26 @@ struct Inner {
     publisher: EventPublisher,
     main_thread: MainThread,
     admission: Arc<Admission>,
+}
+
+impl Inner {
+    /// The protocol layers around `service`, type-erased.
+    fn protocol<S>(&self, service: S) -> ModService
+    where
+        S: tower::Service<
+                ServerRequest,
+                Response = gabp_types::Response,
+                Error = std::convert::Infallible,
+            > + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        BoxService::new(
+            TraceLayer::new().layer(
+                CatchPanicLayer::new().layer(self.auth.layer(self.capability.layer(service))),
+            ),
+        )
+    }
 }
 
 impl fmt::Debug for ModServer {
@@ -228,17 +249,13 @@ impl ModServer {
     #[must_use]
     pub fn service(&self) -> ModService {
         let inner = &self.inner;
-        let core: ModService = BoxService::new(
-            ConcurrencyLimitLayer::new(inner.limits.max_concurrent_requests)
-                .layer(inner.timeout.layer(inner.router.clone())),
-        );
-        let with_user_layers = apply_layers(&inner.layers, core);
-        BoxService::new(
-            TraceLayer::new().layer(
-                CatchPanicLayer::new()
-                    .layer(inner.auth.layer(inner.capability.layer(with_user_layers))),
-            ),
-        )
+        let core = ConcurrencyLimitLayer::new(inner.limits.max_concurrent_requests)
+            .layer(inner.timeout.layer(inner.router.clone()));
+        if inner.layers.is_empty() {
+            // One type-erased service, so one allocation per request for the whole stack.
+            return inner.protocol(core);
+        }
+        inner.protocol(apply_layers(&inner.layers, BoxService::new(core)))
     }
 
     /// How many connections are being served.

@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::FutureExt;
 use gabp_transport::Token;
 use gabp_types::decode::DecodeMode;
 use gabp_types::methods::HelloParams;
@@ -13,7 +12,7 @@ use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
 
-use super::ResponseFuture;
+use super::{answer_now, passed_on, Answered};
 use crate::server::session::BridgeInfo;
 use crate::server::{CloseReason, ServerRequest};
 
@@ -112,10 +111,6 @@ pub(crate) fn already_established() -> ErrorObject {
     )
 }
 
-fn ready(response: Response) -> ResponseFuture {
-    futures::future::ready(Ok(response)).boxed()
-}
-
 impl<S> Service<ServerRequest> for Auth<S>
 where
     S: Service<ServerRequest, Response = Response, Error = Infallible>,
@@ -123,20 +118,20 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Answered<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         if req.method() != "session/hello" {
             if req.session.is_established() {
-                return self.inner.call(req).boxed();
+                return passed_on(self.inner.call(req));
             }
             let method = gabp_types::quoted_name(req.method());
             tracing::debug!(method = %method, "request before session/hello");
-            return ready(
+            return answer_now(
                 req.error(
                     ErrorObject::new(
                         ErrorCode::AUTHENTICATION_REQUIRED,
@@ -147,7 +142,7 @@ where
             );
         }
         if req.session.is_established() {
-            return ready(req.error(already_established()));
+            return answer_now(req.error(already_established()));
         }
         let candidate = req
             .request
@@ -161,7 +156,7 @@ where
                 "session/hello with a wrong token"
             );
             req.session.close_with(CloseReason::AuthenticationFailed);
-            return ready(req.error(authentication_failed()));
+            return answer_now(req.error(authentication_failed()));
         }
         match req.request.params_as::<HelloParams>() {
             Ok(hello) => {
@@ -172,7 +167,7 @@ where
                     client_info: hello.client_info,
                 });
                 tracing::debug!(peer = req.session.peer(), "session established");
-                self.inner.call(req).boxed()
+                passed_on(self.inner.call(req))
             }
             Err(_) => {
                 // Serde's message may quote a value, and any value may be a token in the wrong field or case:
@@ -186,7 +181,7 @@ where
                     Err(e) => (e.pointer(), e.reason()),
                     Ok(()) => ("/params", "does not read as session/hello params"),
                 };
-                ready(
+                answer_now(
                     req.error(
                         ErrorObject::new(
                             ErrorCode::INVALID_PARAMS,

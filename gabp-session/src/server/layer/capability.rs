@@ -6,12 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use futures::FutureExt;
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
 
-use super::ResponseFuture;
+use super::{answer_now, passed_on, Answered};
 use crate::server::ServerRequest;
 
 /// The capability rule: a request for a method that is not in the welcome's `capabilities.methods` is
@@ -106,19 +105,19 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Answered<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         let method = req.method();
         if method == "session/hello" || self.methods.contains(method) {
-            self.inner.call(req).boxed()
+            passed_on(self.inner.call(req))
         } else {
             let answer = req.error(method_not_found(method));
-            futures::future::ready(Ok(answer)).boxed()
+            answer_now(answer)
         }
     }
 }

@@ -2,17 +2,17 @@
 
 use std::convert::Infallible;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use futures::FutureExt;
+use crate::server::ServerRequest;
 use gabp_types::Response;
+use pin_project_lite::pin_project;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::PollSemaphore;
 use tower::{Layer, Service};
-
-use super::ResponseFuture;
-use crate::server::ServerRequest;
 
 /// The per-connection concurrency rule (`capabilities.limits.maxConcurrentRequests`): the service is not
 /// ready while `max` requests are in flight, so the connection stops reading new requests until one
@@ -97,7 +97,7 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Limited<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         if self.permit.is_none() {
@@ -110,16 +110,44 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         let permit = self.permit.take();
         debug_assert!(permit.is_some(), "call without poll_ready");
-        let fut = self.inner.call(req);
-        async move {
-            let response = fut.await;
-            drop(permit);
-            response
+        Limited {
+            inner: self.inner.call(req),
+            permit,
         }
-        .boxed()
+    }
+}
+
+pin_project! {
+    /// The future of [`ConcurrencyLimit`]: the inner service's future, holding its slot until it is answered
+    /// (or dropped).
+    pub struct Limited<F> {
+        #[pin]
+        inner: F,
+        permit: Option<OwnedSemaphorePermit>,
+    }
+}
+
+impl<F> Future for Limited<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = ready!(this.inner.poll(cx));
+        // The slot frees with the answer, not when whoever holds the future drops it.
+        this.permit.take();
+        Poll::Ready(response)
+    }
+}
+
+impl<F> fmt::Debug for Limited<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limited").finish_non_exhaustive()
     }
 }
 

@@ -27,25 +27,39 @@ pub(crate) mod user;
 
 use std::convert::Infallible;
 
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Either, Ready};
 use gabp_types::Response;
 use tower::util::BoxService;
 
 pub use auth::{Auth, AuthLayer};
 pub use capability::{Capability, CapabilityLayer};
-pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer};
+pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer, Limited};
 pub use intercept::{Intercept, InterceptLayer};
-pub use panic::{CatchPanic, CatchPanicLayer};
-pub use timeout::{Timeout, TimeoutLayer};
-pub use trace::{Trace, TraceLayer};
+pub use panic::{CatchPanic, CatchPanicLayer, PanicGuarded};
+pub use timeout::{TimeLimited, Timeout, TimeoutLayer};
+pub use trace::{Trace, TraceLayer, Traced};
 
 use super::ServerRequest;
 
 /// The type-erased service every layer of the mod's stack wraps and every user layer receives.
 pub type ModService = BoxService<ServerRequest, Response, Infallible>;
 
-/// The future of the built-in layers' services.
+/// The future of the built-in layers' services that have to erase their inner service's future.
 pub type ResponseFuture = BoxFuture<'static, Result<Response, Infallible>>;
+
+/// The future of a layer that either answers a request at once or passes it on to the inner service's future
+/// `F` (no allocation of its own).
+pub type Answered<F> = Either<Ready<Result<Response, Infallible>>, F>;
+
+/// An answer given at once.
+pub(crate) fn answer_now<F>(response: Response) -> Answered<F> {
+    Either::Left(futures::future::ready(Ok(response)))
+}
+
+/// The request passed on.
+pub(crate) fn passed_on<F>(future: F) -> Answered<F> {
+    Either::Right(future)
+}
 
 #[cfg(test)]
 pub(crate) mod testing {

@@ -2,20 +2,23 @@
 
 use std::any::Any;
 use std::convert::Infallible;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::FutureExt;
-use gabp_types::Response;
+use gabp_types::{MessageId, Response};
+use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
-use super::ResponseFuture;
+use super::{answer_now, passed_on, Answered};
 use crate::server::session::internal_error;
 use crate::server::ServerRequest;
 
 /// The panic-isolation rule: a handler that panics (while being called or while running) is answered
-/// `-32603` (Internal Error), the panic is logged, and the connection and the mod keep serving. The panic
-/// message is not sent to the bridge.
+/// `-32603` (Internal Error), the panic is logged with the request's id (inside [`TraceLayer`](super::TraceLayer)'s
+/// span, which names the method), and the connection and the mod keep serving. The panic message is not sent
+/// to the bridge.
 ///
 /// ```
 /// use gabp_session::server::layer::CatchPanicLayer;
@@ -69,9 +72,9 @@ fn panic_message(payload: &(dyn Any + Send)) -> &str {
         .unwrap_or("<non-string panic payload>")
 }
 
-fn panicked(id: gabp_types::MessageId, method: &str, payload: &(dyn Any + Send)) -> Response {
+fn panicked(id: MessageId, payload: &(dyn Any + Send)) -> Response {
     tracing::error!(
-        method,
+        %id,
         panic = panic_message(payload),
         "a request handler panicked"
     );
@@ -88,25 +91,52 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Answered<PanicGuarded<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         let id = req.id();
-        let method = gabp_types::quoted_name(req.method()).into_owned();
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(req))) {
-            Ok(fut) => AssertUnwindSafe(fut)
-                .catch_unwind()
-                .map(move |result| match result {
-                    Ok(response) => response,
-                    Err(payload) => Ok(panicked(id, &method, &*payload)),
-                })
-                .boxed(),
-            Err(payload) => futures::future::ready(Ok(panicked(id, &method, &*payload))).boxed(),
+            Ok(inner) => passed_on(PanicGuarded { inner, id }),
+            Err(payload) => answer_now(panicked(id, &*payload)),
         }
+    }
+}
+
+pin_project! {
+    /// The future of [`CatchPanic`]: the inner service's future, a panic while polling it answered `-32603`.
+    pub struct PanicGuarded<F> {
+        #[pin]
+        inner: F,
+        id: MessageId,
+    }
+}
+
+impl<F> Future for PanicGuarded<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let inner = this.inner;
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(poll) => poll,
+            // Answered now, so the panicked future is never polled again.
+            Err(payload) => Poll::Ready(Ok(panicked(*this.id, &*payload))),
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for PanicGuarded<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PanicGuarded")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 

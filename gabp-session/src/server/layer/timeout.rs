@@ -3,20 +3,20 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::FutureExt;
-use gabp_types::methods::CORE_METHODS;
-use gabp_types::{ErrorCode, ErrorObject, Response};
-use serde_json::json;
-use tower::{Layer, Service};
-
-use super::ResponseFuture;
 use crate::server::registry::ToolTable;
 use crate::server::tool::RegisteredTool;
 use crate::server::ServerRequest;
+use gabp_types::methods::CORE_METHODS;
+use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
+use pin_project_lite::pin_project;
+use serde_json::json;
+use tower::{Layer, Service};
 
 /// The time-limit rule (`capabilities.limits.requestTimeout`): a request still running after its limit is
 /// answered, and its handler is dropped (cancelled at its next `.await`). A `tools/call` is answered `-32403`
@@ -126,31 +126,67 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = TimeLimited<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         let (subject, limit) = self.layer.subject(&req);
         let id = req.id();
-        let fut = self.inner.call(req);
-        async move {
-            match tokio::time::timeout(limit, fut).await {
-                Ok(response) => response,
-                Err(_) => {
-                    let error = match &subject {
-                        Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
-                        Subject::ToolNamed(tool) => tool_timeout(tool, limit),
-                        Subject::Method(method) => request_timeout(method, limit),
-                    };
-                    tracing::debug!(message = %error.message, "request timed out");
-                    Ok(Response::error(id, error))
-                }
+        let inner = tokio::time::timeout(limit, self.inner.call(req));
+        TimeLimited {
+            inner,
+            subject,
+            id,
+            limit,
+        }
+    }
+}
+
+pin_project! {
+    /// The future of [`Timeout`]: the inner service's future, answered with the time-limit error when its
+    /// limit passes first.
+    pub struct TimeLimited<F> {
+        #[pin]
+        inner: tokio::time::Timeout<F>,
+        subject: Subject,
+        id: MessageId,
+        limit: Duration,
+    }
+}
+
+impl<F> Future for TimeLimited<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match std::task::ready!(this.inner.poll(cx)) {
+            Ok(response) => Poll::Ready(response),
+            Err(_) => {
+                let limit = *this.limit;
+                let error = match &*this.subject {
+                    Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
+                    Subject::ToolNamed(tool) => tool_timeout(tool, limit),
+                    Subject::Method(method) => request_timeout(method, limit),
+                };
+                tracing::debug!(message = %error.message, "request timed out");
+                Poll::Ready(Ok(Response::error(*this.id, error)))
             }
         }
-        .boxed()
+    }
+}
+
+impl<F> std::fmt::Debug for TimeLimited<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimeLimited")
+            .field("id", &self.id)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
     }
 }
 

@@ -1,15 +1,16 @@
 //! [`TraceLayer`]: a `tracing` span per request.
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::FutureExt;
-use gabp_types::Response;
-use tower::{Layer, Service};
-use tracing::Instrument;
-
-use super::ResponseFuture;
 use crate::server::ServerRequest;
+use gabp_types::Response;
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
+use tracing::instrument::Instrumented;
+use tracing::Instrument;
 
 /// Opens a `gabp.request` span (fields `method`, `id`, and `tool` for `tools/call`) around each request,
 /// as a child of the connection's `gabp.connection` span, and logs the outcome at `DEBUG` (the error code,
@@ -64,31 +65,52 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Instrumented<Traced<S::Future>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
         let span = tracing::debug_span!(
             "gabp.request",
             method = %gabp_types::quoted_name(req.method()),
             id = %req.id(),
             tool = req.tool_name().as_deref().map(gabp_types::quoted_name).as_deref(),
         );
-        let fut = span.in_scope(|| self.inner.call(req));
-        async move {
-            let response = fut.await;
-            if let Ok(response) = &response {
-                match response.error_object() {
-                    Some(e) => tracing::debug!(code = e.code.0, "answered with an error"),
-                    None => tracing::trace!("answered"),
-                }
+        let inner = span.in_scope(|| self.inner.call(req));
+        Traced { inner }.instrument(span)
+    }
+}
+
+pin_project! {
+    /// The future of [`Trace`] (inside its span): the inner service's future, its outcome logged.
+    pub struct Traced<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F> Future for Traced<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let response = std::task::ready!(self.project().inner.poll(cx));
+        if let Ok(response) = &response {
+            match response.error_object() {
+                Some(e) => tracing::debug!(code = e.code.0, "answered with an error"),
+                None => tracing::trace!("answered"),
             }
-            response
         }
-        .instrument(span)
-        .boxed()
+        Poll::Ready(response)
+    }
+}
+
+impl<F> std::fmt::Debug for Traced<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Traced").finish_non_exhaustive()
     }
 }
