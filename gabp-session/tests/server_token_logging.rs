@@ -35,6 +35,19 @@ impl Write for Captured {
     }
 }
 
+impl Captured {
+    /// Everything logged on this thread at any level goes to the returned capture while the guard lives.
+    fn install() -> (Captured, tracing::subscriber::DefaultGuard) {
+        let logs = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(logs.clone())
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        (logs, guard)
+    }
+}
+
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
     type Writer = Captured;
     fn make_writer(&'a self) -> Captured {
@@ -44,12 +57,7 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
 
 #[tokio::test(flavor = "current_thread")]
 async fn tokens_are_never_logged_or_echoed() {
-    let logs = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(logs.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Captured::install();
 
     let server = server_with(ServerLimits::default());
     let wrong = "wrong-token-0123456789-wrong-token-0123456789-wrong";
@@ -104,12 +112,7 @@ fn leaks(text: &str, secret: &str) -> bool {
 async fn tokens_in_the_wrong_case_or_field_are_never_echoed_or_logged() {
     // Letters g-z only, so no run of it can turn up in an id or a hex dump by chance.
     const MIXED: &str = "GhIjKlMnOpQrStUvWxYzZyXwVuTsRqPoNmLkJiHg";
-    let logs = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(logs.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Captured::install();
 
     let token = gabp_transport::Token::new(MIXED).expect("token");
     let server = fixture::register(server_support::builder().token(token))
@@ -158,12 +161,7 @@ async fn tokens_in_the_wrong_case_or_field_are_never_echoed_or_logged() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn long_names_are_logged_by_a_short_prefix() {
-    let logs = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(logs.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (logs, _guard) = Captured::install();
 
     let server = server_with(ServerLimits::default());
     let method = format!("a/{}", "m".repeat(200_000));
