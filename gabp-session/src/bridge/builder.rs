@@ -218,8 +218,8 @@ impl<L> BridgeBuilder<L> {
         self
     }
 
-    /// The bytes of event payloads each subscription's queue holds (default 8 MiB); one event always fits in
-    /// an empty queue. The events of one channel held back waiting for a `seq` gap to fill are bounded by the
+    /// The bytes of events (as their frames carried them) each subscription's queue holds (default 8 MiB); one
+    /// event always fits in an empty queue. The events of one channel held back waiting for a `seq` gap to fill are bounded by the
     /// same number of bytes. Events that do not fit are counted and reported as
     /// [`SubscriptionItem::Lagged`](crate::bridge::SubscriptionItem::Lagged), as when the queue is full.
     pub fn subscription_queue_bytes(mut self, bytes: usize) -> Self {

@@ -80,7 +80,7 @@ impl Role for BridgeRole {
         None
     }
 
-    fn on_event(&mut self, event: gabp_types::Event) {
+    fn on_event(&mut self, event: gabp_types::Event, size: usize) {
         // SPEC/1.0 extensions.md §progress: progress goes to its call, not to subscriptions.
         if event.channel.as_str() == gabp_types::methods::PROGRESS_CHANNEL {
             self.shared.progress.deliver(event.payload);
@@ -92,7 +92,7 @@ impl Role for BridgeRole {
         }
         let deadline = {
             let mut router = self.shared.router.lock();
-            router.dispatch(event, Instant::now());
+            router.dispatch(event, size, Instant::now());
             router.next_deadline()
         };
         self.set_reorder(deadline);

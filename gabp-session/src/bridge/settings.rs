@@ -18,7 +18,7 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 /// The default capacity of each subscription's queue, in items.
 pub const DEFAULT_SUBSCRIPTION_QUEUE: usize = 1024;
-/// The default bytes of event payloads each subscription's queue holds: 8 MiB.
+/// The default bytes of events (as their frames carried them) each subscription's queue holds: 8 MiB.
 pub const DEFAULT_SUBSCRIPTION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 /// The default time an event ahead of a `seq` gap is held back waiting for the gap to fill.
 pub const DEFAULT_REORDER_WINDOW: Duration = Duration::from_millis(50);

@@ -96,8 +96,8 @@ pub(crate) trait Role: Send {
     /// Starts handling a request; `None` leaves it unanswered (a bridge answers nothing, SPEC/1.0 gabp.md §8).
     fn call(&mut self, request: Request) -> Option<Answer>;
 
-    /// An event from the peer.
-    fn on_event(&mut self, event: Event);
+    /// An event from the peer, and the bytes of its frame's body (what queues count it as).
+    fn on_event(&mut self, event: Event, size: usize);
 
     /// Reading paused because the peer does not read its answers; `Some` ends the connection at once.
     fn on_backlog_full(&mut self) -> Option<Self::Reason> {
@@ -469,7 +469,7 @@ impl<P: Role> Engine<P> {
                     tracing::debug!(%id, "discarding a late or unknown response");
                 }
             }
-            Ok(Message::Event(event)) => self.peer.on_event(event),
+            Ok(Message::Event(event)) => self.peer.on_event(event, body.len()),
             Err(error) => self.on_invalid(body, error),
         }
     }

@@ -28,7 +28,7 @@ impl Role for Echo {
         Some(Box::pin(std::future::ready(Ok(answer))))
     }
 
-    fn on_event(&mut self, event: Event) {
+    fn on_event(&mut self, event: Event, _: usize) {
         if let Ok(mut events) = self.events.lock() {
             events.push(event.channel.as_str().to_owned());
         }

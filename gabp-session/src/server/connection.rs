@@ -88,7 +88,7 @@ impl Role for ModRole {
         )
     }
 
-    fn on_event(&mut self, event: Event) {
+    fn on_event(&mut self, event: Event, _: usize) {
         tracing::debug!(channel = %event.channel, "ignoring an event from the bridge");
     }
 

@@ -13,7 +13,7 @@ use super::*;
 pub(crate) struct Reorder {
     pub(crate) window: Duration,
     pub(crate) capacity: usize,
-    /// Bytes of payload held back per channel beyond which the first gap is given up.
+    /// Bytes of events held back per channel beyond which the first gap is given up.
     pub(crate) max_bytes: usize,
 }
 
@@ -21,8 +21,9 @@ pub(crate) struct Reorder {
 #[derive(Debug, Default)]
 pub(crate) struct SeqOrder {
     pub(crate) next: Option<u64>,
-    pub(crate) held: BTreeMap<u64, Event>,
-    /// Bytes of the payloads in `held`.
+    /// Events ahead of a gap, and the bytes of each.
+    pub(crate) held: BTreeMap<u64, (Event, usize)>,
+    /// Bytes of the events in `held`.
     pub(crate) held_bytes: usize,
     pub(crate) since: Option<Instant>,
 }
@@ -31,15 +32,16 @@ impl SeqOrder {
     pub(crate) fn accept(
         &mut self,
         event: Event,
+        size: usize,
         now: Instant,
         cfg: Reorder,
-        out: &mut Vec<SubscriptionItem>,
+        out: &mut Vec<(SubscriptionItem, usize)>,
     ) {
         let seq = event.seq;
         match self.next {
             None => {
                 self.next = Some(seq.saturating_add(1));
-                out.push(SubscriptionItem::Event(event));
+                out.push((SubscriptionItem::Event(event), size));
             }
             Some(next) if seq < next => {
                 tracing::debug!(channel = %event.channel, seq, expected = next,
@@ -47,7 +49,7 @@ impl SeqOrder {
             }
             Some(next) if seq == next => {
                 self.next = Some(seq.saturating_add(1));
-                out.push(SubscriptionItem::Event(event));
+                out.push((SubscriptionItem::Event(event), size));
                 self.drain_contiguous(out);
             }
             Some(_) => {
@@ -55,8 +57,8 @@ impl SeqOrder {
                     tracing::debug!(channel = %event.channel, seq, "dropping a duplicate event");
                     return;
                 }
-                self.held_bytes += payload_size(&event);
-                self.held.insert(seq, event);
+                self.held_bytes += size;
+                self.held.insert(seq, (event, size));
                 if self.since.is_none() {
                     self.since = Some(now);
                 }
@@ -75,13 +77,13 @@ impl SeqOrder {
     }
 
     /// Delivers held events that are now contiguous.
-    pub(crate) fn drain_contiguous(&mut self, out: &mut Vec<SubscriptionItem>) {
+    pub(crate) fn drain_contiguous(&mut self, out: &mut Vec<(SubscriptionItem, usize)>) {
         while let Some(next) = self.next {
             match self.held.remove(&next) {
-                Some(event) => {
-                    self.held_bytes -= payload_size(&event);
+                Some((event, size)) => {
+                    self.held_bytes -= size;
                     self.next = Some(next.saturating_add(1));
-                    out.push(SubscriptionItem::Event(event));
+                    out.push((SubscriptionItem::Event(event), size));
                 }
                 None => break,
             }
@@ -92,22 +94,23 @@ impl SeqOrder {
     }
 
     /// Gives up the first gap: reports it, then delivers what becomes contiguous.
-    pub(crate) fn release_first_gap(&mut self, out: &mut Vec<SubscriptionItem>) {
-        let Some((&first, event)) = self.held.iter().next() else {
+    pub(crate) fn release_first_gap(&mut self, out: &mut Vec<(SubscriptionItem, usize)>) {
+        let Some((&first, (event, _))) = self.held.iter().next() else {
             return;
         };
         let next = self.next.unwrap_or(first);
         if first > next {
-            out.push(SubscriptionItem::Lagged {
+            let lagged = SubscriptionItem::Lagged {
                 channel: event.channel.clone(),
                 missed: first - next,
-            });
+            };
+            out.push((lagged, 0));
         }
         self.next = Some(first);
         self.drain_contiguous(out);
     }
 
-    pub(crate) fn release_all(&mut self, out: &mut Vec<SubscriptionItem>) {
+    pub(crate) fn release_all(&mut self, out: &mut Vec<(SubscriptionItem, usize)>) {
         while !self.held.is_empty() {
             self.release_first_gap(out);
         }
@@ -122,7 +125,7 @@ impl SeqOrder {
         &mut self,
         now: Instant,
         cfg: Reorder,
-        out: &mut Vec<SubscriptionItem>,
+        out: &mut Vec<(SubscriptionItem, usize)>,
     ) {
         if self.deadline(cfg).is_some_and(|d| d <= now) {
             self.release_first_gap(out);

@@ -22,7 +22,7 @@ pub(crate) struct QueueInner {
     /// The items and the bytes each counts for.
     items: VecDeque<(SubscriptionItem, usize)>,
     pub(crate) capacity: usize,
-    /// Bytes of the event payloads queued, and their bound.
+    /// Bytes of the events queued (their frames' bodies), and their bound.
     bytes: usize,
     max_bytes: usize,
     /// Events dropped because the queue was full, per channel, not yet reported.
@@ -55,8 +55,8 @@ impl SubQueue {
         }
     }
 
-    /// Queues an item without ever waiting; returns the waker to wake, if any.
-    pub(crate) fn push(&self, item: SubscriptionItem) -> Option<Waker> {
+    /// Queues an item of `size` bytes without ever waiting; returns the waker to wake, if any.
+    pub(crate) fn push(&self, item: SubscriptionItem, size: usize) -> Option<Waker> {
         let mut q = self.inner.lock();
         if !matches!(q.end, End::Open) {
             return None;
@@ -70,7 +70,6 @@ impl SubQueue {
             }
             item if q.items.len() >= q.capacity => q.count_dropped(item),
             SubscriptionItem::Event(event) => {
-                let size = payload_size(&event);
                 // One event always fits in an empty queue, whatever its size.
                 if q.bytes > 0 && q.bytes.saturating_add(size) > q.max_bytes {
                     q.count_dropped(SubscriptionItem::Event(event));
@@ -143,24 +142,6 @@ impl QueueInner {
             self.push_back(SubscriptionItem::Lagged { channel, missed }, 0);
         }
     }
-}
-
-/// The bytes an event's payload takes as JSON, counted without building the text.
-pub(crate) fn payload_size(event: &gabp_types::Event) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing into a counter cannot fail; a payload that could not be written counts as nothing.
-    let _ = serde_json::to_writer(&mut count, &event.payload);
-    count.0
 }
 
 pub(crate) fn wake(waker: Option<Waker>) {

@@ -23,7 +23,7 @@ pub(crate) struct Router {
     pub(crate) subs: HashMap<u64, Arc<SubQueue>>,
     pub(crate) channels: HashMap<String, ChannelRoute>,
     pub(crate) reorder: Reorder,
-    pub(crate) scratch: Vec<SubscriptionItem>,
+    pub(crate) scratch: Vec<(SubscriptionItem, usize)>,
 }
 
 impl Router {
@@ -131,15 +131,15 @@ impl Router {
         all
     }
 
-    /// Routes one event.
-    pub(crate) fn dispatch(&mut self, event: Event, now: Instant) {
+    /// Routes one event of `size` bytes.
+    pub(crate) fn dispatch(&mut self, event: Event, size: usize, now: Instant) {
         let reorder = self.reorder;
         let Some(route) = self.channels.get_mut(event.channel.as_str()) else {
             tracing::trace!(channel = %event.channel, "event for a channel nobody subscribes to");
             return;
         };
         let mut out = std::mem::take(&mut self.scratch);
-        route.order.accept(event, now, reorder, &mut out);
+        route.order.accept(event, size, now, reorder, &mut out);
         Self::deliver(&self.subs, &route.subscribers, &mut out);
         self.scratch = out;
     }
@@ -147,18 +147,18 @@ impl Router {
     pub(crate) fn deliver(
         subs: &HashMap<u64, Arc<SubQueue>>,
         to: &[u64],
-        out: &mut Vec<SubscriptionItem>,
+        out: &mut Vec<(SubscriptionItem, usize)>,
     ) {
-        for item in out.drain(..) {
+        for (item, size) in out.drain(..) {
             if let [only] = to {
                 if let Some(queue) = subs.get(only) {
-                    wake(queue.push(item));
+                    wake(queue.push(item, size));
                 }
                 continue;
             }
             for id in to {
                 if let Some(queue) = subs.get(id) {
-                    wake(queue.push(item.clone()));
+                    wake(queue.push(item.clone(), size));
                 }
             }
         }
@@ -198,7 +198,7 @@ impl Router {
     /// Tells every subscription that the connection was re-established.
     pub(crate) fn mark_reconnected(&self) {
         for queue in self.subs.values() {
-            wake(queue.push(SubscriptionItem::Reconnected));
+            wake(queue.push(SubscriptionItem::Reconnected, 0));
         }
     }
 

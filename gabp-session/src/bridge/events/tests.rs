@@ -34,13 +34,19 @@ fn describe(items: &[SubscriptionItem]) -> Vec<String> {
         .collect()
 }
 
+/// The items of `out`, without their sizes.
+fn items(out: &[(SubscriptionItem, usize)]) -> Vec<SubscriptionItem> {
+    out.iter().map(|(item, _)| item.clone()).collect()
+}
+
+/// Each event counts as 9 bytes, the length of `{"seq":N}`.
 fn run(order: &mut SeqOrder, seqs: &[u64], c: Reorder) -> Vec<String> {
     let now = Instant::now();
     let mut out = Vec::new();
     for &s in seqs {
-        order.accept(ev("a/b", s), now, c, &mut out);
+        order.accept(ev("a/b", s), 9, now, c, &mut out);
     }
-    describe(&out)
+    describe(&items(&out))
 }
 
 #[test]
@@ -109,18 +115,18 @@ fn expired_window_releases_in_order() {
     let t0 = Instant::now();
     let mut out = Vec::new();
     for s in [0, 3, 4, 7] {
-        o.accept(ev("a/b", s), t0, c, &mut out);
+        o.accept(ev("a/b", s), 9, t0, c, &mut out);
     }
-    assert_eq!(describe(&out), ["0"]);
+    assert_eq!(describe(&items(&out)), ["0"]);
     out.clear();
     assert_eq!(o.deadline(c), Some(t0 + Duration::from_millis(50)));
     o.release_expired(t0 + Duration::from_millis(10), c, &mut out);
     assert!(out.is_empty());
     o.release_expired(t0 + Duration::from_millis(50), c, &mut out);
-    assert_eq!(describe(&out), ["lag2", "3", "4"]);
+    assert_eq!(describe(&items(&out)), ["lag2", "3", "4"]);
     out.clear();
     o.release_expired(t0 + Duration::from_millis(100), c, &mut out);
-    assert_eq!(describe(&out), ["lag2", "7"]);
+    assert_eq!(describe(&items(&out)), ["lag2", "7"]);
     assert!(o.deadline(c).is_none());
 }
 
@@ -128,14 +134,14 @@ fn expired_window_releases_in_order() {
 fn full_queue_counts_and_reports_lag() {
     let q = SubQueue::new(2, 1 << 20, vec!["a/b".into()]);
     for s in 0..5 {
-        q.push(SubscriptionItem::Event(ev("a/b", s)));
+        q.push(SubscriptionItem::Event(ev("a/b", s)), 9);
     }
     let mut inner = q.inner.lock();
     assert_eq!(inner.len(), 2);
     assert_eq!(inner.dropped[0].1, 3);
     inner.pop_front();
     drop(inner);
-    q.push(SubscriptionItem::Event(ev("a/b", 5)));
+    q.push(SubscriptionItem::Event(ev("a/b", 5)), 9);
     let inner = q.inner.lock();
     assert_eq!(describe(&inner.items()), ["1", "lag3", "5"]);
 }
@@ -149,17 +155,17 @@ fn a_queue_full_of_bytes_counts_and_reports_lag() {
             json!("x".repeat(1000)),
         )
     };
-    // 1,002 bytes per payload: the first always fits, a second would pass 1,500.
+    // 1,002 bytes each: the first always fits, a second would pass 1,500.
     let q = SubQueue::new(1024, 1500, vec!["a/b".into()]);
     for s in 0..4 {
-        q.push(SubscriptionItem::Event(big(s)));
+        q.push(SubscriptionItem::Event(big(s)), 1002);
     }
     let mut inner = q.inner.lock();
     assert_eq!(inner.len(), 1);
     assert_eq!(inner.dropped[0].1, 3);
     inner.pop_front();
     drop(inner);
-    q.push(SubscriptionItem::Event(ev("a/b", 4)));
+    q.push(SubscriptionItem::Event(ev("a/b", 4)), 9);
     assert_eq!(describe(&q.inner.lock().items()), ["lag3", "4"]);
 }
 
@@ -169,9 +175,9 @@ fn router_routes_by_channel_and_tracks_subscribers() {
     let (a, qa) = r.add(vec!["x/a".into(), "x/b".into()], 16, 1 << 20);
     let (b, qb) = r.add(vec!["x/b".into()], 16, 1 << 20);
     let now = Instant::now();
-    r.dispatch(ev("x/a", 0), now);
-    r.dispatch(ev("x/b", 0), now);
-    r.dispatch(ev("x/c", 0), now);
+    r.dispatch(ev("x/a", 0), 9, now);
+    r.dispatch(ev("x/b", 0), 9, now);
+    r.dispatch(ev("x/c", 0), 9, now);
     assert_eq!(qa.inner.lock().len(), 2);
     assert_eq!(qb.inner.lock().len(), 1);
     assert_eq!(r.channels(), ["x/a", "x/b"]);
