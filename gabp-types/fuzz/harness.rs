@@ -11,14 +11,14 @@
 //! Properties, wherever they apply: no panic; a value that decodes serializes to JSON that decodes
 //! to an equal value and serializes to the same JSON again; what our types serialize, the decoders
 //! accept; the strict decoder accepts nothing the lenient one refuses, and both read it alike
-//! (SPEC/1.0 gabp.md §3.5); what the decoder accepts, the method's typed params read; nesting is
+//! (SPEC/1.0 gabp.md §3.5); `success_result` finds a result only where both decoders read that result; what the decoder accepts, the method's typed params read; nesting is
 //! bounded by serde_json's depth limit and never overflows the stack.
 
 use std::fmt::Debug;
 
 use gabp_types::decode::{
-    check_params, check_result_in, decode, decode_response_to, decode_value, DecodeError,
-    DecodeMode,
+    check_params, check_result_in, decode, decode_response_to, decode_value, success_result,
+    DecodeError, DecodeMode,
 };
 use gabp_types::methods::*;
 use gabp_types::{
@@ -225,6 +225,17 @@ fn envelope_checks(body: &[u8]) -> [Result<Message, DecodeError>; 2] {
             .as_ref()
             .expect("the lenient decoder accepts what the strict one does");
         assert_eq!(lenient, strict, "strict and lenient readings differ");
+    }
+    if let Some((id, range)) = success_result(body) {
+        let result = serde_json::from_slice::<Value>(&body[range]).expect("the result is JSON");
+        let expected = Message::Response(gabp_types::Response::success(id, result));
+        for outcome in &outcomes {
+            assert_eq!(
+                outcome.as_ref().ok(),
+                Some(&expected),
+                "success_result reads otherwise"
+            );
+        }
     }
     if parsed.is_some() {
         let derived = serde_json::from_slice::<Message>(body).ok();

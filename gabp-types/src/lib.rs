@@ -37,6 +37,7 @@ mod attention;
 mod bridge_config;
 mod capabilities;
 pub mod decode;
+pub mod encode;
 mod error;
 mod extra;
 pub mod format;

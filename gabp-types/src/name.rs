@@ -1,6 +1,6 @@
 //! Validated names: methods, tools and event channels.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::ops::Deref;
 use std::str::FromStr;
@@ -27,7 +27,7 @@ macro_rules! registry_name {
     ($(#[$doc:meta])* $ty:ident, $kind:literal) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $ty(String);
+        pub struct $ty(Cow<'static, str>);
 
         impl $ty {
             /// Validates `name` against the registry pattern
@@ -35,9 +35,18 @@ macro_rules! registry_name {
             pub fn new(name: impl Into<String>) -> Result<Self, InvalidName> {
                 let name = name.into();
                 if format::is_registry_name(&name) {
-                    Ok(Self(name))
+                    Ok(Self(Cow::Owned(name)))
                 } else {
                     Err(InvalidName { kind: $kind, name, pattern: format::NAME_PATTERN })
+                }
+            }
+
+            /// Validates a name known at compile time, which is then kept without a copy.
+            pub fn from_static(name: &'static str) -> Result<Self, InvalidName> {
+                if format::is_registry_name(name) {
+                    Ok(Self(Cow::Borrowed(name)))
+                } else {
+                    Err(InvalidName { kind: $kind, name: name.to_owned(), pattern: format::NAME_PATTERN })
                 }
             }
 
@@ -48,7 +57,7 @@ macro_rules! registry_name {
 
             /// The name as an owned string.
             pub fn into_string(self) -> String {
-                self.0
+                self.0.into_owned()
             }
         }
 
@@ -156,6 +165,17 @@ registry_name!(
     MethodName,
     "method"
 );
+
+impl MethodName {
+    /// `name` when it is a method this crate defines, kept without a copy.
+    pub(crate) fn known(name: &str) -> Option<MethodName> {
+        let methods = crate::methods::CORE_METHODS.iter();
+        let mut known = methods.chain(crate::methods::EXTENSION_METHODS);
+        known
+            .find(|m| **m == name)
+            .map(|m| MethodName(Cow::Borrowed(m)))
+    }
+}
 
 registry_name!(
     /// A tool name such as `inventory/get` (dotted names like `inventory.get` are not canonical).

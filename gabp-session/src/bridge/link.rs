@@ -9,14 +9,13 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use gabp_types::methods::{Method, SessionPing};
-use gabp_types::{MessageId, MethodName, Outcome, Params};
-use serde_json::Value;
+use gabp_types::{MessageId, MethodName, Params};
 use tokio::sync::{mpsc, oneshot, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Delivery, Outgoing};
+use crate::engine::{CallResult, Delivery, Outgoing};
 
 use super::reconnect::Keepalive;
 use super::settings::Settings;
@@ -132,7 +131,7 @@ impl Link {
 /// A `tools/cancel` request for call `id`, serialized.
 fn cancel_body(id: MessageId) -> Option<bytes::Bytes> {
     use gabp_types::methods::{ToolsCancel, ToolsCancelParams};
-    let method = MethodName::new(ToolsCancel::NAME).ok()?;
+    let method = MethodName::from_static(ToolsCancel::NAME).ok()?;
     let params = Params::from_serialize(&ToolsCancelParams { id }).ok()?;
     crate::engine::to_body(&gabp_types::Request::with_raw_params(method, Some(params))).ok()
 }
@@ -184,7 +183,7 @@ pub(super) async fn call_link(
     method: MethodName,
     params: Option<Params>,
     timeout: Duration,
-) -> Result<Value, BridgeError> {
+) -> Result<CallResult, BridgeError> {
     call_link_slot(link, method, params, timeout, Slot::Take).await
 }
 
@@ -194,7 +193,7 @@ pub(super) async fn call_link_slot(
     params: Option<Params>,
     timeout: Duration,
     slot: Slot,
-) -> Result<Value, BridgeError> {
+) -> Result<CallResult, BridgeError> {
     // One request value for the whole call (no copies of the method or params kept beside it): every layered
     // call boxes this future, and a small one is cheaper to allocate and move.
     let request = gabp_types::Request::with_raw_params(method, params);
@@ -211,7 +210,7 @@ pub(super) async fn exchange(
     link: &Link,
     request: &gabp_types::Request,
     slot: Slot,
-) -> Result<Value, BridgeError> {
+) -> Result<CallResult, BridgeError> {
     // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
     // stays small.
     let _permit = match slot {
@@ -252,8 +251,8 @@ pub(super) async fn exchange(
     let delivery = rx.await;
     guard.armed = false;
     match delivery {
-        Ok(Delivery::Outcome(Outcome::Result(value))) => Ok(value),
-        Ok(Delivery::Outcome(Outcome::Error(error))) => {
+        Ok(Delivery::Result(result)) => Ok(result),
+        Ok(Delivery::Error(error)) => {
             let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
             Err(BridgeError::from_remote(
                 error,
@@ -287,7 +286,7 @@ pub(super) async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
                 let link = link.clone();
                 let timeout = keepalive.timeout();
                 ping = Some(tokio::spawn(async move {
-                    if let Ok(method) = MethodName::new(SessionPing::NAME) {
+                    if let Ok(method) = MethodName::from_static(SessionPing::NAME) {
                         let _ = call_link_slot(&link, method, None, timeout, Slot::Bypass).await;
                     }
                 }));

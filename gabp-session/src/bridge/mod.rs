@@ -353,8 +353,7 @@ impl Bridge {
     /// [`ProtocolError::InvalidResult`].
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, BridgeError> {
         let request = BridgeRequest::typed::<M>(params)?;
-        let value = self.send(request).await?.into_result();
-        decode_result(M::NAME, value)
+        typed_result(M::NAME, self.send(request).await?.result_as())
     }
 
     /// Calls tool `name` with `arguments` (`null` for none, else a JSON object); returns the tool's result.
@@ -393,8 +392,10 @@ impl Bridge {
         R: DeserializeOwned,
     {
         let request = BridgeRequest::tool_call_as(name, arguments)?;
-        let value = self.send(request).await?.into_result();
-        decode_result(gabp_types::methods::ToolsCall::NAME, value)
+        typed_result(
+            gabp_types::methods::ToolsCall::NAME,
+            self.send(request).await?.result_as(),
+        )
     }
 
     /// The mod's tools (`tools/list`).
@@ -587,8 +588,12 @@ impl Bridge {
     }
 }
 
-fn decode_result<T: DeserializeOwned>(method: &str, value: Value) -> Result<T, BridgeError> {
-    serde_json::from_value(value).map_err(|e| {
+/// The result `read` as `T`, or the protocol error that names `method`.
+pub(super) fn typed_result<T>(
+    method: &str,
+    read: Result<T, serde_json::Error>,
+) -> Result<T, BridgeError> {
+    read.map_err(|e| {
         ProtocolError::InvalidResult {
             method: method.to_owned(),
             reason: e.to_string(),

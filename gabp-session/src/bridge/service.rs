@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use gabp_types::methods::WelcomeResult;
 use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::{MethodName, Params};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -20,6 +21,7 @@ use tower::Service;
 
 use super::shared::Shared;
 use super::{BridgeError, ConnectionState, Subscription};
+use crate::engine::CallResult;
 
 /// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call
 /// (like `http::Extensions`). Empty extensions allocate nothing.
@@ -152,8 +154,8 @@ impl BridgeRequest {
     ///
     /// [`BridgeError::InvalidRequest`] when the params do not serialize to a JSON object.
     pub fn typed<M: Method>(params: &M::Params) -> Result<Self, BridgeError> {
-        let method =
-            MethodName::new(M::NAME).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        let method = MethodName::from_static(M::NAME)
+            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         let params = to_params(params)?;
         let params = if params.as_json() == "{}" && !M::PARAMS_REQUIRED {
             None
@@ -223,7 +225,7 @@ impl BridgeRequest {
                 ))
             }
         }
-        let method = MethodName::new(ToolsCall::NAME)
+        let method = MethodName::from_static(ToolsCall::NAME)
             .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
         Ok(BridgeRequest::new(method, Some(params)))
     }
@@ -284,29 +286,56 @@ impl BridgeRequest {
 }
 
 /// The answer to a [`BridgeRequest`]: the mod's `result`, and extensions layers may attach.
+///
+/// The result is kept as the text the mod wrote until it is read: [`BridgeResponse::result_as`] reads it
+/// straight into a type, [`BridgeResponse::result`] into a JSON value (once).
 #[derive(Debug)]
 pub struct BridgeResponse {
-    result: Value,
+    result: CallResult,
+    value: OnceLock<Value>,
     extensions: Extensions,
 }
 
 impl BridgeResponse {
     /// A response carrying `result`.
     pub fn new(result: Value) -> Self {
+        BridgeResponse::from_call(CallResult::Value(result))
+    }
+
+    pub(crate) fn from_call(result: CallResult) -> Self {
         BridgeResponse {
             result,
+            value: OnceLock::new(),
             extensions: Extensions::new(),
         }
     }
 
     /// The mod's result.
     pub fn result(&self) -> &Value {
-        &self.result
+        match &self.result {
+            CallResult::Value(value) => value,
+            text => self.value.get_or_init(|| text.clone().into_value()),
+        }
+    }
+
+    /// The mod's result read as `T`, without a JSON value in between.
+    ///
+    /// # Errors
+    ///
+    /// When the result does not have the shape of `T`.
+    pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match self.value.get() {
+            Some(value) => T::deserialize(value),
+            None => self.result.decode(),
+        }
     }
 
     /// The mod's result, consuming the response.
     pub fn into_result(self) -> Value {
-        self.result
+        match self.value.into_inner() {
+            Some(value) => value,
+            None => self.result.into_value(),
+        }
     }
 
     /// The response's extensions (for example, what a layer learned while the call ran).

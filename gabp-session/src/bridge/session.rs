@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use gabp_transport::Connection;
 use gabp_types::methods::{
     ClientInfo, EventsSubscribe, HelloParams, HelloToken, Method, Platform, SessionHello,
-    WelcomeResult,
+    SubscribeResult, WelcomeResult,
 };
 use gabp_types::{MethodName, NonEmptyString};
 use tokio::sync::{mpsc, Semaphore};
@@ -28,7 +28,8 @@ use super::reconnect::ReconnectPolicy;
 use super::redact::redact_error;
 use super::service::to_params;
 use super::settings::Settings;
-use super::shared::{channels_request, subscribe_result, Shared};
+use super::shared::{channels_request, Shared};
+use super::typed_result;
 use super::welcome::parse_welcome;
 use super::{BridgeError, ConnectionState, DisconnectReason};
 
@@ -182,14 +183,14 @@ pub(super) async fn handshake(
         }),
     };
     let params = to_params(&hello)?;
-    let method = MethodName::new(SessionHello::NAME)
+    let method = MethodName::from_static(SessionHello::NAME)
         .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
     // The answer may quote the token it refused (SPEC/1.0 security.md §6).
     let secret = shared.token.expose_secret();
     let value = call_link(link, method, Some(params), settings.handshake_timeout)
         .await
         .map_err(|e| redact_error(e, SessionHello::NAME, secret))?;
-    let welcome = parse_welcome(value)
+    let welcome = parse_welcome(value.into_value())
         .map_err(|e| redact_error(BridgeError::Protocol(e), SessionHello::NAME, secret))?;
     let welcome = Arc::new(welcome);
     let max_body = welcome
@@ -251,7 +252,7 @@ pub(super) async fn handshake(
         }
         let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
         let value = call_link(link, method, params, settings.request_timeout).await?;
-        let result = subscribe_result(value)?;
+        let result: SubscribeResult = typed_result(EventsSubscribe::NAME, value.decode())?;
         let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
         let refused: HashSet<&str> = wanted
             .iter()

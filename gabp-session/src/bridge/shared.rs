@@ -14,7 +14,6 @@ use gabp_types::methods::{
     ChannelsParams, EventsSubscribe, EventsUnsubscribe, Method, SubscribeResult, WelcomeResult,
 };
 use gabp_types::{MessageId, MethodName, NonEmptyString, Params, UniqueVec};
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -25,7 +24,7 @@ use super::session::finish;
 use super::settings::Settings;
 use super::tools::ToolCache;
 use super::{
-    BridgeError, BridgeRequest, BridgeResponse, ConnectionState, ProtocolError, Subscription,
+    typed_result, BridgeError, BridgeRequest, BridgeResponse, ConnectionState, Subscription,
 };
 
 /// A call checked and ready to go out on `link`.
@@ -159,7 +158,7 @@ impl Shared {
             call_link_slot(&link, method, params, timeout, Slot::Take)
                 .instrument(span)
                 .await
-                .map(BridgeResponse::new)
+                .map(BridgeResponse::from_call)
         }
     }
 
@@ -224,7 +223,7 @@ impl Shared {
         }
         match send(request)
             .await
-            .and_then(|r| subscribe_result(r.into_result()))
+            .and_then(|r| typed_result(EventsSubscribe::NAME, r.result_as::<SubscribeResult>()))
         {
             Ok(result) => {
                 let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
@@ -297,14 +296,4 @@ pub(super) fn channels_request<M: Method<Params = ChannelsParams>>(
     let channels =
         UniqueVec::new(names).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
     BridgeRequest::typed::<M>(&ChannelsParams { channels })
-}
-
-pub(super) fn subscribe_result(value: Value) -> Result<SubscribeResult, BridgeError> {
-    serde_json::from_value(value).map_err(|e| {
-        ProtocolError::InvalidResult {
-            method: EventsSubscribe::NAME.to_owned(),
-            reason: e.to_string(),
-        }
-        .into()
-    })
 }

@@ -6,16 +6,29 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use gabp_types::{MessageId, Outcome};
+use gabp_types::{ErrorObject, MessageId, Outcome};
 use tokio::sync::oneshot;
+
+use super::result::CallResult;
 
 /// What the engine hands to a waiting caller.
 #[derive(Debug)]
 pub(crate) enum Delivery {
-    /// The peer answered.
-    Outcome(Outcome),
+    /// The peer answered with a result.
+    Result(CallResult),
+    /// The peer answered with an error.
+    Error(ErrorObject),
     /// A frame with the call's id that is not a valid response.
     Invalid(String),
+}
+
+impl From<Outcome> for Delivery {
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Result(value) => Delivery::Result(CallResult::Value(value)),
+            Outcome::Error(error) => Delivery::Error(error),
+        }
+    }
 }
 
 /// What the local side asks the engine to send.
@@ -84,6 +97,11 @@ impl Calls {
         self.pending.contains_key(id)
     }
 
+    /// Whether no call is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// How many calls are in the table (abandoned ones included until they are swept).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -112,11 +130,11 @@ mod tests {
         let (tx, mut rx) = oneshot::channel();
         calls.insert(id, tx);
         assert_eq!(calls.len(), 1);
-        assert!(calls.deliver(&id, Delivery::Outcome(Outcome::Result(Value::Null))));
+        assert!(calls.deliver(&id, Outcome::Result(Value::Null).into()));
         assert!(!calls.deliver(&id, Delivery::Invalid("again".into())));
         assert!(matches!(
             rx.try_recv(),
-            Ok(Delivery::Outcome(Outcome::Result(Value::Null)))
+            Ok(Delivery::Result(CallResult::Value(Value::Null)))
         ));
         assert_eq!(calls.len(), 0);
     }

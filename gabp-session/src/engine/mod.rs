@@ -27,6 +27,7 @@ mod calls;
 mod framing;
 mod inflight;
 mod queue;
+mod result;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -39,7 +40,7 @@ use bytes::Bytes;
 use futures::{FutureExt, Sink, Stream};
 use gabp_codec::MessageError;
 use gabp_transport::{Connection, Frame, FrameError, FrameReader, FrameWriter};
-use gabp_types::decode::{decode, DecodeError, DecodeMode};
+use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
 use gabp_types::{Event, Message, MessageKind, Request, Response};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -51,6 +52,7 @@ use body::{encode, panicked};
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
+pub(crate) use result::CallResult;
 
 use backlog::Backlog;
 use calls::Calls;
@@ -461,11 +463,23 @@ impl<P: Role> Engine<P> {
                 return;
             }
         };
+        // A plain success answering a call waiting here: its result stays text until its caller reads it.
+        if !self.calls.is_empty() {
+            if let Some((id, range)) = success_result(&body) {
+                if !self
+                    .calls
+                    .deliver(&id, Delivery::Result(CallResult::Text { body, range }))
+                {
+                    tracing::debug!(%id, "discarding a late or unknown response");
+                }
+                return;
+            }
+        }
         match decode(&body, DecodeMode::Lenient) {
             Ok(Message::Request(request)) => self.waiting = Some((request, body.len())),
             Ok(Message::Response(response)) => {
                 let id = response.id;
-                if !self.calls.deliver(&id, Delivery::Outcome(response.outcome)) {
+                if !self.calls.deliver(&id, response.outcome.into()) {
                     tracing::debug!(%id, "discarding a late or unknown response");
                 }
             }
@@ -481,7 +495,7 @@ impl<P: Role> Engine<P> {
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
         if let Some(id) = error.id().filter(|id| self.calls.contains(id)) {
             let delivery = match null_result_beside_error(&body) {
-                Some(response) => Delivery::Outcome(response.outcome),
+                Some(response) => response.outcome.into(),
                 None => Delivery::Invalid(error.to_string()),
             };
             self.calls.deliver(&id, delivery);

@@ -126,7 +126,7 @@ async fn a_call_is_written_and_its_answer_delivered() {
     };
     assert_eq!(request.id, id);
     answer(&mut h.peer, id, Value::from(7)).await;
-    assert!(matches!(rx.await, Ok(Delivery::Outcome(Outcome::Result(v))) if v == 7));
+    assert!(matches!(rx.await, Ok(Delivery::Result(r)) if r.clone().into_value() == 7));
 }
 
 #[tokio::test]
@@ -144,7 +144,7 @@ async fn a_forgotten_call_discards_its_late_answer() {
     let (next, rx) = send_call(&h, "game/ping").await;
     let _ = next_message(&mut h.peer).await;
     answer(&mut h.peer, next, Value::from(2)).await;
-    assert!(matches!(rx.await, Ok(Delivery::Outcome(Outcome::Result(v))) if v == 2));
+    assert!(matches!(rx.await, Ok(Delivery::Result(r)) if r.clone().into_value() == 2));
 }
 
 #[tokio::test]
@@ -209,9 +209,7 @@ async fn an_invalid_answer_fails_its_call_and_a_null_result_beside_an_error_is_t
         r#"{{"v":"gabp/1","id":"{id}","type":"response","result":null,"error":{{"code":-32000,"message":"x"}}}}"#
     );
     h.peer.send(Bytes::from(libgab)).await.unwrap();
-    assert!(
-        matches!(rx.await, Ok(Delivery::Outcome(Outcome::Error(e))) if e.code == ErrorCode(-32000))
-    );
+    assert!(matches!(rx.await, Ok(Delivery::Error(e)) if e.code == ErrorCode(-32000)));
 }
 
 #[tokio::test]

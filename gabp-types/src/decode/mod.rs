@@ -57,6 +57,24 @@ pub fn decode(body: &[u8], mode: DecodeMode) -> Result<Message, DecodeError> {
     decode_value(value, mode)
 }
 
+/// Where the `result` of a plain success response lies in `body`, and the id it answers; `None` for anything
+/// else. A plain success response has exactly the members `v`, `id`, `type` and `result`; both decoders read
+/// it as [`Outcome::Result`] of the JSON in that range, so a caller can decode the result straight from the
+/// body's text into its own type, without a tree of values. Anything else (an error, unknown or repeated
+/// members) goes through [`decode`].
+///
+/// ```
+/// use gabp_types::decode::success_result;
+///
+/// let body = br#"{"v":"gabp/1","id":"550e8400-e29b-41d4-a716-446655440000","type":"response","result":{"ok":true}}"#;
+/// let (id, range) = success_result(body).unwrap();
+/// assert_eq!(id.as_str(), "550e8400-e29b-41d4-a716-446655440000");
+/// assert_eq!(&body[range], br#"{"ok":true}"#);
+/// ```
+pub fn success_result(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
+    fast::success(body)
+}
+
 /// Decodes one message body strictly.
 pub fn decode_strict(body: &[u8]) -> Result<Message, DecodeError> {
     decode(body, DecodeMode::Strict)
@@ -311,6 +329,16 @@ fn request_from(
             ))
         }
     };
+    request_named(method, params, mode, id)
+}
+
+/// A request of a valid `method` from its `params` field (`None`: absent).
+fn request_named(
+    method: MethodName,
+    params: Option<ParamsField<'_>>,
+    mode: DecodeMode,
+    id: MessageId,
+) -> Result<Request, DecodeError> {
     let mut params = match params.map(ParamsField::into_params).transpose() {
         Ok(params) => params,
         Err(type_name) => {
@@ -534,5 +562,66 @@ mod tests {
         let params = request.params.expect("params");
         assert_eq!(params.str_member("name").as_deref(), Some("world/set"));
         assert!(params.decode::<methods::ToolsCallParams>().is_ok());
+    }
+
+    /// `success_result` finds the result of plain success responses only, and where it finds one, both
+    /// decoders read the response as that result.
+    #[test]
+    fn success_result_agrees_with_the_decoders() {
+        let id = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
+        let plain = [
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{{"value":"x"}}}}"#),
+            format!(
+                r#" {{ "result" : [1, "é", null] , "type":"response","id":"{id}","v":"gabp/1"}} "#
+            ),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":null}}"#),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":"a\"b"}}"#),
+        ];
+        for body in &plain {
+            let (found, range) = success_result(body.as_bytes()).expect(body);
+            let result: Value = serde_json::from_str(&body[range]).expect("json");
+            for mode in [DecodeMode::Strict, DecodeMode::Lenient] {
+                let message = decode(body.as_bytes(), mode).expect(body);
+                assert_eq!(
+                    message,
+                    Message::Response(Response::success(found, result.clone()))
+                );
+            }
+        }
+        let others = [
+            format!(
+                r#"{{"v":"gabp/1","id":"{id}","type":"response","error":{{"code":-1,"message":"m"}}}}"#
+            ),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":1,"error":null}}"#),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":1,"result":2}}"#),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":1,"extra":2}}"#),
+            format!(r#"{{"v":"gabp/2","id":"{id}","type":"response","result":1}}"#),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"event","result":1}}"#),
+            r#"{"v":"gabp/1","id":"7","type":"response","result":1}"#.to_owned(),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response"}}"#),
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":1"#),
+        ];
+        for body in &others {
+            assert_eq!(success_result(body.as_bytes()), None, "{body}");
+        }
+        assert_eq!(success_result(b"\xff"), None);
+        let deep = format!(
+            r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{}1{}}}"#,
+            "[".repeat(65),
+            "]".repeat(65)
+        );
+        assert_eq!(
+            success_result(deep.as_bytes()),
+            None,
+            "deep results take the general path"
+        );
+        let quoted = format!(
+            r#"{{"v":"gabp/1","id":"{id}","type":"response","result":["{}\\",{{}}]}}"#,
+            "[".repeat(100)
+        );
+        assert!(
+            success_result(quoted.as_bytes()).is_some(),
+            "brackets in strings do not nest"
+        );
     }
 }
