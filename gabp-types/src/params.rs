@@ -117,9 +117,26 @@ impl Params {
     /// The string member `key`, if present and a string.
     #[must_use]
     pub fn str_member(&self, key: &str) -> Option<Cow<'_, str>> {
+        if let Some(first) = leading_str(self.0.get(), key) {
+            return Some(Cow::Borrowed(first));
+        }
         let raw = self.member(key)?;
         json_str(raw.get())
     }
+}
+
+/// The string member `key` when it is the first member, written compactly and without escapes (as writers put
+/// a `tools/call`'s `name`): found without a pass over the other members.
+fn leading_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    if key.contains(['"', '\\']) {
+        return None;
+    }
+    let value = text
+        .strip_prefix("{\"")?
+        .strip_prefix(key)?
+        .strip_prefix("\":\"")?;
+    let end = value.find(['"', '\\'])?;
+    value[end..].starts_with('"').then(|| &value[..end])
 }
 
 /// The JSON string `text`, borrowed unless it has escapes; `None` when `text` is not a string.
@@ -305,5 +322,27 @@ mod tests {
             Params::default().decode::<Map<String, Value>>().unwrap(),
             Map::new()
         );
+    }
+
+    #[test]
+    fn a_leading_string_member_reads_as_the_general_path_reads_it() {
+        let cases = [
+            r#"{"name":"a/b","arguments":{"x":1}}"#,
+            r#"{"name":"a\"b","x":1}"#,
+            r#"{"name":"a\u0041","name":"c"}"#,
+            r#"{"name":"x","name":"y"}"#,
+            r#"{"name":1}"#,
+            r#"{"names":"x","name":"y"}"#,
+            r#"{ "name" : "x" }"#,
+            r#"{"arguments":{"name":"z"},"name":"x"}"#,
+            r#"{"name":""}"#,
+        ];
+        for text in cases {
+            let params: Params = serde_json::from_str(text).unwrap();
+            let general = params.member("name").and_then(|raw| json_str(raw.get()));
+            assert_eq!(params.str_member("name"), general, "{text}");
+        }
+        let params: Params = serde_json::from_str(r#"{"a\"b":"x"}"#).unwrap();
+        assert_eq!(leading_str(params.as_json(), "a\"b"), None);
     }
 }

@@ -114,6 +114,8 @@ pub struct BridgeRequest {
     params: Option<Params>,
     timeout: Option<Duration>,
     extensions: Extensions,
+    /// The params were written here and already conform (SPEC/1.0 gabp.md §4.5): no second check.
+    conforms: bool,
 }
 
 impl BridgeRequest {
@@ -124,6 +126,7 @@ impl BridgeRequest {
             params,
             timeout: None,
             extensions: Extensions::new(),
+            conforms: false,
         }
     }
 
@@ -217,17 +220,18 @@ impl BridgeRequest {
             )));
         }
         let params = to_params(&Call { name, arguments })?;
-        match params.member("arguments").map(|a| a.get().starts_with('{')) {
-            Some(true) | None => {}
-            Some(false) => {
-                return Err(BridgeError::invalid_request(
-                    "tool arguments must serialize to a JSON object",
-                ))
-            }
+        // The arguments follow `{"name":"<name>","arguments":` (a valid tool name needs no escapes).
+        let at = name.len() + r#"{"name":"","arguments":"#.len();
+        if arguments.is_some() && params.as_json().as_bytes().get(at) != Some(&b'{') {
+            return Err(BridgeError::invalid_request(
+                "tool arguments must serialize to a JSON object",
+            ));
         }
         let method = MethodName::from_static(ToolsCall::NAME)
             .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
-        Ok(BridgeRequest::new(method, Some(params)))
+        let mut request = BridgeRequest::new(method, Some(params));
+        request.conforms = true;
+        Ok(request)
     }
 
     /// The method.
@@ -240,8 +244,9 @@ impl BridgeRequest {
         self.params.as_ref()
     }
 
-    /// The params, mutably (a layer may rewrite them).
+    /// The params, mutably (a layer may rewrite them; they are checked again before they are sent).
     pub fn params_mut(&mut self) -> &mut Option<Params> {
+        self.conforms = false;
         &mut self.params
     }
 
@@ -282,6 +287,11 @@ impl BridgeRequest {
 
     pub(crate) fn into_parts(self) -> (MethodName, Option<Params>, Option<Duration>) {
         (self.method, self.params, self.timeout)
+    }
+
+    /// Whether the params were written by this crate and conform already.
+    pub(crate) fn conforms(&self) -> bool {
+        self.conforms
     }
 }
 
@@ -501,6 +511,18 @@ mod tests {
             r#"{"name":"a/b","arguments":{"x":1}}"#
         );
         assert!(BridgeRequest::tool_call_as("a/b", &[1, 2]).is_err());
+        assert!(BridgeRequest::tool_call_as("a/b", &"{").is_err());
+        assert!(BridgeRequest::tool_call_as("a/b", &None::<At>).is_err());
+        assert!(BridgeRequest::tool_call_as("a/bc", &json!({}))
+            .unwrap()
+            .conforms());
+        let mut rewritten = BridgeRequest::tool_call_as("a/b", &At { x: 1 }).unwrap();
+        assert!(rewritten.conforms());
+        *rewritten.params_mut() = None;
+        assert!(!rewritten.conforms(), "rewritten params are checked again");
+        assert!(!BridgeRequest::from_json("tools/call", json!({}))
+            .unwrap()
+            .conforms());
         assert!(BridgeRequest::from_json("x/y", json!([1])).is_err());
         assert!(BridgeRequest::from_json("x/y", Value::Null)
             .unwrap()

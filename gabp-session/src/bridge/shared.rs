@@ -164,15 +164,18 @@ impl Shared {
 
     pub(super) fn prepare(&self, request: BridgeRequest) -> Result<Prepared, BridgeError> {
         let link = self.link()?;
+        let conforms = request.conforms();
         let (method, params, timeout) = request.into_parts();
         if link.settings.check_advertised && !link.allows(method.as_str()) {
             return Err(BridgeError::NotAdvertised {
                 method: method.into_string(),
             });
         }
-        // Strict writing: params of core methods (possibly built raw, or rewritten by a layer) must conform.
-        gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
-            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        // Strict writing: params of core methods built raw (by a caller or a layer) must conform.
+        if !conforms {
+            gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
+                .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        }
         let timeout = timeout.unwrap_or(link.settings.request_timeout);
         Ok(Prepared {
             link,
