@@ -176,10 +176,7 @@ async fn upstream_conformance_cases() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            error,
-            gabp_session::bridge::BridgeError::InvalidRequest { .. }
-        ),
+        matches!(error, gabp_session::Error::InvalidRequest { .. }),
         "{error}"
     );
 }

@@ -30,9 +30,7 @@ async fn gated() -> (Bridge, AttentionGate, MockMod) {
 
 fn place(
     bridge: &Bridge,
-) -> tokio::task::JoinHandle<
-    Result<gabp_session::bridge::BridgeResponse, gabp_session::bridge::BridgeError>,
-> {
+) -> tokio::task::JoinHandle<Result<gabp_session::bridge::BridgeResponse, gabp_session::Error>> {
     let bridge = bridge.clone();
     tokio::spawn(async move {
         bridge

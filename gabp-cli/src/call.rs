@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 use futures::StreamExt;
-use gabp_session::bridge::{Bridge, BridgeError};
+use gabp_session::bridge::Bridge;
+use gabp_session::Error as SessionError;
 use gabp_types::methods::{Method, ToolsCall, ToolsCancel, CORE_METHODS};
 use serde_json::{Map, Value};
 
@@ -204,9 +205,9 @@ pub async fn run(
 }
 
 /// One line for a failed call; a local timeout says how to wait longer.
-fn describe(e: &BridgeError) -> String {
+fn describe(e: &SessionError) -> String {
     match e {
-        BridgeError::Timeout { after, .. } => {
+        SessionError::Timeout { after, .. } => {
             format!("no answer within {after:?} (--timeout sets how long to wait)")
         }
         other => describe_call_error(other),
@@ -214,10 +215,10 @@ fn describe(e: &BridgeError) -> String {
 }
 
 /// The name the mod did not know: a method (-32601) or a tool (-32400).
-fn unknown_name(e: &BridgeError) -> Option<String> {
+fn unknown_name(e: &SessionError) -> Option<String> {
     match e {
-        BridgeError::MethodNotFound { method, .. } => Some(method.clone()),
-        BridgeError::ToolNotFound { tool, .. } => Some(tool.clone()),
+        SessionError::MethodNotFound { method, .. } => Some(method.clone()),
+        SessionError::ToolNotFound { tool, .. } => Some(tool.clone()),
         _ => None,
     }
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_attention::{AttentionGate, BlockedByAttention};
-use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
+use gabp_session::bridge::{Bridge, Subscription, SubscriptionItem};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::{StateGetParams, StateSetParams};
 use gabp_types::Event;
 use serde_json::{json, Value};
@@ -284,7 +285,7 @@ async fn tour(game: &InProcessGame, t: &mut Transcript<'_>) -> Result<(), String
     let bad = json!({"x": "three", "y": 5, "z": 3});
     t.sent_tool("world/get_block", &bad)?;
     match bridge.call_tool("world/get_block", bad).await {
-        Err(BridgeError::InvalidParams { errors, error }) => {
+        Err(SessionError::InvalidParams { errors, error }) => {
             t.error(
                 "mod",
                 &format!("error {} {}", error.code.code(), error.message),
@@ -300,7 +301,7 @@ async fn tour(game: &InProcessGame, t: &mut Transcript<'_>) -> Result<(), String
     let outside = json!({"x": 3, "y": 99, "z": 3});
     t.sent_tool("world/get_block", &outside)?;
     match bridge.call_tool("world/get_block", outside).await {
-        Err(e @ BridgeError::ToolFailed { .. }) => {
+        Err(e @ SessionError::ToolFailed { .. }) => {
             if let Some(error) = e.error_object() {
                 t.error(
                     "mod",

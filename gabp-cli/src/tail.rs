@@ -5,9 +5,8 @@ use std::io::Write;
 
 use clap::Args;
 use futures::StreamExt;
-use gabp_session::bridge::{
-    Bridge, BridgeError, ConnectionState, ReconnectPolicy, SubscriptionItem,
-};
+use gabp_session::bridge::{Bridge, ConnectionState, ReconnectPolicy, SubscriptionItem};
+use gabp_session::Error as SessionError;
 
 use crate::target::{describe_call_error, TargetArgs};
 
@@ -141,7 +140,7 @@ pub async fn run(
                 );
             }
             Some(Ok(_)) => {}
-            Some(Err(BridgeError::Disconnected | BridgeError::Closed)) | None => {
+            Some(Err(SessionError::Disconnected | SessionError::Closed)) | None => {
                 return Err("the mod closed the connection".into());
             }
             Some(Err(e)) => return Err(describe_call_error(&e)),

@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use clap::Args;
-use gabp_session::bridge::{Bridge, BridgeBuilder, BridgeError};
+use gabp_session::bridge::{Bridge, BridgeBuilder};
+use gabp_session::Error as SessionError;
 use gabp_transport::{BridgeConfig, ConfigError, Endpoint, ModProcess, Token, GABP_TOKEN};
 use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -266,7 +267,7 @@ impl Target {
         L::Service: tower::Service<
                 gabp_session::bridge::BridgeRequest,
                 Response = gabp_session::bridge::BridgeResponse,
-                Error = BridgeError,
+                Error = SessionError,
             > + Clone
             + Send
             + Sync
@@ -321,22 +322,22 @@ impl Target {
 }
 
 /// One line for a failed connect or handshake.
-fn describe_connect_error(e: &BridgeError, reach: &Reach, stderr: Option<String>) -> String {
+fn describe_connect_error(e: &SessionError, reach: &Reach, stderr: Option<String>) -> String {
     let reach = match reach {
         Reach::Endpoint(endpoint) => format!("at {endpoint}"),
         Reach::Spawn(command) => format!("started by `{command}`"),
     };
     let mut line = match e {
-        BridgeError::Transport(t) => format!("cannot reach the mod: {t}"),
-        BridgeError::AuthenticationFailed { error } => format!(
+        SessionError::Transport(t) => format!("cannot reach the mod: {t}"),
+        SessionError::AuthenticationFailed { error } => format!(
             "the mod {reach} refused the token ({}: {})",
             error.code.code(),
             error.message
         ),
-        BridgeError::Disconnected => {
+        SessionError::Disconnected => {
             format!("the mod {reach} closed the connection during the handshake")
         }
-        BridgeError::Timeout { after, .. } => {
+        SessionError::Timeout { after, .. } => {
             format!("the mod {reach} did not answer session/hello within {after:?}")
         }
         other => format!(
@@ -352,7 +353,7 @@ fn describe_connect_error(e: &BridgeError, reach: &Reach, stderr: Option<String>
 
 /// One line for an error the mod answered a call with: code, message, and `data` as compact JSON. The mod's
 /// message is shown once, without the bridge's own words for the same failure in front of it.
-pub fn describe_call_error(e: &BridgeError) -> String {
+pub fn describe_call_error(e: &SessionError) -> String {
     match e.error_object() {
         Some(error) => {
             let mut line = format!("{} {}", error.code.code(), error.message);
@@ -362,7 +363,7 @@ pub fn describe_call_error(e: &BridgeError) -> String {
             line
         }
         None => match e {
-            BridgeError::Disconnected => "the mod closed the connection".into(),
+            SessionError::Disconnected => "the mod closed the connection".into(),
             other => other.to_string(),
         },
     }
@@ -376,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_refused_token_is_said_once() {
-        let refused = BridgeError::from_remote(
+        let refused = SessionError::from_remote(
             ErrorObject::new(
                 -32101,
                 "authentication failed: the token is not the one this mod expects",

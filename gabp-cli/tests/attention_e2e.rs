@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_attention::{AttentionGate, BlockedByAttention};
-use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
+use gabp_session::bridge::{Bridge, Subscription, SubscriptionItem};
+use gabp_session::Error;
 use gabp_transport::{Endpoint, Token};
 use gabp_types::{AttentionState, Event};
 use serde_json::{json, Value};
@@ -142,7 +143,7 @@ async fn raise_block_ack_and_call_again_over_tcp() {
     assert!(!blocked.executed());
     assert_eq!(blocked.attention.attention_id.as_str(), id);
     assert!(
-        matches!(refused, BridgeError::Rejected { .. }),
+        matches!(refused, Error::Rejected { .. }),
         "local, not the mod's answer"
     );
     assert_eq!(

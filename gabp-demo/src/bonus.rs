@@ -1,7 +1,8 @@
 //! `demo/set_bonus`: a tool that adds and removes another tool, `demo/bonus`, while the game serves; each change
 //! is announced on `tools/changed` (SPEC/1.0 extensions.md §tools-changed).
 
-use gabp_session::server::{Tool, ToolError, ToolRegistry, ToolRegistryError};
+use gabp_session::server::{Tool, ToolError, ToolRegistry};
+use gabp_session::Error as SessionError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -52,11 +53,11 @@ impl DemoGame {
     }
 
     fn set_bonus(&self, tools: &ToolRegistry, enabled: bool) -> Result<BonusSet, ToolError> {
-        let failed = |e: ToolRegistryError| ToolError::new(e.to_string()).retryable(false);
+        let failed = |e: SessionError| ToolError::new(e.to_string()).retryable(false);
         let changed = if enabled {
             match tools.add(self.bonus_tool()) {
                 Ok(()) => true,
-                Err(ToolRegistryError::Duplicate(_)) => false,
+                Err(SessionError::Duplicate { .. }) => false,
                 Err(e) => return Err(failed(e)),
             }
         } else {

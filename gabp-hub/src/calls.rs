@@ -7,7 +7,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use gabp_attention::{GateError, Gated};
-use gabp_session::bridge::{BridgeError, BridgeRequest, ProgressUpdates};
+use gabp_session::bridge::{BridgeRequest, ProgressUpdates};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::{
     AttentionAckResult, ResourceInfo, ResourcesListParams, ResourcesReadResult,
 };
@@ -146,7 +147,7 @@ impl Game {
             GateError::Bridge(e) => HubError::bridge(self.id(), e),
             other => HubError::Bridge {
                 game: self.id().to_owned(),
-                source: BridgeError::rejected(other),
+                source: SessionError::rejected(other),
             },
         }
     }

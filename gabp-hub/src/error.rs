@@ -1,7 +1,7 @@
 //! The hub's one error type.
 
 use gabp_attention::BlockedByAttention;
-use gabp_session::bridge::BridgeError;
+use gabp_session::Error as SessionError;
 
 use crate::events::BadCursor;
 
@@ -123,7 +123,7 @@ pub enum HubError {
         game: String,
         /// What the bridge said.
         #[source]
-        source: BridgeError,
+        source: SessionError,
     },
     /// An event cursor this hub did not hand out.
     #[error(transparent)]
@@ -180,7 +180,7 @@ impl HubError {
         }
     }
 
-    pub(crate) fn bridge(game: &str, source: BridgeError) -> HubError {
+    pub(crate) fn bridge(game: &str, source: SessionError) -> HubError {
         match BlockedByAttention::from_error(&source) {
             Some(blocked) => HubError::Blocked(Box::new(blocked.clone())),
             None => HubError::Bridge {

@@ -2,7 +2,7 @@
 //! errors that name the argument, as GABS has them.
 
 use gabp_hub::HubError;
-use gabp_session::bridge::BridgeError;
+use gabp_session::Error as SessionError;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{json, Map, Value};
 
@@ -81,7 +81,7 @@ impl From<HubError> for Reply {
 }
 
 /// A GABP failure keeps the game's error code, message and data (the failing field).
-fn bridge_reply(game: &str, error: &BridgeError) -> Reply {
+fn bridge_reply(game: &str, error: &SessionError) -> Reply {
     let mut extra = json!({ "gameId": game });
     if let Some(object) = error.error_object() {
         extra["gabpError"] = json!({

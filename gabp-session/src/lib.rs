@@ -7,7 +7,10 @@
 //!   Tools that must run on the game's own thread are queued to [`MainThread`](server::MainThread).
 //! - A **bridge** is the automation's side. [`Bridge`] connects ([`Bridge::connect`], [`Bridge::discover`]
 //!   through `bridge.json`, [`Bridge::spawn`] for a mod on stdio), does the handshake, runs many calls at once
-//!   with time limits and typed errors ([`BridgeError`]), and streams events in `seq` order.
+//!   with time limits and typed errors, and streams events in `seq` order.
+//!
+//! Whatever fails in this crate, on either side, fails with one [`Error`]: a bridge call, building a server,
+//! changing its tools, publishing an event.
 //!
 //! Layering: `gabp-types` (the messages, no async runtime) → `gabp-codec` (framing) → `gabp-transport`
 //! (stdio, TCP, Unix sockets, pipes, `bridge.json`, tokens) → **`gabp-session`** → `gabp-attention` (attention
@@ -85,9 +88,13 @@
 pub mod bridge;
 mod cancel;
 mod engine;
+mod error;
 pub mod server;
 
-pub use bridge::{Bridge, BridgeBuilder, BridgeError};
+pub use bridge::{Bridge, BridgeBuilder};
+#[allow(deprecated)]
+pub use error::BridgeError;
+pub use error::Error;
 pub use server::{ModServer, ModServerBuilder};
 
 /// The schemars this crate's tools take schemas from (1.x), so that tool argument types can derive

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 
 use bridge_support::*;
 use futures::future::join_all;
-use gabp_session::bridge::{
-    Bridge, BridgeError, ProtocolError, DEFAULT_REQUEST_TIMEOUT, GOODBYE_WAIT,
-};
+use gabp_session::bridge::{Bridge, DEFAULT_REQUEST_TIMEOUT, GOODBYE_WAIT};
+use gabp_session::Error;
 use gabp_types::methods::StateGetParams;
 use gabp_types::{ErrorCode, MessageId};
 use serde_json::{json, Value};
@@ -75,7 +74,7 @@ async fn timeout_then_late_response_is_discarded() {
         mock.expect("tools/call").await
     });
     match err(result) {
-        BridgeError::Timeout { method, after } => {
+        Error::Timeout { method, after } => {
             assert_eq!(method, "tools/call");
             assert_eq!(after, Duration::from_millis(50));
         }
@@ -104,7 +103,7 @@ async fn per_request_timeout_overrides_the_default() {
         .with_timeout(Duration::from_millis(20));
     let (result, _) = tokio::join!(bridge.send(request), mock.expect("tools/call"));
     assert!(
-        matches!(err(result), BridgeError::Timeout { after, .. } if after == Duration::from_millis(20))
+        matches!(err(result), Error::Timeout { after, .. } if after == Duration::from_millis(20))
     );
 }
 
@@ -164,17 +163,14 @@ async fn disconnect_fails_every_pending_call_at_once_after_draining() {
                 );
                 assert_eq!(value, json!({"value": i}));
             }
-            Err(BridgeError::Disconnected) => {
+            Err(Error::Disconnected) => {
                 assert!(!answered.contains(&i), "call {i} lost its answer")
             }
             Err(other) => panic!("call {i}: {other:?}"),
         }
     }
     // Later calls fail at once too.
-    assert!(matches!(
-        err(bridge.ping().await),
-        BridgeError::Disconnected
-    ));
+    assert!(matches!(err(bridge.ping().await), Error::Disconnected));
     let state = soon(bridge.closed()).await;
     assert!(
         matches!(
@@ -191,11 +187,11 @@ async fn unadvertised_methods_fail_locally_without_a_frame() {
         connected_with(Bridge::builder(token()), &["tools/list", "tools/call"]).await;
     assert!(matches!(
         err(bridge.get_state(StateGetParams::default()).await),
-        BridgeError::NotAdvertised { method } if method == "state/get"
+        Error::NotAdvertised { method } if method == "state/get"
     ));
     assert!(matches!(
         err(bridge.request("custom/thing", Value::Null).await),
-        BridgeError::NotAdvertised { .. }
+        Error::NotAdvertised { .. }
     ));
     assert!(!bridge.is_advertised("state/get"));
     // session/* is always allowed; the next frame the mod sees is that ping, so nothing was sent before.
@@ -222,7 +218,7 @@ async fn the_advertised_check_can_be_turned_off() {
         .await;
     });
     assert!(
-        matches!(err(result), BridgeError::MethodNotFound { method, .. } if method == "custom/thing")
+        matches!(err(result), Error::MethodNotFound { method, .. } if method == "custom/thing")
     );
 }
 
@@ -258,53 +254,49 @@ async fn lenient_reading_of_libgab_style_responses() {
             "result": null, "error": {"code": -31002, "message": "Tool not found"}}))
             .await;
     });
-    assert!(matches!(err(result), BridgeError::ToolNotFound { tool, .. } if tool == "demo/echo"));
+    assert!(matches!(err(result), Error::ToolNotFound { tool, .. } if tool == "demo/echo"));
     // Lib.GAB's "not established".
     let (result, ()) = tokio::join!(bridge.list_tools(), async {
         let request = mock.expect("tools/list").await;
         mock.reply_error(request.id, -31001, "Session not established", None)
             .await;
     });
-    assert!(matches!(err(result), BridgeError::NotAuthenticated { .. }));
+    assert!(matches!(err(result), Error::NotAuthenticated { .. }));
     // Ours, for comparison.
     let (result, ()) = tokio::join!(bridge.list_tools(), async {
         let request = mock.expect("tools/list").await;
         mock.reply_error(request.id, -32100, "Authentication required", None)
             .await;
     });
-    assert!(matches!(err(result), BridgeError::NotAuthenticated { .. }));
+    assert!(matches!(err(result), Error::NotAuthenticated { .. }));
 }
 
 #[tokio::test]
 async fn remote_errors_map_to_typed_variants() {
     let (bridge, mut mock) = connected().await;
-    type Check = fn(&BridgeError) -> bool;
+    type Check = fn(&Error) -> bool;
     let cases: Vec<(i64, Option<Value>, Check)> = vec![
         (
             -32602,
             Some(json!({"errors": [{"path": "/x", "message": "missing"}]})),
-            |e| matches!(e, BridgeError::InvalidParams { errors, .. } if errors.len() == 1 && errors[0].path == "/x"),
+            |e| matches!(e, Error::InvalidParams { errors, .. } if errors.len() == 1 && errors[0].path == "/x"),
         ),
-        (-32400, None, |e| {
-            matches!(e, BridgeError::ToolNotFound { .. })
-        }),
+        (-32400, None, |e| matches!(e, Error::ToolNotFound { .. })),
         (-32401, Some(json!({"executed": false})), |e| {
-            matches!(e, BridgeError::ToolUnavailable { .. })
+            matches!(e, Error::ToolUnavailable { .. })
         }),
         (
             -32402,
             None,
-            |e| matches!(e, BridgeError::ToolFailed { tool, .. } if tool == "demo/echo"),
+            |e| matches!(e, Error::ToolFailed { tool, .. } if tool == "demo/echo"),
         ),
-        (-32403, None, |e| {
-            matches!(e, BridgeError::ToolTimeout { .. })
-        }),
+        (-32403, None, |e| matches!(e, Error::ToolTimeout { .. })),
         (-32300, None, |e| {
-            matches!(e, BridgeError::ResourceNotFound { .. })
+            matches!(e, Error::ResourceNotFound { .. })
         }),
-        (-32603, None, |e| matches!(e, BridgeError::Remote { .. })),
+        (-32603, None, |e| matches!(e, Error::Remote { .. })),
         (4711, Some(json!({"retryable": true})), |e| {
-            matches!(e, BridgeError::Remote { error, .. } if error.code == ErrorCode(4711))
+            matches!(e, Error::Remote { error, .. } if error.code == ErrorCode(4711))
                 && e.is_retryable()
         }),
     ];
@@ -328,10 +320,7 @@ async fn an_invalid_response_fails_its_call_at_once() {
         mock.send(json!({"v": "gabp/1", "id": request.id, "type": "response"}))
             .await;
     });
-    assert!(matches!(
-        err(result),
-        BridgeError::Protocol(ProtocolError::InvalidResponse { .. })
-    ));
+    assert!(matches!(err(result), Error::InvalidResponse { .. }));
     // Garbage that names no pending call is dropped; the connection goes on.
     mock.send_raw("not json at all").await;
     mock.send(json!({"v": "gabp/1", "id": MessageId::new_v4(), "type": "bogus"}))
@@ -399,7 +388,7 @@ async fn requests_over_the_mods_size_limit_fail_locally() {
     let bridge = bridge.unwrap();
     let big = "x".repeat(2000);
     match err(bridge.call_tool("demo/echo", json!({"value": big})).await) {
-        BridgeError::TooLarge { len, limit } => {
+        Error::TooLarge { len, limit } => {
             assert_eq!(limit, 1024);
             assert!(len > 2000);
         }
@@ -413,27 +402,27 @@ async fn local_request_errors() {
     let (bridge, _mock) = connected().await;
     assert!(matches!(
         err(bridge.call_tool("Not A Name", Value::Null).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.call_tool("demo/echo", json!([1])).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.request("bad", Value::Null).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.read_resource("no scheme").await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.ack_attention("").await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.call_tool_as::<_, Value>("demo/echo", &5).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
 }
 
@@ -458,13 +447,13 @@ async fn goodbye_to_a_silent_mod_waits_a_second_not_a_call_time_limit() {
     let start = tokio::time::Instant::now();
     let (result, _ping) = tokio::join!(bridge.ping(), mock.expect("session/ping"));
     assert!(
-        matches!(err(result), BridgeError::Timeout { after, .. } if after == DEFAULT_REQUEST_TIMEOUT)
+        matches!(err(result), Error::Timeout { after, .. } if after == DEFAULT_REQUEST_TIMEOUT)
     );
     assert_eq!(start.elapsed(), DEFAULT_REQUEST_TIMEOUT);
     let start = tokio::time::Instant::now();
     let (bye, _goodbye) = tokio::join!(bridge.goodbye(None), mock.expect("session/goodbye"));
     assert!(
-        matches!(&bye, Err(BridgeError::Timeout { after, .. }) if *after == GOODBYE_WAIT),
+        matches!(&bye, Err(Error::Timeout { after, .. }) if *after == GOODBYE_WAIT),
         "{bye:?}"
     );
     // The wait, then the grace for the mod to close its side (it does not).

@@ -2,8 +2,9 @@
 //! has one test only and sets that environment itself (a config home of its own).
 #![allow(clippy::unwrap_used)]
 
-use gabp_session::bridge::{Bridge, BridgeError};
+use gabp_session::bridge::Bridge;
 use gabp_session::server::ModServer;
+use gabp_session::Error;
 use gabp_transport::{BridgeConfig, ConfigError, Endpoint, Listener, Token};
 
 #[tokio::test]
@@ -18,7 +19,7 @@ async fn discover_connects_to_the_mod_that_bridge_json_names() {
     // No file yet: a typed error naming the path.
     let err = Bridge::discover().await.expect_err("no bridge.json");
     assert!(
-        matches!(err, BridgeError::Config(ConfigError::NotFound { .. })),
+        matches!(err, Error::Config(ConfigError::NotFound { .. })),
         "{err:?}"
     );
     assert!(

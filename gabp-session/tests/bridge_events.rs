@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bridge_support::*;
 use futures::{FutureExt, StreamExt};
-use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
+use gabp_session::bridge::{Bridge, Subscription, SubscriptionItem};
+use gabp_session::Error;
 use serde_json::json;
 
 /// The next item, described: `"3"` for an event with seq 3, `"lag2"`, `"reconnected"`, `"err"`, `"end"`.
@@ -180,14 +181,14 @@ async fn the_end_of_the_connection_ends_the_stream_after_queued_events() {
     drop(mock);
     assert_eq!(take(&mut sub, 2).await, ["0", "1"]);
     match soon(sub.next()).await {
-        Some(Err(BridgeError::Disconnected)) => {}
+        Some(Err(Error::Disconnected)) => {}
         other => panic!("{other:?}"),
     }
     assert!(soon(sub.next()).await.is_none());
     // No subscribing any more.
     assert!(matches!(
         err(bridge.subscribe(["player/move"]).await),
-        BridgeError::Disconnected
+        Error::Disconnected
     ));
 }
 
@@ -196,13 +197,10 @@ async fn closing_ends_subscriptions_with_closed() {
     let (bridge, mut mock) = connected().await;
     let mut sub = subscribe(&bridge, &mut mock, &["player/move"], &["player/move"]).await;
     bridge.close().await;
-    assert!(matches!(
-        soon(sub.next()).await,
-        Some(Err(BridgeError::Closed))
-    ));
+    assert!(matches!(soon(sub.next()).await, Some(Err(Error::Closed))));
     assert!(matches!(
         err(bridge.subscribe(["player/move"]).await),
-        BridgeError::Closed
+        Error::Closed
     ));
 }
 
@@ -258,18 +256,18 @@ async fn subscribing_fails_cleanly() {
     let (bridge, mut mock) = connected().await;
     assert!(matches!(
         err(bridge.subscribe(Vec::<String>::new()).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge.subscribe([""]).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     let (result, ()) = tokio::join!(bridge.subscribe(["player/move"]), async {
         let request = mock.expect("events/subscribe").await;
         mock.reply_error(request.id, -32501, "Subscription failed", None)
             .await;
     });
-    assert!(matches!(err(result), BridgeError::Remote { .. }));
+    assert!(matches!(err(result), Error::Remote { .. }));
     // The failed subscription left nothing behind: an event for it goes nowhere, and a new one works.
     let mut sub = subscribe(&bridge, &mut mock, &["player/move"], &["player/move"]).await;
     mock.event("player/move", 7, json!({})).await;
@@ -281,7 +279,7 @@ async fn unadvertised_subscribe_fails_locally() {
     let (bridge, mut mock) = connected_with(Bridge::builder(token()), &["tools/list"]).await;
     assert!(matches!(
         err(bridge.subscribe(["player/move"]).await),
-        BridgeError::NotAdvertised { .. }
+        Error::NotAdvertised { .. }
     ));
     assert!(mock.try_recv(Duration::from_millis(50)).await.is_none());
 }

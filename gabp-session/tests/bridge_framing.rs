@@ -7,7 +7,8 @@
 mod bridge_support;
 
 use bridge_support::{err, soon, token, welcome, ALL_METHODS, TOKEN};
-use gabp_session::bridge::{Bridge, BridgeError, ConnectionState, DisconnectReason};
+use gabp_session::bridge::{Bridge, ConnectionState, DisconnectReason};
+use gabp_session::Error;
 use gabp_testkit::wire::{frame, FrameReader};
 use gabp_transport::FrameFault;
 use gabp_types::decode::{decode, DecodeMode};
@@ -73,8 +74,8 @@ async fn disconnect_reason(bridge: &Bridge) -> DisconnectReason {
 }
 
 /// The fault a failed call carries; the connection's end reason carries the same one.
-async fn fault_of(bridge: &Bridge, error: BridgeError) -> FrameFault {
-    let BridgeError::Framing { fault } = error else {
+async fn fault_of(bridge: &Bridge, error: Error) -> FrameFault {
+    let Error::Framing { fault } = error else {
         panic!("expected a framing error, got {error:?}")
     };
     assert!(error_text_is_short(&fault), "{fault}");
@@ -179,7 +180,7 @@ async fn a_body_cut_short_by_the_end_of_the_stream_is_reported() {
         "{fault}"
     );
     assert_eq!(fault.header, shown(header.as_bytes()));
-    let text = BridgeError::Framing {
+    let text = Error::Framing {
         fault: fault.clone(),
     }
     .to_string();

@@ -5,7 +5,8 @@ mod bridge_support;
 use std::time::Duration;
 
 use bridge_support::*;
-use gabp_session::bridge::{Bridge, BridgeError, ConnectionState, ProtocolError};
+use gabp_session::bridge::{Bridge, ConnectionState};
+use gabp_session::Error;
 use gabp_transport::Token;
 use gabp_types::MessageId;
 use serde_json::json;
@@ -46,7 +47,7 @@ async fn wrong_token_is_authentication_failed() {
     let (result, ()) = tokio::join!(Bridge::over(conn, token()), script);
     let error = err(result);
     assert!(
-        matches!(error, BridgeError::AuthenticationFailed { .. }),
+        matches!(error, Error::AuthenticationFailed { .. }),
         "{error:?}"
     );
     assert_eq!(
@@ -69,7 +70,7 @@ async fn libgab_auth_code_reads_as_authentication_failed() {
     let (result, ()) = tokio::join!(Bridge::over(conn, token()), script);
     let error = err(result);
     assert!(
-        matches!(error, BridgeError::AuthenticationFailed { .. }),
+        matches!(error, Error::AuthenticationFailed { .. }),
         "{error:?}"
     );
     assert_eq!(error.code(), Some(gabp_types::ErrorCode(-31000)));
@@ -83,7 +84,7 @@ async fn mod_closing_during_handshake_is_disconnected() {
         mock.close().await;
     };
     let (result, ()) = tokio::join!(Bridge::over(conn, token()), script);
-    assert!(matches!(err(result), BridgeError::Disconnected));
+    assert!(matches!(err(result), Error::Disconnected));
 }
 
 #[tokio::test(start_paused = true)]
@@ -95,7 +96,7 @@ async fn silent_mod_times_out_the_handshake() {
     };
     let (result, ()) = tokio::join!(builder.over(conn), script);
     match err(result) {
-        BridgeError::Timeout { method, after } => {
+        Error::Timeout { method, after } => {
             assert_eq!(method, "session/hello");
             assert_eq!(after, Duration::from_secs(3));
         }
@@ -112,10 +113,7 @@ async fn invalid_welcome_is_a_protocol_error() {
         mock
     };
     let (result, _mock) = tokio::join!(Bridge::over(conn, token()), script);
-    assert!(matches!(
-        err(result),
-        BridgeError::Protocol(ProtocolError::InvalidWelcome { .. })
-    ));
+    assert!(matches!(err(result), Error::InvalidWelcome { .. }));
 }
 
 #[tokio::test]
@@ -138,6 +136,6 @@ async fn short_token_is_refused_before_anything_is_sent() {
     let (conn, mut mock) = pair();
     let short = Token::new("too-short").unwrap();
     let result = Bridge::over(conn, short).await;
-    assert!(matches!(err(result), BridgeError::InvalidRequest { .. }));
+    assert!(matches!(err(result), Error::InvalidRequest { .. }));
     assert!(mock.try_recv(Duration::from_millis(50)).await.is_none());
 }

@@ -5,7 +5,8 @@ mod bridge_support;
 use std::time::Duration;
 
 use bridge_support::*;
-use gabp_session::bridge::{Bridge, BridgeError, ConnectionState, DisconnectReason, Keepalive};
+use gabp_session::bridge::{Bridge, ConnectionState, DisconnectReason, Keepalive};
+use gabp_session::Error;
 use gabp_types::Message;
 use serde_json::json;
 use tokio::time::Instant;
@@ -46,7 +47,7 @@ async fn a_silent_mod_is_declared_dead() {
     );
     assert!(matches!(
         soon(pending).await.unwrap(),
-        Err(BridgeError::Disconnected)
+        Err(Error::Disconnected)
     ));
     let pings = soon(reader).await.unwrap();
     assert!(pings >= 1, "no ping was sent");

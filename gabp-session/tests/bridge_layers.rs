@@ -15,9 +15,9 @@ use std::time::Duration;
 use bridge_support::*;
 use futures::StreamExt;
 use gabp_session::bridge::{
-    Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService, ConnectionState,
-    SubscriptionItem,
+    Bridge, BridgeRequest, BridgeResponse, BridgeService, ConnectionState, SubscriptionItem,
 };
+use gabp_session::Error;
 use serde_json::json;
 use tower::{Layer, Service};
 
@@ -73,17 +73,14 @@ struct Tag(&'static str);
 
 impl<S> Service<BridgeRequest> for GateService<S>
 where
-    S: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
-        + Clone
-        + Send
-        + 'static,
+    S: Service<BridgeRequest, Response = BridgeResponse, Error = Error> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = BridgeResponse;
-    type Error = BridgeError;
-    type Future = Pin<Box<dyn Future<Output = Result<BridgeResponse, BridgeError>> + Send>>;
+    type Error = Error;
+    type Future = Pin<Box<dyn Future<Output = Result<BridgeResponse, Error>> + Send>>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         self.inner.poll_ready(cx)
     }
 
@@ -94,7 +91,7 @@ where
             tool: tool.clone(),
         });
         if let Some(tool) = tool.filter(|t| self.gate.blocked.lock().unwrap().contains(t)) {
-            return Box::pin(async move { Err(BridgeError::rejected(Blocked { tool })) });
+            return Box::pin(async move { Err(Error::rejected(Blocked { tool })) });
         }
         let future = self.inner.call(request);
         let seen = self.gate.seen.clone();
@@ -361,7 +358,7 @@ async fn a_pass_through_layer_changes_nothing() {
     assert_eq!(result.unwrap(), json!({"value": 3}));
     assert!(matches!(
         err(bridge.list_tools().await),
-        BridgeError::NotAdvertised { .. }
+        Error::NotAdvertised { .. }
     ));
 }
 
@@ -372,14 +369,11 @@ async fn a_builder_dropped_unconnected_ends_what_its_layers_registered() {
     let mut sub = handle.subscribe(["player/move"]).await.unwrap();
     assert_eq!(handle.state(), ConnectionState::Connecting);
     drop(builder);
-    assert!(matches!(
-        soon(sub.next()).await,
-        Some(Err(BridgeError::Closed))
-    ));
+    assert!(matches!(soon(sub.next()).await, Some(Err(Error::Closed))));
     assert_eq!(handle.state(), ConnectionState::Closed);
     assert!(matches!(
         err(handle.request("tools/list", serde_json::Value::Null).await),
-        BridgeError::Closed
+        Error::Closed
     ));
 }
 
@@ -437,15 +431,15 @@ async fn a_layer_failing_readiness_fails_that_call_only() {
         inner: S,
         failed: Arc<Mutex<bool>>,
     }
-    impl<S: Service<BridgeRequest, Error = BridgeError>> Service<BridgeRequest> for FailOnce<S> {
+    impl<S: Service<BridgeRequest, Error = Error>> Service<BridgeRequest> for FailOnce<S> {
         type Response = S::Response;
-        type Error = BridgeError;
+        type Error = Error;
         type Future = S::Future;
-        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
             let mut failed = self.failed.lock().unwrap();
             if !*failed {
                 *failed = true;
-                return Poll::Ready(Err(BridgeError::rejected(Blocked {
+                return Poll::Ready(Err(Error::rejected(Blocked {
                     tool: "not ready".into(),
                 })));
             }
@@ -465,7 +459,7 @@ async fn a_layer_failing_readiness_fails_that_call_only() {
     let bridge = bridge.unwrap();
     assert!(matches!(
         err(bridge.call_tool("demo/echo", json!({"value": 1})).await),
-        BridgeError::Rejected { .. }
+        Error::Rejected { .. }
     ));
     let (second, ()) = tokio::join!(bridge.call_tool("demo/echo", json!({"value": 2})), async {
         let r = mock.expect("tools/call").await;

@@ -12,9 +12,9 @@ use std::time::Duration;
 use bridge_support::*;
 use futures::StreamExt;
 use gabp_session::bridge::{
-    Bridge, BridgeBuilder, BridgeError, ConnectionState, DisconnectReason, ReconnectPolicy,
-    SubscriptionItem,
+    Bridge, BridgeBuilder, ConnectionState, DisconnectReason, ReconnectPolicy, SubscriptionItem,
 };
+use gabp_session::Error;
 use gabp_transport::{Connection, TransportError};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -128,7 +128,7 @@ async fn reconnects_with_backoff_and_restores_subscriptions() {
     drop(mock);
     assert!(matches!(
         soon(pending).await.unwrap(),
-        Err(BridgeError::Disconnected)
+        Err(Error::Disconnected)
     ));
     let state = wait_for(&bridge, |s| {
         matches!(s, ConnectionState::Reconnecting { .. })
@@ -144,10 +144,7 @@ async fn reconnects_with_backoff_and_restores_subscriptions() {
         ),
         "{state:?}"
     );
-    assert!(matches!(
-        err(bridge.ping().await),
-        BridgeError::Disconnected
-    ));
+    assert!(matches!(err(bridge.ping().await), Error::Disconnected));
 
     // Attempt 1 is refused; attempt 2 reaches a restarted mod.
     script.refuse();
@@ -234,7 +231,7 @@ async fn gives_up_after_the_last_attempt() {
     assert_eq!(script.attempts().len(), 4);
     assert!(matches!(
         soon(sub.next()).await,
-        Some(Err(BridgeError::Disconnected))
+        Some(Err(Error::Disconnected))
     ));
     assert!(soon(sub.next()).await.is_none());
 }

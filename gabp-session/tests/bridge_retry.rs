@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
-use gabp_session::bridge::{Bridge, BridgeError, ConnectRetry};
+use gabp_session::bridge::{Bridge, ConnectRetry};
 use gabp_session::server::{ModServer, ServeHandle};
+use gabp_session::Error;
 use gabp_transport::{Endpoint, Listener, Token, TransportError};
 
 const TOKEN: &str = "72657472792d746573742d746f6b656e2d6e657665722d7072696e7465642121";
@@ -99,7 +100,7 @@ async fn the_deadline_is_a_typed_error_naming_the_endpoint_never_the_token() {
     let waited_here = started.elapsed();
     assert!(waited_here >= deadline, "{waited_here:?}");
     assert!(waited_here < PATIENCE, "{waited_here:?}");
-    let BridgeError::Unreachable {
+    let Error::Unreachable {
         endpoint: named,
         attempts,
         waited,
@@ -112,7 +113,7 @@ async fn the_deadline_is_a_typed_error_naming_the_endpoint_never_the_token() {
     assert!(*attempts >= 2, "{attempts}");
     assert!(*waited >= deadline);
     assert!(
-        matches!(**last, BridgeError::Transport(TransportError::Io { .. })),
+        matches!(**last, Error::Transport(TransportError::Io { .. })),
         "{last:?}"
     );
     let shown = format!("{err} {err:?}");
@@ -132,10 +133,7 @@ async fn a_refused_token_is_not_retried() {
     let err = Bridge::connect_with_retry(handle.endpoint(), wrong.clone(), Duration::from_secs(30))
         .await
         .expect_err("refused");
-    assert!(
-        matches!(err, BridgeError::AuthenticationFailed { .. }),
-        "{err:?}"
-    );
+    assert!(matches!(err, Error::AuthenticationFailed { .. }), "{err:?}");
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "no waiting out the deadline"
@@ -157,5 +155,5 @@ async fn without_retry_an_absent_mod_fails_at_once() {
     let err = Bridge::connect(&endpoint, token())
         .await
         .expect_err("absent");
-    assert!(matches!(err, BridgeError::Transport(_)), "{err:?}");
+    assert!(matches!(err, Error::Transport(_)), "{err:?}");
 }

@@ -7,7 +7,8 @@
 mod bridge_support;
 
 use bridge_support::{soon, token, TOKEN};
-use gabp_session::bridge::{Bridge, BridgeError, ConnectionState};
+use gabp_session::bridge::{Bridge, ConnectionState};
+use gabp_session::Error;
 use serde_json::json;
 
 /// Reads a frame, answers by method: hello with a welcome (after checking the token), tools/call with the
@@ -68,7 +69,7 @@ async fn a_spawned_mod_refusing_the_token() {
     let other = "f".repeat(64);
     let result = soon(Bridge::spawn(command(&other), token())).await;
     assert!(
-        matches!(result, Err(BridgeError::AuthenticationFailed { .. })),
+        matches!(result, Err(Error::AuthenticationFailed { .. })),
         "{result:?}"
     );
 }
@@ -84,8 +85,5 @@ async fn closing_ends_the_child_s_input() {
 async fn a_program_that_cannot_start_is_a_transport_error() {
     let command = std::process::Command::new("/nonexistent/gabp-mod");
     let result = Bridge::spawn(command, token()).await;
-    assert!(
-        matches!(result, Err(BridgeError::Transport(_))),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(Error::Transport(_))), "{result:?}");
 }

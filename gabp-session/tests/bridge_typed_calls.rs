@@ -4,7 +4,7 @@
 mod bridge_support;
 
 use bridge_support::*;
-use gabp_session::bridge::{BridgeError, ProtocolError};
+use gabp_session::Error;
 use gabp_types::methods::{
     EventsUnsubscribe, ResourcesListParams, StateGetParams, StateSetParams, ToolFilter,
 };
@@ -137,10 +137,7 @@ async fn typed_calls_for_every_core_method() {
         let request = mock.expect("tools/list").await;
         mock.reply(request.id, json!({"tools": "nope"})).await;
     });
-    assert!(matches!(
-        err(wrong),
-        BridgeError::Protocol(ProtocolError::InvalidResult { .. })
-    ));
+    assert!(matches!(err(wrong), Error::InvalidResult { .. }));
 
     // Goodbye: answered, then closed; no reconnect.
     let (bye, ()) = tokio::join!(bridge.goodbye(Some("done")), async {
@@ -156,7 +153,7 @@ async fn typed_calls_for_every_core_method() {
         bridge.state(),
         gabp_session::bridge::ConnectionState::Closed
     );
-    assert!(matches!(err(bridge.ping().await), BridgeError::Closed));
+    assert!(matches!(err(bridge.ping().await), Error::Closed));
 }
 
 #[tokio::test]
@@ -166,17 +163,17 @@ async fn non_conformant_params_of_core_methods_are_never_sent() {
     let gabs_style = json!({"name": "demo/echo", "parameters": {"value": 1}});
     assert!(matches!(
         err(bridge.request("tools/call", gabs_style).await),
-        BridgeError::InvalidRequest { reason } if reason.contains("/params")
+        Error::InvalidRequest { reason } if reason.contains("/params")
     ));
     assert!(matches!(
         err(bridge.request("tools/list", json!({"bogus": true})).await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     assert!(matches!(
         err(bridge
             .request("events/subscribe", json!({"channels": []}))
             .await),
-        BridgeError::InvalidRequest { .. }
+        Error::InvalidRequest { .. }
     ));
     // Custom methods carry any object.
     let (result, ()) = tokio::join!(

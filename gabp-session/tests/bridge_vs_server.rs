@@ -10,10 +10,9 @@ use std::time::{Duration, Instant};
 use bridge_support::{soon, token};
 use futures::future::join_all;
 use futures::StreamExt;
-use gabp_session::bridge::{
-    Bridge, BridgeError, ConnectionState, ReconnectPolicy, SubscriptionItem,
-};
+use gabp_session::bridge::{Bridge, ConnectionState, ReconnectPolicy, SubscriptionItem};
 use gabp_session::server::{ModServer, Resource, Tool, ToolError};
+use gabp_session::Error;
 use gabp_transport::{Connection, Endpoint, Listener, Token};
 use gabp_types::methods::{ResourcesListParams, StateGetParams, StateSetParams, StateSetResult};
 use schemars::JsonSchema;
@@ -125,22 +124,22 @@ async fn every_core_method_over_tcp() {
     assert_eq!(echoed.value, json!(3));
 
     match bridge.call_tool("demo/sleep", json!({"ms": "soon"})).await {
-        Err(BridgeError::InvalidParams { errors, .. }) => assert!(!errors.is_empty()),
+        Err(Error::InvalidParams { errors, .. }) => assert!(!errors.is_empty()),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
         bridge.call_tool("demo/nothing", json!({})).await,
-        Err(BridgeError::ToolNotFound { tool, .. }) if tool == "demo/nothing"
+        Err(Error::ToolNotFound { tool, .. }) if tool == "demo/nothing"
     ));
     assert!(matches!(
         bridge
             .call_tool("demo/fail", json!({"message": "no"}))
             .await,
-        Err(BridgeError::ToolFailed { .. })
+        Err(Error::ToolFailed { .. })
     ));
     assert!(matches!(
         bridge.current_attention().await,
-        Err(BridgeError::NotAdvertised { .. })
+        Err(Error::NotAdvertised { .. })
     ));
 
     let resources = bridge
@@ -158,7 +157,7 @@ async fn every_core_method_over_tcp() {
     );
     assert!(matches!(
         bridge.read_resource("gabp://nope/x").await,
-        Err(BridgeError::ResourceNotFound { .. })
+        Err(Error::ResourceNotFound { .. })
     ));
     let state = bridge.get_state(StateGetParams::default()).await.unwrap();
     assert_eq!(state.state["player"], json!({"x": 1}));
@@ -208,7 +207,7 @@ async fn wrong_token_is_refused_by_the_server() {
     let wrong = Token::new("f".repeat(64)).unwrap();
     let result = soon(Bridge::connect(handle.endpoint(), wrong)).await;
     assert!(
-        matches!(result, Err(BridgeError::AuthenticationFailed { .. })),
+        matches!(result, Err(Error::AuthenticationFailed { .. })),
         "{result:?}"
     );
     soon(handle.shutdown()).await;
@@ -261,7 +260,7 @@ async fn a_mod_killed_mid_call_fails_pending_calls_within_100ms() {
     for call in pending {
         assert!(matches!(
             soon(call).await.unwrap(),
-            Err(BridgeError::Disconnected)
+            Err(Error::Disconnected)
         ));
     }
     let elapsed = killed.elapsed();

@@ -243,10 +243,7 @@ async fn the_bridge_streams_progress_and_dropping_a_call_cancels_it() {
     // A call given up (here: its time limit) is cancelled on the mod: its handler sees the token fire.
     let quick = pair.bridge.with_timeout(Duration::from_millis(100));
     let err = quick.call_tool("work/wait", json!({})).await.unwrap_err();
-    assert!(
-        matches!(err, gabp_session::bridge::BridgeError::Timeout { .. }),
-        "{err}"
-    );
+    assert!(matches!(err, gabp_session::Error::Timeout { .. }), "{err}");
     assert!(
         wait_for(&cancelled).await,
         "the mod's handler was not cancelled"

@@ -23,10 +23,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use gabp_session::bridge::{
-    Bridge, BridgeError, ConnectionState, ReconnectPolicy, SubscriptionItem,
-};
+use gabp_session::bridge::{Bridge, ConnectionState, ReconnectPolicy, SubscriptionItem};
 use gabp_session::server::{ModServer, ServerLimits, Tool, ToolError};
+use gabp_session::Error;
 use gabp_transport::{connect, Connection, Endpoint, Frame, Listener, Token};
 use gabp_types::decode::{decode, DecodeMode};
 use gabp_types::{Message, MethodName, Request};
@@ -266,7 +265,7 @@ async fn killed_mod_then_restart() {
     for call in calls {
         let (result, at) = soon("a pending call", call).await.unwrap();
         assert!(
-            matches!(result, Err(BridgeError::Disconnected)),
+            matches!(result, Err(Error::Disconnected)),
             "a pending call ended with {result:?}"
         );
         latest = latest.max(at);

@@ -223,7 +223,7 @@ async fn load(counts: &'static LogCounts) {
                             let result = bridge
                                 .call_tool("demo/echo", json!({ "value": value }))
                                 .await?;
-                            Ok::<_, gabp_session::bridge::BridgeError>((value, result))
+                            Ok::<_, gabp_session::Error>((value, result))
                         }
                     })
                     .buffer_unordered(IN_FLIGHT)

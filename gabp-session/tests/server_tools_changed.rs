@@ -11,11 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_session::bridge::{Bridge, BridgeError, Subscription, SubscriptionItem};
+use gabp_session::bridge::{Bridge, Subscription, SubscriptionItem};
 use gabp_session::server::layer::InterceptLayer;
 use gabp_session::server::{
     ModServer, ModServerBuilder, ServerRequest, Tool, ToolError, TOOLS_CHANGED_EXTENSION,
 };
+use gabp_session::Error;
 use gabp_transport::Connection;
 use gabp_types::methods::TOOLS_CHANGED_CHANNEL;
 use gabp_types::{Event, Message};
@@ -111,7 +112,7 @@ async fn a_tool_added_while_connected_is_announced_listed_and_callable_then_remo
     assert_eq!(names(&bridge.tools().await.unwrap()), ["demo/echo"]);
     assert_eq!(lists.load(Ordering::SeqCst), 3);
     match bridge.call_tool("demo/bonus", json!({})).await {
-        Err(BridgeError::ToolNotFound { tool, error }) => {
+        Err(Error::ToolNotFound { tool, error }) => {
             assert_eq!(tool, "demo/bonus");
             assert_eq!(error.code.0, -32400);
         }
@@ -260,7 +261,7 @@ async fn added_tools_keep_their_time_limit_and_running_calls_outlive_removal() {
         ])
         .unwrap();
     match bridge.call_tool("demo/slow", json!({})).await {
-        Err(BridgeError::ToolTimeout { error, .. }) => {
+        Err(Error::ToolTimeout { error, .. }) => {
             assert_eq!(error.data.unwrap()["timeoutMs"], 50);
         }
         other => panic!("expected -32403 after 50 ms, got {other:?}"),

@@ -8,8 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gabp_session::bridge::{Bridge, BridgeError};
+use gabp_session::bridge::Bridge;
 use gabp_session::server::{CallContext, Tool, ToolError};
+use gabp_session::Error;
 use gabp_transport::{connect_with, Endpoint, Listener, WsSettings};
 use serde_json::{json, Value};
 use server_support::{builder, token, PATIENCE};
@@ -85,7 +86,7 @@ async fn a_mod_that_stops_answering_pings_fails_the_call_in_flight() {
     // Alive through many ping intervals while the relay moves bytes.
     tokio::time::sleep(Duration::from_millis(400)).await;
     let list = bridge.call_tool("missing/tool", json!({})).await;
-    assert!(!matches!(list, Err(BridgeError::Disconnected)), "{list:?}");
+    assert!(!matches!(list, Err(Error::Disconnected)), "{list:?}");
 
     let call = tokio::spawn({
         let bridge = bridge.clone();
@@ -97,7 +98,7 @@ async fn a_mod_that_stops_answering_pings_fails_the_call_in_flight() {
         .await
         .expect("the call never failed")
         .unwrap();
-    assert!(matches!(ended, Err(BridgeError::Disconnected)), "{ended:?}");
+    assert!(matches!(ended, Err(Error::Disconnected)), "{ended:?}");
     // The mod drops its silent peer too: its handler is cancelled, so shutdown does not wait for it.
     tokio::time::timeout(PATIENCE, handle.shutdown())
         .await

@@ -1,7 +1,5 @@
 //! [`TestkitError`]: why a mock, a pair or a proxy could not be set up.
 
-use gabp_session::bridge::BridgeError;
-use gabp_session::server::BuildError;
 use gabp_transport::{TokenError, TransportError};
 
 /// Why a mock mod, a connected pair or a proxy could not be set up.
@@ -14,10 +12,10 @@ pub enum TestkitError {
     /// The mock's [`ModServer`](gabp_session::server::ModServer) refused its configuration (a bad tool name, a
     /// schema that does not compile, a duplicate channel, ...).
     #[error("cannot build the mock mod: {0}")]
-    Build(#[from] BuildError),
+    Build(#[source] gabp_session::Error),
     /// The bridge of a pair could not connect or complete the handshake.
     #[error("the bridge could not connect to the mock mod: {0}")]
-    Bridge(#[from] BridgeError),
+    Bridge(#[source] gabp_session::Error),
     /// Binding, accepting or connecting failed.
     #[error("transport error: {0}")]
     Transport(#[from] TransportError),

@@ -65,7 +65,7 @@ impl Kind {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use gabp_session::bridge::BridgeError;
+/// use gabp_session::Error;
 /// use gabp_testkit::{Direction, Fault};
 /// use std::time::Duration;
 ///
@@ -73,7 +73,7 @@ impl Kind {
 /// // The mod's next frame arrives corrupted: the bridge cannot read the answer, and the call times out.
 /// pair.faults.inject(Fault::corrupt_next(Direction::ModToBridge));
 /// let late = pair.bridge.with_timeout(Duration::from_millis(200)).ping().await;
-/// assert!(matches!(late, Err(BridgeError::Timeout { .. })));
+/// assert!(matches!(late, Err(Error::Timeout { .. })));
 /// // The fault applied once: the connection goes on.
 /// pair.bridge.ping().await?;
 /// # Ok(())

@@ -149,7 +149,10 @@ impl PairBuilder {
         if let Some(configure) = configure {
             builder = configure(builder);
         }
-        let bridge = builder.over(linked.connection).await?;
+        let bridge = builder
+            .over(linked.connection)
+            .await
+            .map_err(TestkitError::Bridge)?;
         Ok(Pair {
             bridge,
             mock: linked.mock,

@@ -103,7 +103,10 @@ impl ServerPairBuilder {
         if let Some(configure) = self.configure {
             builder = configure(builder);
         }
-        let bridge = builder.over(connection).await?;
+        let bridge = builder
+            .over(connection)
+            .await
+            .map_err(TestkitError::Bridge)?;
         Ok(ServerPair {
             bridge,
             server: self.server,

@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_session::bridge::{Bridge, BridgeError, SubscriptionItem};
+use gabp_session::bridge::{Bridge, SubscriptionItem};
 use gabp_session::schemars::{self, JsonSchema};
 use gabp_session::server::{EventPublisher, ModServer, Tool, ToolError};
+use gabp_session::Error;
 use gabp_testkit::{pair_with, Fault, MockMod, MockTool};
 use gabp_transport::Token;
 use gabp_types::ErrorCode;
@@ -17,7 +18,7 @@ use serde_json::json;
 // ---- The project's bridge code: builds a column of blocks through any mod that has `world/place_block`.
 
 /// Places `height` stone blocks upwards from `(x, 0, z)`; returns how many the game placed.
-async fn build_column(bridge: &Bridge, x: i64, z: i64, height: i64) -> Result<usize, BridgeError> {
+async fn build_column(bridge: &Bridge, x: i64, z: i64, height: i64) -> Result<usize, Error> {
     let mut placed = 0;
     for y in 0..height {
         let args = json!({"x": x, "y": y, "z": z, "blockType": "stone"});
@@ -77,7 +78,7 @@ async fn the_bridge_code_reports_a_lost_connection() -> Result<(), Box<dyn std::
     pair.faults.inject(Fault::drop_after(2));
 
     let error = build_column(&pair.bridge, 0, 0, 5).await.unwrap_err();
-    assert!(matches!(error, BridgeError::Disconnected), "{error:?}");
+    assert!(matches!(error, Error::Disconnected), "{error:?}");
     assert_eq!(pair.mock.calls().len(), 1);
     Ok(())
 }

@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use gabp_session::bridge::{Bridge, BridgeError, SubscriptionItem};
+use gabp_session::bridge::{Bridge, SubscriptionItem};
+use gabp_session::Error;
 use gabp_testkit::{Direction, Fault, FaultProxy, MockMod};
 use gabp_transport::{Connection, Frame};
 use gabp_types::{ErrorCode, Message};
@@ -42,12 +43,12 @@ async fn drop_after_n_messages() {
     pair.faults.inject(Fault::drop_after(2));
     within(pair.bridge.ping()).await.expect("the answer passes");
     let lost = within(pair.bridge.ping()).await.unwrap_err();
-    assert!(matches!(lost, BridgeError::Disconnected), "{lost:?}");
+    assert!(matches!(lost, Error::Disconnected), "{lost:?}");
 
     let pair = within(gabp_testkit::pair()).await.expect("pair");
     pair.faults.inject(Fault::drop_after(0));
     let lost = within(pair.bridge.ping()).await.unwrap_err();
-    assert!(matches!(lost, BridgeError::Disconnected), "{lost:?}");
+    assert!(matches!(lost, Error::Disconnected), "{lost:?}");
     assert!(pair
         .recorder
         .response(pair.recorder.requests("session/ping")[0].id)
@@ -63,7 +64,7 @@ async fn corrupt_next_frame_in_either_direction() {
     let lost = within(pair.bridge.with_timeout(SHORT).ping())
         .await
         .unwrap_err();
-    assert!(matches!(lost, BridgeError::Timeout { .. }), "{lost:?}");
+    assert!(matches!(lost, Error::Timeout { .. }), "{lost:?}");
     let answered = pair.recorder.wait_until(Duration::from_secs(5), |frames| {
         frames.iter().any(|f| {
             matches!(f.message(), Some(Message::Response(r))
@@ -81,7 +82,7 @@ async fn corrupt_next_frame_in_either_direction() {
     let lost = within(pair.bridge.with_timeout(SHORT).ping())
         .await
         .unwrap_err();
-    assert!(matches!(lost, BridgeError::Timeout { .. }), "{lost:?}");
+    assert!(matches!(lost, Error::Timeout { .. }), "{lost:?}");
     within(pair.bridge.ping())
         .await
         .expect("the fault applied once");
@@ -94,7 +95,7 @@ async fn wrong_response_id_and_unsolicited_response() {
     let lost = within(pair.bridge.with_timeout(SHORT).ping())
         .await
         .unwrap_err();
-    assert!(matches!(lost, BridgeError::Timeout { .. }), "{lost:?}");
+    assert!(matches!(lost, Error::Timeout { .. }), "{lost:?}");
     within(pair.bridge.ping())
         .await
         .expect("the fault applied once");
@@ -154,7 +155,7 @@ async fn stop_reading_makes_a_slow_consumer() {
     let lost = within(pair.bridge.with_timeout(SHORT).ping())
         .await
         .unwrap_err();
-    assert!(matches!(lost, BridgeError::Timeout { .. }), "{lost:?}");
+    assert!(matches!(lost, Error::Timeout { .. }), "{lost:?}");
     // The mod's answer is still waiting on the wire, unread.
     assert!(pair.recorder.responses_to("session/ping").is_empty());
     pair.faults.resume_reading();
@@ -226,7 +227,7 @@ async fn accept_any_token_and_answer_before_hello() {
     // The bridge's own hello is still checked: a wrong token is refused.
     let refused = within(Bridge::over(conn, wrong)).await.unwrap_err();
     assert!(
-        matches!(refused, BridgeError::AuthenticationFailed { .. }),
+        matches!(refused, Error::AuthenticationFailed { .. }),
         "{refused:?}"
     );
 }
@@ -268,7 +269,7 @@ async fn a_proxy_on_tcp_between_a_real_bridge_and_a_real_mod() {
 
     proxy.faults().inject(Fault::drop_after(0));
     let lost = within(bridge.ping()).await.unwrap_err();
-    assert!(matches!(lost, BridgeError::Disconnected), "{lost:?}");
+    assert!(matches!(lost, Error::Disconnected), "{lost:?}");
     handle.shutdown().await;
     served.shutdown().await;
 }

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_session::bridge::{Bridge, BridgeError, SubscriptionItem};
+use gabp_session::bridge::{Bridge, SubscriptionItem};
 use gabp_session::server::{CloseReason, Tool, ToolError};
+use gabp_session::Error;
 use gabp_testkit::{Direction, MockMod, MockTool};
 use gabp_types::methods::{StateGetParams, StateSetParams};
 use gabp_types::ErrorCode;
@@ -67,17 +68,14 @@ async fn scripted_tools_answer_as_scripted() {
         json!("1.2.3")
     );
     let failed = bridge.call_tool("game/save", json!({})).await.unwrap_err();
-    assert!(
-        matches!(failed, BridgeError::ToolFailed { .. }),
-        "{failed:?}"
-    );
+    assert!(matches!(failed, Error::ToolFailed { .. }), "{failed:?}");
     assert!(failed.is_retryable());
     let locked = bridge
         .call_tool("game/locked", json!({}))
         .await
         .unwrap_err();
     assert!(
-        matches!(locked, BridgeError::ToolUnavailable { .. }),
+        matches!(locked, Error::ToolUnavailable { .. }),
         "{locked:?}"
     );
     assert_eq!(
@@ -92,7 +90,7 @@ async fn scripted_tools_answer_as_scripted() {
         .await
         .unwrap_err();
     assert!(
-        matches!(invalid, BridgeError::InvalidParams { .. }),
+        matches!(invalid, Error::InvalidParams { .. }),
         "{invalid:?}"
     );
     assert_eq!(
@@ -301,7 +299,7 @@ async fn a_configured_bridge_and_token() {
         .await
         .unwrap_err();
     assert!(
-        matches!(refused, BridgeError::AuthenticationFailed { .. }),
+        matches!(refused, Error::AuthenticationFailed { .. }),
         "{refused:?}"
     );
     assert_eq!(

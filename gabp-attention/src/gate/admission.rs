@@ -1,7 +1,8 @@
 //! Whether a call may go to the mod: admitting it, refusing it, or asking for a sync first
 //! (SPEC/1.0/attention.md §6.2).
 
-use gabp_session::bridge::{BridgeError, BridgeRequest, BridgeResponse};
+use gabp_session::bridge::{BridgeRequest, BridgeResponse};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::{AttentionAckResult, AttentionCurrentResult};
 
 use super::state::{Admission, CallKind, Ticket};
@@ -84,7 +85,7 @@ impl Shared {
     pub(super) fn complete(
         &self,
         ticket: Ticket,
-        result: &mut Result<BridgeResponse, BridgeError>,
+        result: &mut Result<BridgeResponse, SessionError>,
     ) {
         let mut core = self.core.lock();
         core.drain();

@@ -1,14 +1,14 @@
 //! What the gate answers besides the call's own result: [`BlockedByAttention`] (not executed),
 //! [`RelatedAttention`] and [`Gated`] (executed, with the item that appeared meanwhile), [`GateError`].
 
-use gabp_session::bridge::BridgeError;
+use gabp_session::Error as SessionError;
 use gabp_types::Attention;
 
 /// A game-bound call refused by the gate because a blocking attention item is open. **The call was not
 /// executed**: nothing was sent to the mod.
 ///
-/// The [`AttentionGateLayer`] returns it as the source of a [`BridgeError::Rejected`]; get it back with
-/// [`BlockedByAttention::from_error`] (or [`BridgeError::rejection`]). Acknowledge the item
+/// The [`AttentionGateLayer`] returns it as the source of a [`gabp_session::Error::Rejected`]; get it back with
+/// [`BlockedByAttention::from_error`] (or [`gabp_session::Error::rejection`]). Acknowledge the item
 /// ([`AttentionGate::ack`]) and call again.
 ///
 /// [`AttentionGateLayer`]: super::AttentionGateLayer
@@ -53,16 +53,16 @@ impl BlockedByAttention {
         false
     }
 
-    /// The refusal inside a [`BridgeError::Rejected`], if it is one.
+    /// The refusal inside a [`gabp_session::Error::Rejected`], if it is one.
     ///
     /// ```
     /// use gabp_attention::BlockedByAttention;
-    /// use gabp_session::bridge::BridgeError;
+    /// use gabp_session::Error;
     ///
-    /// assert!(BlockedByAttention::from_error(&BridgeError::Disconnected).is_none());
+    /// assert!(BlockedByAttention::from_error(&Error::Disconnected).is_none());
     /// ```
     #[must_use]
-    pub fn from_error(error: &BridgeError) -> Option<&BlockedByAttention> {
+    pub fn from_error(error: &SessionError) -> Option<&BlockedByAttention> {
         error.rejection::<BlockedByAttention>()
     }
 }
@@ -104,5 +104,5 @@ pub enum GateError {
     NothingOpen,
     /// The bridge failed.
     #[error(transparent)]
-    Bridge(#[from] BridgeError),
+    Bridge(#[from] SessionError),
 }

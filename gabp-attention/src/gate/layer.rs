@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
-use gabp_session::bridge::{BridgeError, BridgeRequest, BridgeResponse};
+use gabp_session::bridge::{BridgeRequest, BridgeResponse};
+use gabp_session::Error as SessionError;
 use tower::{Layer, Service};
 
 use super::state::{Admission, Ticket};
@@ -47,17 +48,17 @@ pub struct AttentionGateService<S> {
 
 impl<S> Service<BridgeRequest> for AttentionGateService<S>
 where
-    S: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
+    S: Service<BridgeRequest, Response = BridgeResponse, Error = SessionError>
         + Clone
         + Send
         + 'static,
     S::Future: Send + 'static,
 {
     type Response = BridgeResponse;
-    type Error = BridgeError;
+    type Error = SessionError;
     type Future = AttentionGateFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SessionError>> {
         self.inner.poll_ready(cx)
     }
 
@@ -71,7 +72,7 @@ where
                 shared: shared.clone(),
             },
             Admission::Blocked(blocked) => State::Done {
-                result: Some(Err(BridgeError::rejected(*blocked))),
+                result: Some(Err(SessionError::rejected(*blocked))),
             },
             // After a handshake or a gap: wait for the refresh, then decide. The service that was polled
             // ready goes with this call; a fresh clone stays for the next.
@@ -84,7 +85,7 @@ where
                         let ticket = shared
                             .admit(&request)
                             .await
-                            .map_err(BridgeError::rejected)?;
+                            .map_err(SessionError::rejected)?;
                         let mut result = inner.call(request).await;
                         shared.complete(ticket, &mut result);
                         result
@@ -114,10 +115,10 @@ pin_project_lite::pin_project! {
             shared: Arc<Shared>,
         },
         Done {
-            result: Option<Result<BridgeResponse, BridgeError>>,
+            result: Option<Result<BridgeResponse, SessionError>>,
         },
         Syncing {
-            future: BoxFuture<'static, Result<BridgeResponse, BridgeError>>,
+            future: BoxFuture<'static, Result<BridgeResponse, SessionError>>,
         },
     }
 }
@@ -131,9 +132,9 @@ impl<F> fmt::Debug for AttentionGateFuture<F> {
 
 impl<F> Future for AttentionGateFuture<F>
 where
-    F: Future<Output = Result<BridgeResponse, BridgeError>>,
+    F: Future<Output = Result<BridgeResponse, SessionError>>,
 {
-    type Output = Result<BridgeResponse, BridgeError>;
+    type Output = Result<BridgeResponse, SessionError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
@@ -148,7 +149,7 @@ where
             }
             // Polled again after it answered: a misuse of the future; answer as a closed bridge would.
             StateProj::Done { result } => {
-                Poll::Ready(result.take().unwrap_or(Err(BridgeError::Closed)))
+                Poll::Ready(result.take().unwrap_or(Err(SessionError::Closed)))
             }
             StateProj::Syncing { future } => future.as_mut().poll(cx),
         }

@@ -12,7 +12,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gabp_session::bridge::{BridgeError, BridgeRequest, BridgeResponse, BridgeService};
+use gabp_session::bridge::{BridgeRequest, BridgeResponse, BridgeService};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::AttentionAckResult;
 use gabp_types::Attention;
 use parking_lot::Mutex;
@@ -290,7 +291,7 @@ impl AttentionGate {
     ///
     /// # Errors
     ///
-    /// [`GateError::Bridge`] (an empty id is [`BridgeError::InvalidRequest`]).
+    /// [`GateError::Bridge`] (an empty id is [`gabp_session::Error::InvalidRequest`]).
     pub async fn ack_id(&self, attention_id: &str) -> Result<AttentionAckResult, GateError> {
         let request = BridgeRequest::from_json(
             "attention/ack",
@@ -298,31 +299,29 @@ impl AttentionGate {
         )?;
         let response = self.send(request).await?;
         serde_json::from_value(response.into_result()).map_err(|e| {
-            GateError::Bridge(BridgeError::Protocol(
-                gabp_session::bridge::ProtocolError::InvalidResult {
-                    method: "attention/ack".to_owned(),
-                    reason: e.to_string(),
-                },
-            ))
+            GateError::Bridge(SessionError::InvalidResult {
+                method: "attention/ack".to_owned(),
+                reason: e.to_string(),
+            })
         })
     }
 
     /// Sends `request` through the gate on the bare call path (for bridges without the layer): refused with
-    /// [`BlockedByAttention`] (inside [`BridgeError::Rejected`]) while a blocking item is open, else sent; a
+    /// [`BlockedByAttention`] (inside [`gabp_session::Error::Rejected`]) while a blocking item is open, else sent; a
     /// response carries [`RelatedAttention`] when an item opened or changed meanwhile.
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Rejected`] with [`BlockedByAttention`]; otherwise as the call.
-    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
+    /// [`gabp_session::Error::Rejected`] with [`BlockedByAttention`]; otherwise as the call.
+    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, SessionError> {
         let ticket = match self.shared.try_admit(&request, false) {
             Admission::Admitted(ticket) => ticket,
-            Admission::Blocked(blocked) => return Err(BridgeError::rejected(*blocked)),
+            Admission::Blocked(blocked) => return Err(SessionError::rejected(*blocked)),
             Admission::NeedsSync => self
                 .shared
                 .admit(&request)
                 .await
-                .map_err(BridgeError::rejected)?,
+                .map_err(SessionError::rejected)?,
         };
         let mut result = self.shared.service.send(request).await;
         self.shared.complete(ticket, &mut result);
@@ -334,13 +333,13 @@ impl AttentionGate {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Rejected`] with [`BlockedByAttention`]; otherwise as
+    /// [`gabp_session::Error::Rejected`] with [`BlockedByAttention`]; otherwise as
     /// [`Bridge::call_tool`](gabp_session::bridge::Bridge::call_tool).
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
-    ) -> Result<Gated<Value>, BridgeError> {
+    ) -> Result<Gated<Value>, SessionError> {
         self.call(BridgeRequest::tool_call(name, arguments)?).await
     }
 
@@ -351,7 +350,7 @@ impl AttentionGate {
     /// # Errors
     ///
     /// As [`AttentionGate::call_tool`].
-    pub async fn call(&self, request: BridgeRequest) -> Result<Gated<Value>, BridgeError> {
+    pub async fn call(&self, request: BridgeRequest) -> Result<Gated<Value>, SessionError> {
         let mut response = self.send(request).await?;
         let attention = response
             .extensions_mut()

@@ -6,7 +6,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
-use gabp_session::bridge::{BridgeError, Subscription, SubscriptionItem};
+use gabp_session::bridge::{Subscription, SubscriptionItem};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::AttentionAckResult;
 use gabp_types::{Attention, AttentionState, ErrorCode, Event};
 use serde_json::Value;
@@ -200,7 +201,7 @@ impl GateCore {
     }
 
     /// Learns the item from a mod-side gate's refusal (`-32401` with `reason: blocked_by_attention`).
-    pub(super) fn apply_refusal(&mut self, error: &BridgeError) {
+    pub(super) fn apply_refusal(&mut self, error: &SessionError) {
         let Some(object) = error.error_object() else {
             return;
         };

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use gabp_session::bridge::{BridgeError, BridgeRequest, BridgeResponse};
+use gabp_session::bridge::{BridgeRequest, BridgeResponse};
+use gabp_session::Error as SessionError;
 use gabp_types::methods::AttentionCurrentResult;
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ impl Shared {
         }
     }
 
-    async fn request(&self, method: &str) -> Result<Value, BridgeError> {
+    async fn request(&self, method: &str) -> Result<Value, SessionError> {
         let request =
             BridgeRequest::from_json(method, Value::Null)?.with_timeout(self.sync_timeout);
         self.service

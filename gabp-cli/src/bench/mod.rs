@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use clap::Args;
 use futures::{SinkExt, StreamExt};
-use gabp_session::bridge::{Bridge, BridgeError};
+use gabp_session::bridge::Bridge;
+use gabp_session::Error as SessionError;
 use gabp_transport::{Endpoint, Listener};
 use gabp_types::{Message, MethodName, Request};
 use parking_lot::Mutex;
@@ -126,7 +127,7 @@ enum Invocation {
 }
 
 impl Invocation {
-    async fn call(&self, bridge: &Bridge) -> Result<(), BridgeError> {
+    async fn call(&self, bridge: &Bridge) -> Result<(), SessionError> {
         match self {
             Invocation::Tool { name, arguments } => {
                 bridge.call_tool(name, arguments.clone()).await.map(drop)
@@ -331,7 +332,7 @@ async fn measure_calls(
     progress: &mut Progress,
     offset: u64,
 ) -> Result<Stats, String> {
-    let fail = |i: u64, e: &BridgeError| {
+    let fail = |i: u64, e: &SessionError| {
         format!(
             "{} failed (call {i}): {}",
             invocation.label(),
@@ -362,7 +363,7 @@ async fn measure_calls(
                     done.fetch_add(1, Ordering::Relaxed);
                 }
                 latencies.lock().extend(mine);
-                Ok::<(), (u64, BridgeError)>(())
+                Ok::<(), (u64, SessionError)>(())
             })
         })
         .collect();

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use gabp_session::bridge::BridgeError;
+use gabp_session::Error as SessionError;
 use gabp_types::methods::{ResourcesListParams, ToolResult};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -98,7 +98,7 @@ async fn asset(text: &'static str, mime: &'static str) -> Response {
 }
 
 /// The mod's error answer (or the bridge's own failure) as the page shows it.
-fn error_answer(e: &BridgeError) -> Json<Value> {
+fn error_answer(e: &SessionError) -> Json<Value> {
     Json(match e.error_object() {
         Some(error) => json!({"error": {
             "code": error.code.code(),
@@ -118,7 +118,7 @@ fn bad_request(message: &str) -> Response {
 }
 
 /// `value` as an answer, or the error.
-fn answer<T: serde::Serialize>(outcome: Result<T, BridgeError>, member: &str) -> Response {
+fn answer<T: serde::Serialize>(outcome: Result<T, SessionError>, member: &str) -> Response {
     match outcome {
         Ok(value) => Json(json!({ member: value })).into_response(),
         Err(e) => error_answer(&e).into_response(),

@@ -18,7 +18,8 @@ use super::reconnect::{Keepalive, ReconnectPolicy};
 use super::retry::ConnectRetry;
 use super::session;
 use super::shared::Shared;
-use super::{Bridge, BridgeError, BridgeRequest, BridgeResponse, BridgeService};
+use super::{Bridge, BridgeRequest, BridgeResponse, BridgeService};
+use crate::Error;
 
 use super::settings::Settings;
 
@@ -54,7 +55,7 @@ where
 }
 
 /// The boxed stack of a layered call path.
-pub(crate) type LayeredService = BoxCloneSyncService<BridgeRequest, BridgeResponse, BridgeError>;
+pub(crate) type LayeredService = BoxCloneSyncService<BridgeRequest, BridgeResponse, Error>;
 
 /// The call path of a bridge: the bare service, or the layered stack boxed once.
 pub(crate) enum CallPath {
@@ -73,7 +74,7 @@ pub(crate) enum Started {
     /// waits for it; the request is handed back.
     Stalled(LayeredService, BridgeRequest),
     /// The stack failed while being polled ready.
-    Failed(BridgeError),
+    Failed(Error),
 }
 
 impl CallPath {
@@ -125,7 +126,7 @@ pub struct BridgeBuilder<L = Identity> {
 }
 
 /// The bridge's shared state before it starts; dropped unstarted, it ends the subscriptions that layers
-/// registered through [`BridgeBuilder::service`] (their streams yield [`BridgeError::Closed`]).
+/// registered through [`BridgeBuilder::service`] (their streams yield [`Error::Closed`]).
 struct Unstarted {
     shared: Arc<Shared>,
     armed: bool,
@@ -241,7 +242,7 @@ impl<L> BridgeBuilder<L> {
     }
 
     /// Whether a call to a method the welcome does not advertise fails locally with
-    /// [`BridgeError::NotAdvertised`] without a round trip (default on). `session/*` is always allowed, and so
+    /// [`Error::NotAdvertised`] without a round trip (default on). `session/*` is always allowed, and so
     /// is everything when the welcome lists no methods.
     pub fn check_advertised(mut self, check: bool) -> Self {
         self.settings.check_advertised = check;
@@ -307,7 +308,7 @@ impl<L> BridgeBuilder<L> {
 impl<L> BridgeBuilder<L>
 where
     L: Layer<BridgeService>,
-    L::Service: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
+    L::Service: Service<BridgeRequest, Response = BridgeResponse, Error = Error>
         + Clone
         + Send
         + Sync
@@ -319,12 +320,12 @@ where
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Transport`] when the mod cannot be reached; [`BridgeError::AuthenticationFailed`] for a
-    /// refused token; [`BridgeError::Disconnected`] when the mod closes the connection during the handshake;
-    /// [`BridgeError::Timeout`] when it does not answer; [`BridgeError::Protocol`] for an invalid welcome.
-    /// With [`BridgeBuilder::retry_connect`], [`BridgeError::Unreachable`] (naming the endpoint) when no attempt
+    /// [`Error::Transport`] when the mod cannot be reached; [`Error::AuthenticationFailed`] for a
+    /// refused token; [`Error::Disconnected`] when the mod closes the connection during the handshake;
+    /// [`Error::Timeout`] when it does not answer; [`Error::InvalidWelcome`] for an invalid welcome.
+    /// With [`BridgeBuilder::retry_connect`], [`Error::Unreachable`] (naming the endpoint) when no attempt
     /// succeeded before the deadline.
-    pub async fn connect(self, endpoint: &Endpoint) -> Result<Bridge, BridgeError> {
+    pub async fn connect(self, endpoint: &Endpoint) -> Result<Bridge, Error> {
         let target = endpoint.to_string();
         let endpoint = endpoint.clone();
         let connector = move || {
@@ -339,7 +340,7 @@ where
     /// # Errors
     ///
     /// As [`BridgeBuilder::connect`].
-    pub async fn connect_with(self, connector: impl Connector) -> Result<Bridge, BridgeError> {
+    pub async fn connect_with(self, connector: impl Connector) -> Result<Bridge, Error> {
         self.connect_to(Arc::new(connector), "the connector's mod".to_owned())
             .await
     }
@@ -348,7 +349,7 @@ where
         self,
         connector: Arc<dyn Connector>,
         target: String,
-    ) -> Result<Bridge, BridgeError> {
+    ) -> Result<Bridge, Error> {
         if let Some(retry) = self.settings.connect_retry.clone() {
             let (shared, raw, path) = self.prepare();
             let welcome = super::retry::start_retrying(&shared, connector, &retry, target).await?;
@@ -373,7 +374,7 @@ where
     pub async fn spawn(
         self,
         command: impl Into<tokio::process::Command>,
-    ) -> Result<(Bridge, ModProcess), BridgeError> {
+    ) -> Result<(Bridge, ModProcess), Error> {
         let (connection, process) = match gabp_transport::spawn(command) {
             Ok(pair) => pair,
             Err(e) => {
@@ -390,7 +391,7 @@ where
     /// # Errors
     ///
     /// As [`BridgeBuilder::connect`].
-    pub async fn over(self, connection: Connection) -> Result<Bridge, BridgeError> {
+    pub async fn over(self, connection: Connection) -> Result<Bridge, Error> {
         self.start(connection, None).await
     }
 
@@ -398,7 +399,7 @@ where
         self,
         connection: Connection,
         connector: Option<Arc<dyn Connector>>,
-    ) -> Result<Bridge, BridgeError> {
+    ) -> Result<Bridge, Error> {
         let (shared, raw, path) = self.prepare();
         let welcome = session::start(&shared, connection, connector).await?;
         Ok(Bridge::from_parts(raw, path, welcome))
@@ -424,7 +425,7 @@ where
 /// Boxes a layered service once; the bare service (no layers) stays unboxed so its calls cost nothing extra.
 fn call_path<S>(service: S) -> CallPath
 where
-    S: Service<BridgeRequest, Response = BridgeResponse, Error = BridgeError>
+    S: Service<BridgeRequest, Response = BridgeResponse, Error = Error>
         + Clone
         + Send
         + Sync

@@ -137,7 +137,7 @@ impl Role for BridgeRole {
     }
 
     fn on_framing(&mut self, fault: &gabp_transport::FrameFault) {
-        // Before the pending calls fail, so that they fail with the fault (BridgeError::Framing).
+        // Before the pending calls fail, so that they fail with the fault (Error::Framing).
         self.link.note(DisconnectReason::Framing(fault.clone()));
     }
 }

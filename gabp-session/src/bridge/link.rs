@@ -19,7 +19,8 @@ use crate::engine::{CallResult, Delivery, Outgoing};
 
 use super::reconnect::Keepalive;
 use super::settings::Settings;
-use super::{BridgeError, DisconnectReason, ProtocolError};
+use super::DisconnectReason;
+use crate::Error;
 
 /// What the welcome of a connection says, once it has arrived.
 pub(super) struct LinkInfo {
@@ -64,13 +65,13 @@ impl Link {
     }
 
     /// The error of a call the connection can no longer answer: the framing fault when the mod broke the
-    /// framing, else [`BridgeError::Disconnected`].
-    pub(super) fn lost(&self) -> BridgeError {
+    /// framing, else [`Error::Disconnected`].
+    pub(super) fn lost(&self) -> Error {
         match &*self.reason.lock() {
-            Some(DisconnectReason::Framing(fault)) => BridgeError::Framing {
+            Some(DisconnectReason::Framing(fault)) => Error::Framing {
                 fault: fault.clone(),
             },
-            _ => BridgeError::Disconnected,
+            _ => Error::Disconnected,
         }
     }
 
@@ -183,7 +184,7 @@ pub(super) async fn call_link(
     method: MethodName,
     params: Option<Params>,
     timeout: Duration,
-) -> Result<CallResult, BridgeError> {
+) -> Result<CallResult, Error> {
     call_link_slot(link, method, params, timeout, Slot::Take).await
 }
 
@@ -193,13 +194,13 @@ pub(super) async fn call_link_slot(
     params: Option<Params>,
     timeout: Duration,
     slot: Slot,
-) -> Result<CallResult, BridgeError> {
+) -> Result<CallResult, Error> {
     // One request value for the whole call (no copies of the method or params kept beside it): every layered
     // call boxes this future, and a small one is cheaper to allocate and move.
     let request = gabp_types::Request::with_raw_params(method, params);
     match tokio::time::timeout(timeout, exchange(link, &request, slot)).await {
         Ok(result) => result,
-        Err(_) => Err(BridgeError::Timeout {
+        Err(_) => Err(Error::Timeout {
             method: request.method.into_string(),
             after: timeout,
         }),
@@ -210,7 +211,7 @@ pub(super) async fn exchange(
     link: &Link,
     request: &gabp_types::Request,
     slot: Slot,
-) -> Result<CallResult, BridgeError> {
+) -> Result<CallResult, Error> {
     // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
     // stays small.
     let _permit = match slot {
@@ -224,10 +225,10 @@ pub(super) async fn exchange(
         Slot::Bypass => None,
     };
     let body = crate::engine::to_body(request)
-        .map_err(|e| BridgeError::invalid_request(format!("cannot serialize the request: {e}")))?;
+        .map_err(|e| Error::invalid_request(format!("cannot serialize the request: {e}")))?;
     let limit = link.max_body();
     if body.len() > limit {
-        return Err(BridgeError::TooLarge {
+        return Err(Error::TooLarge {
             len: body.len(),
             limit,
         });
@@ -254,17 +255,16 @@ pub(super) async fn exchange(
         Ok(Delivery::Result(result)) => Ok(result),
         Ok(Delivery::Error(error)) => {
             let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
-            Err(BridgeError::from_remote(
+            Err(Error::from_remote(
                 error,
                 request.method.as_str(),
                 tool.as_deref(),
             ))
         }
-        Ok(Delivery::Invalid(reason)) => Err(ProtocolError::InvalidResponse {
+        Ok(Delivery::Invalid(reason)) => Err(Error::InvalidResponse {
             method: request.method.as_str().to_owned(),
             reason,
-        }
-        .into()),
+        }),
         Err(_) => Err(link.lost()),
     }
 }

@@ -9,15 +9,15 @@
 //!   for any core method, and named helpers for each. Each call has a time limit (30 s by default,
 //!   [`Bridge::with_timeout`] or [`BridgeRequest::with_timeout`] for one call). Dropping a call's future
 //!   forgets it; a late response is discarded quietly.
-//! - **Errors** are typed ([`BridgeError`]); Lib.GAB's codes -31000, -31001 and -31002 read as ours.
+//! - **Errors** are typed ([`Error`]); Lib.GAB's codes -31000, -31001 and -31002 read as ours.
 //! - **Events**: [`Bridge::subscribe`] returns a [`Subscription`] stream, in `seq` order per channel, with
 //!   [`SubscriptionItem::Lagged`] where events were lost (see [`events`] for the ordering policy).
-//! - **Connection loss** fails every pending call at once with [`BridgeError::Disconnected`], after delivering
+//! - **Connection loss** fails every pending call at once with [`Error::Disconnected`], after delivering
 //!   the responses already read. An optional [`ReconnectPolicy`] reconnects with backoff, redoes the handshake
 //!   and restores subscriptions; [`Bridge::connection_state`] reports it. An optional [`Keepalive`] pings a
 //!   silent mod and declares it dead past a deadline.
 //! - **Advertised methods only**: a call to a method the welcome does not list fails locally with
-//!   [`BridgeError::NotAdvertised`], without a round trip (configurable).
+//!   [`Error::NotAdvertised`], without a round trip (configurable).
 //! - **Layers**: the call path is a tower [`Service`](tower::Service) ([`BridgeService`]);
 //!   [`BridgeBuilder::layer`] wraps it, and [`BridgeBuilder::service`] gives a layer the handle it needs to
 //!   subscribe and follow reconnects.
@@ -41,7 +41,8 @@
 //! #         conn.send(serde_json::to_vec(&reply).unwrap().into()).await.unwrap();
 //! #     }
 //! # }
-//! use gabp_session::bridge::{Bridge, BridgeError};
+//! use gabp_session::bridge::Bridge;
+//! use gabp_session::Error;
 //! use gabp_transport::{Connection, Token};
 //! use serde_json::json;
 //!
@@ -60,14 +61,13 @@
 //!
 //! // Not advertised by this mod: refused here, nothing is sent.
 //! let refused = bridge.get_state(Default::default()).await.unwrap_err();
-//! assert!(matches!(refused, BridgeError::NotAdvertised { .. }));
+//! assert!(matches!(refused, Error::NotAdvertised { .. }));
 //! # Ok(())
 //! # }
 //! ```
 
 mod builder;
 mod connection;
-mod error;
 pub mod events;
 mod link;
 mod progress;
@@ -103,11 +103,10 @@ use tokio::sync::watch;
 use tokio_util::sync::DropGuard;
 use tower::ServiceExt;
 
-pub use builder::{BridgeBuilder, Connector};
-pub use error::{
-    BridgeError, ParamError, ProtocolError, LIBGAB_AUTHENTICATION_FAILED, LIBGAB_NOT_ESTABLISHED,
-    LIBGAB_TOOL_NOT_FOUND,
+pub use crate::error::{
+    ParamError, LIBGAB_AUTHENTICATION_FAILED, LIBGAB_NOT_ESTABLISHED, LIBGAB_TOOL_NOT_FOUND,
 };
+pub use builder::{BridgeBuilder, Connector};
 pub use events::{Subscription, SubscriptionItem};
 pub use progress::ProgressUpdates;
 pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
@@ -118,9 +117,13 @@ pub use settings::{
 };
 pub use state::{ConnectionState, DisconnectReason};
 
+use crate::Error;
 use builder::{CallPath, Started};
 pub use reconnect::{Keepalive, ReconnectPolicy};
 pub use retry::ConnectRetry;
+
+#[allow(deprecated)]
+pub use crate::error::BridgeError;
 
 /// A client connection to a mod: handshake done, calls and subscriptions ready.
 ///
@@ -194,7 +197,7 @@ impl Bridge {
     /// # Errors
     ///
     /// See [`BridgeBuilder::connect`].
-    pub async fn connect(endpoint: &Endpoint, token: Token) -> Result<Bridge, BridgeError> {
+    pub async fn connect(endpoint: &Endpoint, token: Token) -> Result<Bridge, Error> {
         Bridge::builder(token).connect(endpoint).await
     }
 
@@ -223,7 +226,7 @@ impl Bridge {
     pub async fn spawn(
         command: impl Into<tokio::process::Command>,
         token: Token,
-    ) -> Result<(Bridge, ModProcess), BridgeError> {
+    ) -> Result<(Bridge, ModProcess), Error> {
         Bridge::builder(token).spawn(command).await
     }
 
@@ -232,7 +235,7 @@ impl Bridge {
     /// # Errors
     ///
     /// See [`BridgeBuilder::connect`].
-    pub async fn over(connection: Connection, token: Token) -> Result<Bridge, BridgeError> {
+    pub async fn over(connection: Connection, token: Token) -> Result<Bridge, Error> {
         Bridge::builder(token).over(connection).await
     }
 
@@ -290,7 +293,7 @@ impl Bridge {
     /// A clone of this bridge whose calls have `timeout` as their default time limit.
     ///
     /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// use std::time::Duration;
     /// let quick = bridge.with_timeout(Duration::from_millis(500));
     /// quick.ping().await?;
@@ -309,8 +312,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn send(&self, mut request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
+    /// See [`Error`].
+    pub async fn send(&self, mut request: BridgeRequest) -> Result<BridgeResponse, Error> {
         if request.timeout().is_none() {
             request.set_timeout(self.timeout);
         }
@@ -321,7 +324,7 @@ impl Bridge {
             Ok(Started::Failed(error)) => Err(error),
         };
         // A tool that is gone: the cached list is stale (SPEC/1.0 extensions.md §tools-changed).
-        if matches!(response, Err(BridgeError::ToolNotFound { .. })) {
+        if matches!(response, Err(Error::ToolNotFound { .. })) {
             self.inner.raw.shared.tools.invalidate();
         }
         response
@@ -331,8 +334,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, BridgeError> {
+    /// See [`Error`].
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, Error> {
         let request = BridgeRequest::from_json(method, params)?;
         self.send(request).await.map(BridgeResponse::into_result)
     }
@@ -340,7 +343,7 @@ impl Bridge {
     /// A typed call of core method `M`.
     ///
     /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// use gabp_types::methods::{ToolsList, ToolsListParams};
     /// let tools = bridge.call::<ToolsList>(&ToolsListParams::default()).await?.tools;
     /// # Ok(())
@@ -349,9 +352,9 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`]; a result that does not have the shape of `M::Result` is
-    /// [`ProtocolError::InvalidResult`].
-    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, BridgeError> {
+    /// See [`Error`]; a result that does not have the shape of `M::Result` is
+    /// [`Error::InvalidResult`].
+    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, Error> {
         let request = BridgeRequest::typed::<M>(params)?;
         typed_result(M::NAME, self.send(request).await?.result_as())
     }
@@ -360,9 +363,9 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`]: [`BridgeError::ToolNotFound`], [`BridgeError::InvalidParams`],
-    /// [`BridgeError::ToolFailed`], [`BridgeError::ToolTimeout`], ...
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, BridgeError> {
+    /// See [`Error`]: [`Error::ToolNotFound`], [`Error::InvalidParams`],
+    /// [`Error::ToolFailed`], [`Error::ToolTimeout`], ...
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, Error> {
         let request = BridgeRequest::tool_call(name, arguments)?;
         self.send(request).await.map(BridgeResponse::into_result)
     }
@@ -370,7 +373,7 @@ impl Bridge {
     /// Calls tool `name` with typed arguments and reads its result as `R`.
     ///
     /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// #[derive(serde::Serialize)]
     /// struct At { x: i64, y: i64, z: i64 }
     /// #[derive(serde::Deserialize)]
@@ -384,9 +387,9 @@ impl Bridge {
     /// # Errors
     ///
     /// As [`Bridge::call_tool`]; arguments that do not serialize to an object are
-    /// [`BridgeError::InvalidRequest`], a result that does not read as `R` is
-    /// [`ProtocolError::InvalidResult`].
-    pub async fn call_tool_as<A, R>(&self, name: &str, arguments: &A) -> Result<R, BridgeError>
+    /// [`Error::InvalidRequest`], a result that does not read as `R` is
+    /// [`Error::InvalidResult`].
+    pub async fn call_tool_as<A, R>(&self, name: &str, arguments: &A) -> Result<R, Error>
     where
         A: Serialize + ?Sized,
         R: DeserializeOwned,
@@ -402,8 +405,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, BridgeError> {
+    /// See [`Error`].
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, Error> {
         Ok(self
             .call::<ToolsList>(&ToolsListParams::default())
             .await?
@@ -414,11 +417,11 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
+    /// See [`Error`].
     pub async fn list_tools_filtered(
         &self,
         filter: ToolFilter,
-    ) -> Result<Vec<ToolDescriptor>, BridgeError> {
+    ) -> Result<Vec<ToolDescriptor>, Error> {
         let params = ToolsListParams {
             filter: Some(filter),
         };
@@ -429,7 +432,7 @@ impl Bridge {
     /// through the layers. Channels the mod does not grant are left out (see [`Subscription::channels`]).
     ///
     /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// use futures::StreamExt;
     /// use gabp_session::bridge::SubscriptionItem;
     ///
@@ -450,8 +453,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for no channels or an empty name; otherwise as any call.
-    pub async fn subscribe<I, S>(&self, channels: I) -> Result<Subscription, BridgeError>
+    /// [`Error::InvalidRequest`] for no channels or an empty name; otherwise as any call.
+    pub async fn subscribe<I, S>(&self, channels: I) -> Result<Subscription, Error>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -468,11 +471,11 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
+    /// See [`Error`].
     pub async fn list_resources(
         &self,
         params: ResourcesListParams,
-    ) -> Result<Vec<ResourceInfo>, BridgeError> {
+    ) -> Result<Vec<ResourceInfo>, Error> {
         Ok(self.call::<ResourcesList>(&params).await?.resources)
     }
 
@@ -480,10 +483,10 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for an invalid URI; [`BridgeError::ResourceNotFound`]; see
-    /// [`BridgeError`].
-    pub async fn read_resource(&self, uri: &str) -> Result<ResourcesReadResult, BridgeError> {
-        let uri = Uri::new(uri).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    /// [`Error::InvalidRequest`] for an invalid URI; [`Error::ResourceNotFound`]; see
+    /// [`Error`].
+    pub async fn read_resource(&self, uri: &str) -> Result<ResourcesReadResult, Error> {
+        let uri = Uri::new(uri).map_err(|e| Error::invalid_request(e.to_string()))?;
         self.call::<ResourcesRead>(&ResourcesReadParams { uri })
             .await
     }
@@ -492,8 +495,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn get_state(&self, params: StateGetParams) -> Result<StateGetResult, BridgeError> {
+    /// See [`Error`].
+    pub async fn get_state(&self, params: StateGetParams) -> Result<StateGetResult, Error> {
         self.call::<StateGet>(&params).await
     }
 
@@ -501,8 +504,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn set_state(&self, params: StateSetParams) -> Result<StateSetResult, BridgeError> {
+    /// See [`Error`].
+    pub async fn set_state(&self, params: StateSetParams) -> Result<StateSetResult, Error> {
         self.call::<StateSet>(&params).await
     }
 
@@ -510,8 +513,8 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn current_attention(&self) -> Result<Option<Attention>, BridgeError> {
+    /// See [`Error`].
+    pub async fn current_attention(&self) -> Result<Option<Attention>, Error> {
         Ok(self
             .call::<AttentionCurrent>(&Default::default())
             .await?
@@ -522,13 +525,10 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for an empty id; see [`BridgeError`].
-    pub async fn ack_attention(
-        &self,
-        attention_id: &str,
-    ) -> Result<AttentionAckResult, BridgeError> {
-        let attention_id = NonEmptyString::new(attention_id)
-            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    /// [`Error::InvalidRequest`] for an empty id; see [`Error`].
+    pub async fn ack_attention(&self, attention_id: &str) -> Result<AttentionAckResult, Error> {
+        let attention_id =
+            NonEmptyString::new(attention_id).map_err(|e| Error::invalid_request(e.to_string()))?;
         self.call::<AttentionAck>(&AttentionAckParams { attention_id })
             .await
     }
@@ -537,19 +537,19 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn ping(&self) -> Result<PingResult, BridgeError> {
+    /// See [`Error`].
+    pub async fn ping(&self) -> Result<PingResult, Error> {
         self.call::<SessionPing>(&Default::default()).await
     }
 
     /// Says goodbye (`session/goodbye`) and closes the bridge: no reconnect follows, and pending calls fail
-    /// with [`BridgeError::Disconnected`]. A mod that closes the connection without answering counts as a
+    /// with [`Error::Disconnected`]. A mod that closes the connection without answering counts as a
     /// goodbye. The answer is awaited for at most [`GOODBYE_WAIT`] (or the call time limit, if shorter).
     ///
     /// # Errors
     ///
-    /// An error the mod answered with, or [`BridgeError::Timeout`] after the wait (the bridge is closed anyway).
-    pub async fn goodbye(&self, reason: Option<&str>) -> Result<(), BridgeError> {
+    /// An error the mod answered with, or [`Error::Timeout`] after the wait (the bridge is closed anyway).
+    pub async fn goodbye(&self, reason: Option<&str>) -> Result<(), Error> {
         let shared = &self.inner.raw.shared;
         shared.begin_close();
         let params = GoodbyeParams {
@@ -562,14 +562,14 @@ impl Bridge {
             .await;
         self.close().await;
         match result {
-            Ok(_) | Err(BridgeError::Disconnected | BridgeError::Closed) => Ok(()),
+            Ok(_) | Err(Error::Disconnected | Error::Closed) => Ok(()),
             Err(e) => Err(e),
         }
     }
 
     /// Closes the connection without a goodbye, and waits until the bridge reports
     /// [`ConnectionState::Closed`] (or an earlier terminal state). Pending calls fail with
-    /// [`BridgeError::Disconnected`]; subscriptions end with [`BridgeError::Closed`].
+    /// [`Error::Disconnected`]; subscriptions end with [`Error::Closed`].
     pub async fn close(&self) {
         let shared = &self.inner.raw.shared;
         shared.begin_close();
@@ -592,12 +592,9 @@ impl Bridge {
 pub(super) fn typed_result<T>(
     method: &str,
     read: Result<T, serde_json::Error>,
-) -> Result<T, BridgeError> {
-    read.map_err(|e| {
-        ProtocolError::InvalidResult {
-            method: method.to_owned(),
-            reason: e.to_string(),
-        }
-        .into()
+) -> Result<T, Error> {
+    read.map_err(|e| Error::InvalidResult {
+        method: method.to_owned(),
+        reason: e.to_string(),
     })
 }

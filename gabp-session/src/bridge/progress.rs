@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::shared::Shared;
-use super::{Bridge, BridgeError, BridgeRequest};
+use super::{Bridge, BridgeRequest};
+use crate::Error;
 
 /// How many progress items of one call may wait for its reader; more are dropped (the next one carries the
 /// news).
@@ -129,7 +130,7 @@ impl Bridge {
     ///
     /// ```no_run
     /// use futures::StreamExt;
-    /// # async fn run(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn run(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// let (mut progress, call) = bridge.call_tool_with_progress("demo/sleep", serde_json::json!({"ms": 500}));
     /// let printer = async {
     ///     while let Some(p) = progress.next().await {
@@ -144,10 +145,7 @@ impl Bridge {
         &self,
         name: &str,
         arguments: Value,
-    ) -> (
-        ProgressUpdates,
-        BoxFuture<'static, Result<Value, BridgeError>>,
-    ) {
+    ) -> (ProgressUpdates, BoxFuture<'static, Result<Value, Error>>) {
         let updates = self.progress_updates();
         let token = updates.token.clone();
         let shared = self.inner.raw.shared.clone();
@@ -176,12 +174,12 @@ impl BridgeRequest {
         name: &str,
         arguments: Value,
         token: &ProgressToken,
-    ) -> Result<Self, BridgeError> {
+    ) -> Result<Self, Error> {
         let arguments = match arguments {
             Value::Null => json!({}),
             v @ Value::Object(_) => v,
             other => {
-                return Err(BridgeError::invalid_request(format!(
+                return Err(Error::invalid_request(format!(
                     "tool arguments must be a JSON object or null, not {other}"
                 )))
             }

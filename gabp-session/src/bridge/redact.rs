@@ -4,7 +4,7 @@
 use gabp_types::{ErrorObject, NonEmptyString};
 use serde_json::Value;
 
-use super::{BridgeError, ProtocolError};
+use crate::Error;
 
 /// The shortest run of the token that is redacted. Shorter runs of a 32-character or longer token are too
 /// common in ordinary text to remove, and too short to help a guess.
@@ -74,23 +74,19 @@ fn redact_error_object(mut error: ErrorObject, secret: &str) -> ErrorObject {
 }
 
 /// `error`, from the answer to `method`, with every run of `secret` taken out of what the mod wrote.
-pub(crate) fn redact_error(error: BridgeError, method: &str, secret: &str) -> BridgeError {
+pub(crate) fn redact_error(error: Error, method: &str, secret: &str) -> Error {
     if let Some(object) = error.error_object() {
         let object = redact_error_object(object.clone(), secret);
-        return BridgeError::from_remote(object, method, None);
+        return Error::from_remote(object, method, None);
     }
     match error {
-        BridgeError::Protocol(ProtocolError::InvalidWelcome { reason }) => {
-            BridgeError::Protocol(ProtocolError::InvalidWelcome {
-                reason: redact(&reason, secret),
-            })
-        }
-        BridgeError::Protocol(ProtocolError::InvalidResponse { method, reason }) => {
-            BridgeError::Protocol(ProtocolError::InvalidResponse {
-                method,
-                reason: redact(&reason, secret),
-            })
-        }
+        Error::InvalidWelcome { reason } => Error::InvalidWelcome {
+            reason: redact(&reason, secret),
+        },
+        Error::InvalidResponse { method, reason } => Error::InvalidResponse {
+            method,
+            reason: redact(&reason, secret),
+        },
         other => other,
     }
 }
@@ -130,11 +126,11 @@ mod tests {
         )
         .with_data(serde_json::json!({"token": SECRET, SECRET: [SECRET.to_lowercase()]}));
         let e = redact_error(
-            BridgeError::from_remote(error, "session/hello", None),
+            Error::from_remote(error, "session/hello", None),
             "session/hello",
             SECRET,
         );
-        assert!(matches!(e, BridgeError::AuthenticationFailed { .. }));
+        assert!(matches!(e, Error::AuthenticationFailed { .. }));
         let shown = format!("{e} {e:?}").to_lowercase();
         assert!(!shown.contains("0123456789"), "{shown}");
         assert!(!shown.contains("secret"), "{shown}");

@@ -13,11 +13,12 @@ use super::builder::Connector;
 use super::reconnect::ReconnectPolicy;
 use super::session::{establish, supervise, OnDrop};
 use super::shared::Shared;
-use super::{Bridge, BridgeError, ConnectionState, DisconnectReason};
+use super::{Bridge, ConnectionState, DisconnectReason};
+use crate::Error;
 
 /// How long and how often a bridge tries to reach a mod before its first handshake: the mod may still be
 /// starting, or restarting. Attempts are spaced by exponential backoff with jitter (50 ms, doubling, at most
-/// 1 s by default) until the overall `deadline`; then connecting fails with [`BridgeError::Unreachable`],
+/// 1 s by default) until the overall `deadline`; then connecting fails with [`Error::Unreachable`],
 /// which names the endpoint and the last error.
 ///
 /// What is retried: the mod not being there (connection refused, no socket file, a reset) and a handshake that
@@ -75,12 +76,10 @@ impl ConnectRetry {
 }
 
 /// Whether trying again may help: the mod is not (yet) there, or went away during the handshake.
-fn worth_retrying(error: &BridgeError) -> bool {
+fn worth_retrying(error: &Error) -> bool {
     matches!(
         error,
-        BridgeError::Transport(TransportError::Io { .. })
-            | BridgeError::Disconnected
-            | BridgeError::Timeout { .. }
+        Error::Transport(TransportError::Io { .. }) | Error::Disconnected | Error::Timeout { .. }
     )
 }
 
@@ -91,7 +90,7 @@ pub(super) async fn start_retrying(
     connector: Arc<dyn Connector>,
     retry: &ConnectRetry,
     target: String,
-) -> Result<Arc<WelcomeResult>, BridgeError> {
+) -> Result<Arc<WelcomeResult>, Error> {
     // If this future is dropped before the handshake completes, nothing will ever connect this bridge.
     let mut abandon = OnDrop::new(|| shared.abandon(ConnectionState::Closed));
     let started = Instant::now();
@@ -113,7 +112,7 @@ pub(super) async fn start_retrying(
             }
             Ok(Err(e)) if worth_retrying(&e) => e,
             Ok(Err(e)) => break e,
-            Err(_) => BridgeError::Timeout {
+            Err(_) => Error::Timeout {
                 method: "connect and session/hello".to_owned(),
                 after: bound,
             },
@@ -135,7 +134,7 @@ pub(super) async fn start_retrying(
     if !worth_retrying(&last) {
         return Err(last);
     }
-    Err(BridgeError::Unreachable {
+    Err(Error::Unreachable {
         endpoint: target,
         attempts,
         waited: started.elapsed(),
@@ -150,13 +149,13 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Unreachable`] when no attempt succeeded before the deadline; otherwise as
+    /// [`Error::Unreachable`] when no attempt succeeded before the deadline; otherwise as
     /// [`BridgeBuilder::connect`](super::BridgeBuilder::connect), at once.
     pub async fn connect_with_retry(
         endpoint: &Endpoint,
         token: Token,
         deadline: Duration,
-    ) -> Result<Bridge, BridgeError> {
+    ) -> Result<Bridge, Error> {
         Bridge::builder(token)
             .retry_connect(ConnectRetry::new(deadline))
             .connect(endpoint)
@@ -168,9 +167,9 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Config`] when there is no platform path or the file cannot be read (a file others can
+    /// [`Error::Config`] when there is no platform path or the file cannot be read (a file others can
     /// read is accepted with a `tracing` warning); otherwise as [`Bridge::discover_at`].
-    pub async fn discover() -> Result<Bridge, BridgeError> {
+    pub async fn discover() -> Result<Bridge, Error> {
         let path = BridgeConfig::default_path()?;
         Bridge::discover_at(path).await
     }
@@ -199,16 +198,14 @@ impl Bridge {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::Config`] when the file cannot be read; [`BridgeError::Transport`] for a `stdio` endpoint
+    /// [`Error::Config`] when the file cannot be read; [`Error::Transport`] for a `stdio` endpoint
     /// (spawn that mod instead) or a mod that is not there; otherwise as
     /// [`BridgeBuilder::connect`](super::BridgeBuilder::connect).
-    pub async fn discover_at(path: impl AsRef<Path>) -> Result<Bridge, BridgeError> {
+    pub async fn discover_at(path: impl AsRef<Path>) -> Result<Bridge, Error> {
         let path = path.as_ref().to_owned();
         let config = tokio::task::spawn_blocking(move || BridgeConfig::read(path))
             .await
-            .map_err(|e| {
-                BridgeError::invalid_request(format!("reading bridge.json failed: {e}"))
-            })??;
+            .map_err(|e| Error::invalid_request(format!("reading bridge.json failed: {e}")))??;
         Bridge::connect(&config.endpoint, config.token).await
     }
 }
@@ -224,15 +221,15 @@ mod tests {
             target: "tcp://127.0.0.1:1".into(),
             source: std::io::ErrorKind::ConnectionRefused.into(),
         };
-        assert!(worth_retrying(&BridgeError::Transport(refused)));
-        assert!(worth_retrying(&BridgeError::Disconnected));
+        assert!(worth_retrying(&Error::Transport(refused)));
+        assert!(worth_retrying(&Error::Disconnected));
         let foreign = TransportError::ForeignPeer {
             endpoint: "unix:///tmp/x.sock".into(),
             uid: 0,
         };
-        assert!(!worth_retrying(&BridgeError::Transport(foreign)));
-        assert!(!worth_retrying(&BridgeError::Closed));
-        let refused_token = BridgeError::from_remote(
+        assert!(!worth_retrying(&Error::Transport(foreign)));
+        assert!(!worth_retrying(&Error::Closed));
+        let refused_token = Error::from_remote(
             gabp_types::ErrorObject::new(-32101, "no"),
             "session/hello",
             None,

@@ -20,8 +20,9 @@ use tokio::sync::watch;
 use tower::Service;
 
 use super::shared::Shared;
-use super::{BridgeError, ConnectionState, Subscription};
+use super::{ConnectionState, Subscription};
 use crate::engine::CallResult;
+use crate::Error;
 
 /// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call
 /// (like `http::Extensions`). Empty extensions allocate nothing.
@@ -106,7 +107,7 @@ impl fmt::Debug for Extensions {
 /// assert_eq!(request.method(), "tools/call");
 /// assert_eq!(request.tool_name().as_deref(), Some("world/get_block"));
 /// assert_eq!(request.timeout(), Some(Duration::from_secs(5)));
-/// # Ok::<(), gabp_session::bridge::BridgeError>(())
+/// # Ok::<(), gabp_session::Error>(())
 /// ```
 #[derive(Debug)]
 pub struct BridgeRequest {
@@ -134,15 +135,14 @@ impl BridgeRequest {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for an invalid method name or params that are not an object.
-    pub fn from_json(method: &str, params: Value) -> Result<Self, BridgeError> {
-        let method =
-            MethodName::new(method).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    /// [`Error::InvalidRequest`] for an invalid method name or params that are not an object.
+    pub fn from_json(method: &str, params: Value) -> Result<Self, Error> {
+        let method = MethodName::new(method).map_err(|e| Error::invalid_request(e.to_string()))?;
         let params = match params {
             Value::Null => None,
             Value::Object(map) => Some(Params::from_map(&map)),
             other => {
-                return Err(BridgeError::invalid_request(format!(
+                return Err(Error::invalid_request(format!(
                     "params must be a JSON object or null, not {other}"
                 )))
             }
@@ -155,10 +155,10 @@ impl BridgeRequest {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] when the params do not serialize to a JSON object.
-    pub fn typed<M: Method>(params: &M::Params) -> Result<Self, BridgeError> {
-        let method = MethodName::from_static(M::NAME)
-            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+    /// [`Error::InvalidRequest`] when the params do not serialize to a JSON object.
+    pub fn typed<M: Method>(params: &M::Params) -> Result<Self, Error> {
+        let method =
+            MethodName::from_static(M::NAME).map_err(|e| Error::invalid_request(e.to_string()))?;
         let params = to_params(params)?;
         let params = if params.as_json() == "{}" && !M::PARAMS_REQUIRED {
             None
@@ -172,10 +172,10 @@ impl BridgeRequest {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for an invalid tool name or arguments that are not an object.
-    pub fn tool_call(name: &str, arguments: Value) -> Result<Self, BridgeError> {
+    /// [`Error::InvalidRequest`] for an invalid tool name or arguments that are not an object.
+    pub fn tool_call(name: &str, arguments: Value) -> Result<Self, Error> {
         if !gabp_types::format::is_registry_name(name) {
-            return Err(BridgeError::invalid_request(format!(
+            return Err(Error::invalid_request(format!(
                 "tool name {name:?} does not match {}",
                 gabp_types::format::NAME_PATTERN
             )));
@@ -183,7 +183,7 @@ impl BridgeRequest {
         match arguments {
             Value::Null => BridgeRequest::tool_call_params::<Value>(name, None),
             Value::Object(args) => BridgeRequest::tool_call_as(name, &args),
-            other => Err(BridgeError::invalid_request(format!(
+            other => Err(Error::invalid_request(format!(
                 "tool arguments must be a JSON object or null, not {other}"
             ))),
         }
@@ -194,19 +194,16 @@ impl BridgeRequest {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] when `name` is not a valid tool name or the arguments do not serialize
+    /// [`Error::InvalidRequest`] when `name` is not a valid tool name or the arguments do not serialize
     /// to an object.
-    pub fn tool_call_as<A: Serialize + ?Sized>(
-        name: &str,
-        arguments: &A,
-    ) -> Result<Self, BridgeError> {
+    pub fn tool_call_as<A: Serialize + ?Sized>(name: &str, arguments: &A) -> Result<Self, Error> {
         BridgeRequest::tool_call_params(name, Some(arguments))
     }
 
     fn tool_call_params<A: Serialize + ?Sized>(
         name: &str,
         arguments: Option<&A>,
-    ) -> Result<Self, BridgeError> {
+    ) -> Result<Self, Error> {
         #[derive(Serialize)]
         struct Call<'a, A: ?Sized> {
             name: &'a str,
@@ -214,7 +211,7 @@ impl BridgeRequest {
             arguments: Option<&'a A>,
         }
         if !gabp_types::format::is_registry_name(name) {
-            return Err(BridgeError::invalid_request(format!(
+            return Err(Error::invalid_request(format!(
                 "tool name {name:?} does not match {}",
                 gabp_types::format::NAME_PATTERN
             )));
@@ -223,12 +220,12 @@ impl BridgeRequest {
         // The arguments follow `{"name":"<name>","arguments":` (a valid tool name needs no escapes).
         let at = name.len() + r#"{"name":"","arguments":"#.len();
         if arguments.is_some() && params.as_json().as_bytes().get(at) != Some(&b'{') {
-            return Err(BridgeError::invalid_request(
+            return Err(Error::invalid_request(
                 "tool arguments must serialize to a JSON object",
             ));
         }
         let method = MethodName::from_static(ToolsCall::NAME)
-            .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+            .map_err(|e| Error::invalid_request(e.to_string()))?;
         let mut request = BridgeRequest::new(method, Some(params));
         request.conforms = true;
         Ok(request)
@@ -359,10 +356,9 @@ impl BridgeResponse {
     }
 }
 
-pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, BridgeError> {
-    Params::from_serialize(value).map_err(|e| {
-        BridgeError::invalid_request(format!("params do not serialize to an object: {e}"))
-    })
+pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {
+    Params::from_serialize(value)
+        .map_err(|e| Error::invalid_request(format!("params do not serialize to an object: {e}")))
 }
 
 /// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.
@@ -375,7 +371,7 @@ pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Brid
 /// As a handle it gives layers what they need besides the call path: the welcome, the connection state
 /// (reconnects included), and subscriptions. Requests made through the handle ([`BridgeService::request`],
 /// [`BridgeService::subscribe`]) do not pass through the layers. A handle does not keep the connection open;
-/// once every [`Bridge`](crate::bridge::Bridge) is dropped, calls fail with [`BridgeError::Closed`].
+/// once every [`Bridge`](crate::bridge::Bridge) is dropped, calls fail with [`Error::Closed`].
 ///
 /// Get one from [`BridgeBuilder::service`](crate::bridge::BridgeBuilder::service) (before connecting, to
 /// build a layer) or [`Bridge::service`](crate::bridge::Bridge::service).
@@ -397,8 +393,8 @@ impl BridgeService {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, BridgeError> {
+    /// See [`Error`].
+    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, Error> {
         self.shared.dispatch(request).await
     }
 
@@ -406,8 +402,8 @@ impl BridgeService {
     ///
     /// # Errors
     ///
-    /// See [`BridgeError`].
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, BridgeError> {
+    /// See [`Error`].
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, Error> {
         let request = BridgeRequest::from_json(method, params)?;
         self.send(request).await.map(BridgeResponse::into_result)
     }
@@ -447,9 +443,9 @@ impl BridgeService {
     ///
     /// # Errors
     ///
-    /// [`BridgeError::InvalidRequest`] for no channels or an empty name; [`BridgeError::Closed`] or
-    /// [`BridgeError::Disconnected`] when the bridge is gone; otherwise as any call.
-    pub async fn subscribe<I, S>(&self, channels: I) -> Result<Subscription, BridgeError>
+    /// [`Error::InvalidRequest`] for no channels or an empty name; [`Error::Closed`] or
+    /// [`Error::Disconnected`] when the bridge is gone; otherwise as any call.
+    pub async fn subscribe<I, S>(&self, channels: I) -> Result<Subscription, Error>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -467,10 +463,10 @@ impl BridgeService {
 
 impl Service<BridgeRequest> for BridgeService {
     type Response = BridgeResponse;
-    type Error = BridgeError;
-    type Future = BoxFuture<'static, Result<BridgeResponse, BridgeError>>;
+    type Error = Error;
+    type Future = BoxFuture<'static, Result<BridgeResponse, Error>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BridgeError>> {
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
         Poll::Ready(Ok(()))
     }
 

@@ -31,7 +31,8 @@ use super::settings::Settings;
 use super::shared::{channels_request, Shared};
 use super::typed_result;
 use super::welcome::parse_welcome;
-use super::{BridgeError, ConnectionState, DisconnectReason};
+use super::{ConnectionState, DisconnectReason};
+use crate::Error;
 
 /// A connection's running tasks.
 pub(crate) struct Running {
@@ -45,7 +46,7 @@ pub(crate) async fn start(
     shared: &Arc<Shared>,
     connection: Connection,
     connector: Option<Arc<dyn Connector>>,
-) -> Result<Arc<WelcomeResult>, BridgeError> {
+) -> Result<Arc<WelcomeResult>, Error> {
     // If this future is dropped before the handshake completes, nothing will ever connect this bridge.
     let mut abandon = OnDrop(Some(|| shared.abandon(ConnectionState::Closed)));
     let result = establish(shared, connection, false).await;
@@ -91,7 +92,7 @@ pub(super) async fn establish(
     shared: &Arc<Shared>,
     connection: Connection,
     reconnect: bool,
-) -> Result<(Running, Arc<WelcomeResult>), BridgeError> {
+) -> Result<(Running, Arc<WelcomeResult>), Error> {
     let settings = shared.settings();
     let generation = shared.generation.load(Ordering::SeqCst) + 1;
     let peer = connection.peer().to_owned();
@@ -141,7 +142,7 @@ pub(super) async fn establish(
     let handshake = handshake(shared, &link, &settings, reconnect).instrument(span.clone());
     let welcome = tokio::select! {
         result = handshake => result,
-        () = shared.shutdown.cancelled() => Err(BridgeError::Closed),
+        () = shared.shutdown.cancelled() => Err(Error::Closed),
     };
     stop.disarm();
     match welcome {
@@ -167,11 +168,11 @@ pub(super) async fn handshake(
     link: &Arc<Link>,
     settings: &Settings,
     reconnect: bool,
-) -> Result<Arc<WelcomeResult>, BridgeError> {
+) -> Result<Arc<WelcomeResult>, Error> {
     let token = HelloToken::new(shared.token.expose_secret())
-        .map_err(|e| BridgeError::invalid_request(format!("the token cannot be sent: {e}")))?;
+        .map_err(|e| Error::invalid_request(format!("the token cannot be sent: {e}")))?;
     let bridge_version = NonEmptyString::new(env!("CARGO_PKG_VERSION"))
-        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        .map_err(|e| Error::invalid_request(e.to_string()))?;
     let hello = HelloParams {
         token,
         bridge_version,
@@ -184,14 +185,14 @@ pub(super) async fn handshake(
     };
     let params = to_params(&hello)?;
     let method = MethodName::from_static(SessionHello::NAME)
-        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        .map_err(|e| Error::invalid_request(e.to_string()))?;
     // The answer may quote the token it refused (SPEC/1.0 security.md §6).
     let secret = shared.token.expose_secret();
     let value = call_link(link, method, Some(params), settings.handshake_timeout)
         .await
         .map_err(|e| redact_error(e, SessionHello::NAME, secret))?;
     let welcome = parse_welcome(value.into_value())
-        .map_err(|e| redact_error(BridgeError::Protocol(e), SessionHello::NAME, secret))?;
+        .map_err(|e| redact_error(e, SessionHello::NAME, secret))?;
     let welcome = Arc::new(welcome);
     let max_body = welcome
         .capabilities
@@ -226,7 +227,7 @@ pub(super) async fn handshake(
     // layer hold that request back, this attempt fails after the handshake timeout instead of waiting forever.
     let _order = tokio::time::timeout(settings.handshake_timeout, shared.subscriptions.lock())
         .await
-        .map_err(|_| BridgeError::Timeout {
+        .map_err(|_| Error::Timeout {
             method: EventsSubscribe::NAME.to_owned(),
             after: settings.handshake_timeout,
         })?;
@@ -349,9 +350,9 @@ pub(super) fn finish(shared: &Shared, state: ConnectionState) {
     let closed = matches!(state, ConnectionState::Closed);
     shared.router.lock().close_all(|| {
         if closed {
-            BridgeError::Closed
+            Error::Closed
         } else {
-            BridgeError::Disconnected
+            Error::Disconnected
         }
     });
     shared.state.send_replace(state);
@@ -403,12 +404,12 @@ pub(super) async fn reconnect(
         };
         match establish(shared, connection, true).await {
             Ok((running, _)) => return Ok(running),
-            Err(BridgeError::AuthenticationFailed { .. }) => {
+            Err(Error::AuthenticationFailed { .. }) => {
                 return Err(ConnectionState::Disconnected {
                     reason: DisconnectReason::AuthenticationFailed,
                 })
             }
-            Err(BridgeError::Closed) => return Err(ConnectionState::Closed),
+            Err(Error::Closed) => return Err(ConnectionState::Closed),
             Err(e) => last_error = e.to_string(),
         }
     }

@@ -23,9 +23,8 @@ use super::link::{call_link, call_link_slot, Link, Slot};
 use super::session::finish;
 use super::settings::Settings;
 use super::tools::ToolCache;
-use super::{
-    typed_result, BridgeError, BridgeRequest, BridgeResponse, ConnectionState, Subscription,
-};
+use super::{typed_result, BridgeRequest, BridgeResponse, ConnectionState, Subscription};
+use crate::Error;
 
 /// A call checked and ready to go out on `link`.
 pub(super) struct Prepared {
@@ -119,20 +118,20 @@ impl Shared {
         self.closing.store(true, Ordering::SeqCst);
     }
 
-    pub(super) fn no_link_error(&self) -> BridgeError {
+    pub(super) fn no_link_error(&self) -> Error {
         if self.closing.load(Ordering::SeqCst)
             || self.shutdown.is_cancelled()
             || matches!(*self.state.borrow(), ConnectionState::Closed)
         {
-            BridgeError::Closed
+            Error::Closed
         } else {
-            BridgeError::Disconnected
+            Error::Disconnected
         }
     }
 
-    pub(super) fn link(&self) -> Result<Arc<Link>, BridgeError> {
+    pub(super) fn link(&self) -> Result<Arc<Link>, Error> {
         if self.shutdown.is_cancelled() {
-            return Err(BridgeError::Closed);
+            return Err(Error::Closed);
         }
         self.current
             .read()
@@ -145,7 +144,7 @@ impl Shared {
     pub(crate) fn dispatch(
         &self,
         request: BridgeRequest,
-    ) -> impl Future<Output = Result<BridgeResponse, BridgeError>> + Send + 'static {
+    ) -> impl Future<Output = Result<BridgeResponse, Error>> + Send + 'static {
         let prepared = self.prepare(request);
         async move {
             let Prepared {
@@ -162,19 +161,19 @@ impl Shared {
         }
     }
 
-    pub(super) fn prepare(&self, request: BridgeRequest) -> Result<Prepared, BridgeError> {
+    pub(super) fn prepare(&self, request: BridgeRequest) -> Result<Prepared, Error> {
         let link = self.link()?;
         let conforms = request.conforms();
         let (method, params, timeout) = request.into_parts();
         if link.settings.check_advertised && !link.allows(method.as_str()) {
-            return Err(BridgeError::NotAdvertised {
+            return Err(Error::NotAdvertised {
                 method: method.into_string(),
             });
         }
         // Strict writing: params of core methods built raw (by a caller or a layer) must conform.
         if !conforms {
             gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
-                .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+                .map_err(|e| Error::invalid_request(e.to_string()))?;
         }
         let timeout = timeout.unwrap_or(link.settings.request_timeout);
         Ok(Prepared {
@@ -190,22 +189,22 @@ impl Shared {
         self: &Arc<Self>,
         channels: Vec<String>,
         send: F,
-    ) -> Result<Subscription, BridgeError>
+    ) -> Result<Subscription, Error>
     where
         F: FnOnce(BridgeRequest) -> Fut,
-        Fut: Future<Output = Result<BridgeResponse, BridgeError>>,
+        Fut: Future<Output = Result<BridgeResponse, Error>>,
     {
         let mut unique: Vec<String> = Vec::with_capacity(channels.len());
         for channel in channels {
             if channel.is_empty() {
-                return Err(BridgeError::invalid_request("a channel name is empty"));
+                return Err(Error::invalid_request("a channel name is empty"));
             }
             if !unique.contains(&channel) {
                 unique.push(channel);
             }
         }
         if unique.is_empty() {
-            return Err(BridgeError::invalid_request("no channels to subscribe to"));
+            return Err(Error::invalid_request("no channels to subscribe to"));
         }
         let request = channels_request::<EventsSubscribe>(&unique)?;
         let _order = self.subscriptions.lock().await;
@@ -241,17 +240,17 @@ impl Shared {
         }
     }
 
-    pub(super) fn no_link_error_terminal(&self) -> BridgeError {
+    pub(super) fn no_link_error_terminal(&self) -> Error {
         match *self.state.borrow() {
             ConnectionState::Disconnected { .. } if !self.shutdown.is_cancelled() => {
-                BridgeError::Disconnected
+                Error::Disconnected
             }
-            _ => BridgeError::Closed,
+            _ => Error::Closed,
         }
     }
 
     /// Removes a subscription and unsubscribes the channels nobody listens to any more.
-    pub(crate) async fn unsubscribe(&self, id: u64) -> Result<(), BridgeError> {
+    pub(crate) async fn unsubscribe(&self, id: u64) -> Result<(), Error> {
         let _order = self.subscriptions.lock().await;
         let emptied = self.router.lock().remove(id);
         if emptied.is_empty() {
@@ -290,13 +289,12 @@ impl Shared {
 
 pub(super) fn channels_request<M: Method<Params = ChannelsParams>>(
     channels: &[String],
-) -> Result<BridgeRequest, BridgeError> {
+) -> Result<BridgeRequest, Error> {
     let names = channels
         .iter()
         .map(|c| NonEmptyString::new(c.clone()))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| BridgeError::invalid_request(e.to_string()))?;
-    let channels =
-        UniqueVec::new(names).map_err(|e| BridgeError::invalid_request(e.to_string()))?;
+        .map_err(|e| Error::invalid_request(e.to_string()))?;
+    let channels = UniqueVec::new(names).map_err(|e| Error::invalid_request(e.to_string()))?;
     BridgeRequest::typed::<M>(&ChannelsParams { channels })
 }

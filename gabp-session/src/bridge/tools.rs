@@ -9,7 +9,8 @@ use gabp_types::methods::{TOOLS_CHANGED_CHANNEL, TOOLS_CHANGED_EXTENSION};
 use gabp_types::ToolDescriptor;
 use parking_lot::Mutex;
 
-use super::{Bridge, BridgeError};
+use super::Bridge;
+use crate::Error;
 
 /// The last `tools/list` answer, valid until the next invalidation.
 #[derive(Default)]
@@ -58,7 +59,7 @@ impl Bridge {
     /// event, a lost event, or a reconnect. With any other mod, every call asks (as [`Bridge::list_tools`]).
     ///
     /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::bridge::BridgeError> {
+    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
     /// let tools = bridge.tools().await?;
     /// let again = bridge.tools().await?; // no round trip, unless the tools changed
     /// # let _ = (tools, again);
@@ -69,7 +70,7 @@ impl Bridge {
     /// # Errors
     ///
     /// As [`Bridge::list_tools`] and [`Bridge::subscribe`].
-    pub async fn tools(&self) -> Result<Arc<[ToolDescriptor]>, BridgeError> {
+    pub async fn tools(&self) -> Result<Arc<[ToolDescriptor]>, Error> {
         if !self.follow_tool_changes().await? {
             return Ok(self.list_tools().await?.into());
         }
@@ -90,7 +91,7 @@ impl Bridge {
 
     /// Whether the mod advertises the `tools-changed` extension and its events reach this bridge; subscribes
     /// to `tools/changed` when they do not yet.
-    async fn follow_tool_changes(&self) -> Result<bool, BridgeError> {
+    async fn follow_tool_changes(&self) -> Result<bool, Error> {
         let advertised = self
             .welcome()
             .capabilities

@@ -6,19 +6,19 @@ use gabp_types::methods::WelcomeResult;
 use gabp_types::{MethodName, Uri};
 use serde_json::{Map, Value};
 
-use super::ProtocolError;
+use crate::Error;
 
 /// Reads a welcome: strictly if it is valid; otherwise once more after dropping what a liberal reader can do
 /// without (unknown fields, methods and resources that are not valid names or URIs, repeated list items,
 /// invalid extensions and limits). The fields a welcome needs (`agentId`, `app`, `capabilities`,
 /// `schemaVersion`) must still be valid.
-pub(crate) fn parse_welcome(value: Value) -> Result<WelcomeResult, ProtocolError> {
+pub(crate) fn parse_welcome(value: Value) -> Result<WelcomeResult, Error> {
     let first = match serde_json::from_value::<WelcomeResult>(value.clone()) {
         Ok(welcome) => return Ok(welcome),
         Err(e) => e,
     };
     let Value::Object(map) = value else {
-        return Err(ProtocolError::InvalidWelcome {
+        return Err(Error::InvalidWelcome {
             reason: first.to_string(),
         });
     };
@@ -28,7 +28,7 @@ pub(crate) fn parse_welcome(value: Value) -> Result<WelcomeResult, ProtocolError
             tracing::debug!(error = %first, "read a non-conformant welcome liberally");
             Ok(welcome)
         }
-        Err(_) => Err(ProtocolError::InvalidWelcome {
+        Err(_) => Err(Error::InvalidWelcome {
             reason: first.to_string(),
         }),
     }
@@ -161,7 +161,7 @@ mod tests {
     fn missing_essentials_stay_an_error() {
         let e = parse_welcome(json!({"agentId": "a", "capabilities": {}, "schemaVersion": "1.0"}))
             .unwrap_err();
-        assert!(matches!(e, ProtocolError::InvalidWelcome { .. }));
+        assert!(matches!(e, Error::InvalidWelcome { .. }));
         assert!(parse_welcome(json!("hello")).is_err());
     }
 }

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::pattern::{NamePattern, PatternError};
 use crate::engine::{frame_queue, FrameQueue, FrameSender};
+use crate::Error;
 
 /// Publishes events to the bridges subscribed to a channel. Cheap to clone; usable from any thread, async or
 /// not (publishing never blocks on a connection).
@@ -68,34 +69,6 @@ pub struct Published {
     pub dropped: usize,
 }
 
-/// Why an event could not be published. No sequence number is used up when publishing fails.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PublishError {
-    /// The channel was never registered with [`ModServerBuilder::channel`](super::ModServerBuilder::channel).
-    #[error("unknown event channel {0:?}")]
-    UnknownChannel(String),
-    /// The payload could not be serialized to JSON.
-    #[error("cannot serialize the event payload: {0}")]
-    Serialize(#[source] serde_json::Error),
-    /// The payload of an `attention/*` event is not an attention object.
-    #[error("the payload of {channel} must be an attention object: {reason}")]
-    InvalidAttention {
-        /// The channel.
-        channel: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// The serialized event is larger than the maximum message size.
-    #[error("event of {len} bytes exceeds the maximum message size of {limit} bytes")]
-    TooLarge {
-        /// The size of the serialized event.
-        len: usize,
-        /// The limit.
-        limit: usize,
-    },
-}
-
 impl EventPublisher {
     pub(crate) fn new(hub: Arc<EventHub>) -> Self {
         EventPublisher { hub }
@@ -109,14 +82,10 @@ impl EventPublisher {
     ///
     /// # Errors
     ///
-    /// [`PublishError`]: an unregistered channel, a payload that does not serialize, an `attention/*`
+    /// [`Error`]: an unregistered channel, a payload that does not serialize, an `attention/*`
     /// payload that is not an attention object, or an event over the maximum message size.
-    pub fn publish(
-        &self,
-        channel: &str,
-        payload: impl Serialize,
-    ) -> Result<Published, PublishError> {
-        let payload = serde_json::to_value(payload).map_err(PublishError::Serialize)?;
+    pub fn publish(&self, channel: &str, payload: impl Serialize) -> Result<Published, Error> {
+        let payload = serde_json::to_value(payload).map_err(Error::EventSerialization)?;
         self.hub.publish(channel, payload, Some(Timestamp::now()))
     }
 
@@ -130,8 +99,8 @@ impl EventPublisher {
         channel: &str,
         payload: impl Serialize,
         timestamp: Option<Timestamp>,
-    ) -> Result<Published, PublishError> {
-        let payload = serde_json::to_value(payload).map_err(PublishError::Serialize)?;
+    ) -> Result<Published, Error> {
+        let payload = serde_json::to_value(payload).map_err(Error::EventSerialization)?;
         self.hub.publish(channel, payload, timestamp)
     }
 
@@ -262,13 +231,13 @@ impl EventHub {
         channel: &str,
         payload: Value,
         timestamp: Option<Timestamp>,
-    ) -> Result<Published, PublishError> {
+    ) -> Result<Published, Error> {
         let ch = self
             .channel(channel)
-            .ok_or_else(|| PublishError::UnknownChannel(channel.to_owned()))?;
+            .ok_or_else(|| Error::UnknownChannel(channel.to_owned()))?;
         if ch.name.is_attention() {
             if let Err(e) = serde_json::from_value::<Attention>(payload.clone()) {
-                return Err(PublishError::InvalidAttention {
+                return Err(Error::InvalidAttention {
                     channel: channel.to_owned(),
                     reason: e.to_string(),
                 });
@@ -286,7 +255,7 @@ impl EventHub {
         event.seq = state.next_seq;
         let body = crate::engine::to_body(&Message::Event(event)).unwrap_or_default();
         if body.len() > limit {
-            return Err(PublishError::TooLarge {
+            return Err(Error::EventTooLarge {
                 len: body.len(),
                 limit,
             });
@@ -551,11 +520,11 @@ mod tests {
         let events = EventPublisher::new(hub);
         assert!(matches!(
             events.publish("big/data", json!({"pad": "x".repeat(300)})),
-            Err(PublishError::TooLarge { .. })
+            Err(Error::EventTooLarge { .. })
         ));
         assert!(matches!(
             events.publish("attention/opened", json!({"not": "attention"})),
-            Err(PublishError::InvalidAttention { .. })
+            Err(Error::InvalidAttention { .. })
         ));
         assert_eq!(events.publish("big/data", json!({})).unwrap().seq, 0);
     }

@@ -1,9 +1,10 @@
 //! [`ServerLimits`]: what the mod enforces and advertises (SPEC/1.0 transport.md §8, security.md §7).
 
-use super::build_error::BuildError;
 use std::time::Duration;
 
 use gabp_types::{BoundedU64, Limits};
+
+use crate::Error;
 
 /// The mod's limits (SPEC/1.0 transport.md §8, security.md §7). The first four are advertised in the welcome's `capabilities.limits`
 /// and all are enforced.
@@ -165,9 +166,9 @@ impl ServerLimits {
         self.max_content_bytes.min(self.max_message_size / 4 * 3)
     }
 
-    pub(crate) fn check(&self) -> Result<(), BuildError> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         let bad = |limit: &'static str, reason: &str| {
-            Err(BuildError::InvalidLimit {
+            Err(Error::InvalidLimit {
                 limit,
                 reason: reason.to_owned(),
             })

@@ -57,7 +57,6 @@
 
 mod admission;
 mod arguments;
-mod build_error;
 mod builder;
 mod catalog;
 mod clock;
@@ -80,26 +79,28 @@ mod session;
 mod tool;
 mod welcome;
 
-pub use build_error::BuildError;
 pub use builder::ModServerBuilder;
 pub use catalog::ToolCatalog;
 pub use clock::GameClock;
 pub use context::{CallContext, FromContext, State};
 pub use error::ToolError;
-pub use events::{EventPublisher, PublishError, Published};
+pub use events::{EventPublisher, Published};
 pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
 pub use method::{MethodHandler, StateGetHandler, StateSetHandler};
 pub use pattern::{MAX_GLOB_BYTES, MAX_GLOB_WILDCARDS};
 pub use progress::Progress;
-pub use registry::{ToolRegistry, ToolRegistryError};
+pub use registry::ToolRegistry;
 pub use resource::Resource;
 pub use router::Router;
 pub use serve::{ModServer, ServeHandle, ServeStatus, ShutdownTrigger};
 pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::Tool;
 pub use welcome::{CHANNEL_PATTERNS_EXTENSION, TOOLS_CHANGED_EXTENSION};
+
+#[allow(deprecated)]
+pub use crate::error::{BuildError, PublishError, ToolRegistryError};
 
 /// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
 #[cfg(doctest)]

@@ -15,10 +15,10 @@ use gabp_types::methods::{ToolsChangedPayload, TOOLS_CHANGED_CHANNEL};
 use gabp_types::{ToolDescriptor, ToolName, UniqueVec};
 use parking_lot::{Mutex, RwLock};
 
-use super::build_error::BuildError;
-use super::events::{EventPublisher, PublishError};
+use super::events::EventPublisher;
 use super::tool::RegisteredTool;
 use super::Tool;
+use crate::Error;
 
 /// One served tool: what runs it, and its descriptor shared with the catalog.
 #[derive(Clone)]
@@ -112,7 +112,7 @@ impl ToolTable {
         &self,
         tools: Vec<RegisteredTool>,
         dynamic: Option<EventPublisher>,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), Error> {
         let _change = self.changes.lock();
         if self.is_built() {
             return Ok(());
@@ -122,7 +122,7 @@ impl ToolTable {
         for tool in tools {
             let name = tool.descriptor.name.as_str().to_owned();
             if seen.insert(name.clone(), ()).is_some() {
-                return Err(BuildError::Duplicate { kind: "tool", name });
+                return Err(Error::Duplicate { kind: "tool", name });
             }
             entries.push(entry(tool));
         }
@@ -135,22 +135,17 @@ impl ToolTable {
 
     /// Adds `added` and removes `removed` in one change, then announces it. Returns the names removed (those
     /// that were served).
-    fn change(
-        &self,
-        added: Vec<Tool>,
-        removed: &[&str],
-    ) -> Result<Vec<ToolName>, ToolRegistryError> {
+    fn change(&self, added: Vec<Tool>, removed: &[&str]) -> Result<Vec<ToolName>, Error> {
         if !self.is_built() {
-            return Err(ToolRegistryError::NotBuilt);
+            return Err(Error::ServerNotBuilt);
         }
         if !self.dynamic.load(Ordering::Acquire) {
-            return Err(ToolRegistryError::Disabled);
+            return Err(Error::DynamicToolsDisabled);
         }
         let registered = added
             .into_iter()
             .map(Tool::register)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(ToolRegistryError::InvalidTool)?;
+            .collect::<Result<Vec<_>, _>>()?;
         let _change = self.changes.lock();
         let before = self.snapshot();
         let mut entries: Vec<Entry> = before
@@ -169,7 +164,10 @@ impl ToolTable {
         for tool in registered {
             let name = tool.descriptor.name.clone();
             if entries.iter().any(|e| e.descriptor.name == name) || new_names.contains(&name) {
-                return Err(ToolRegistryError::Duplicate(name.as_str().to_owned()));
+                return Err(Error::Duplicate {
+                    kind: "tool",
+                    name: name.as_str().to_owned(),
+                });
             }
             new_names.push(name);
             entries.push(entry(tool));
@@ -193,7 +191,7 @@ impl ToolTable {
         };
         let published = match publisher.publish(TOOLS_CHANGED_CHANNEL, &payload) {
             // Names too long for one event: announce the change without them.
-            Err(PublishError::TooLarge { .. }) => {
+            Err(Error::EventTooLarge { .. }) => {
                 publisher.publish(TOOLS_CHANGED_CHANNEL, ToolsChangedPayload::default())
             }
             other => other,
@@ -211,26 +209,6 @@ fn entry(tool: RegisteredTool) -> Entry {
     }
 }
 
-/// Why a [`ToolRegistry`] change was refused. Nothing changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ToolRegistryError {
-    /// The server is not built yet: register tools with
-    /// [`ModServerBuilder::tool`](super::ModServerBuilder::tool) until then.
-    #[error("the server is not built yet; register tools with ModServerBuilder::tool until then")]
-    NotBuilt,
-    /// The server was built without [`ModServerBuilder::dynamic_tools`](super::ModServerBuilder::dynamic_tools).
-    #[error("this server's tools are fixed; build it with ModServerBuilder::dynamic_tools(true)")]
-    Disabled,
-    /// A tool with this name is already served (or was given twice).
-    #[error("tool {0} is already served")]
-    Duplicate(String),
-    /// The tool's name or schemas are invalid, as [`ModServerBuilder::build`](super::ModServerBuilder::build)
-    /// would have said.
-    #[error(transparent)]
-    InvalidTool(BuildError),
-}
-
 /// Adds and removes a server's tools while it serves (SPEC/1.0 extensions.md §tools-changed).
 ///
 /// Get it from [`ModServerBuilder::tool_registry`](super::ModServerBuilder::tool_registry) (to hand to a
@@ -240,7 +218,8 @@ pub enum ToolRegistryError {
 /// with the names added and removed. Cheap to clone; usable from any thread.
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Tool, ToolError, ToolRegistryError};
+/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::Error;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = ModServer::builder()
@@ -252,7 +231,7 @@ pub enum ToolRegistryError {
 /// assert!(tools.contains("world/fill"));
 /// assert!(matches!(
 ///     tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, ToolError>(()) })),
-///     Err(ToolRegistryError::Duplicate(_))
+///     Err(Error::Duplicate { kind: "tool", .. })
 /// ));
 /// assert!(tools.remove("world/fill")?);
 /// assert!(!tools.remove("world/fill")?);
@@ -283,9 +262,9 @@ impl ToolRegistry {
     ///
     /// # Errors
     ///
-    /// [`ToolRegistryError`]: the server is not built or its tools are fixed, a tool of that name is served,
-    /// or the tool is invalid.
-    pub fn add(&self, tool: Tool) -> Result<(), ToolRegistryError> {
+    /// [`Error::ServerNotBuilt`], [`Error::DynamicToolsDisabled`], [`Error::Duplicate`] when a tool of that
+    /// name is served, or the builder's error for an invalid tool ([`Error::InvalidName`], [`Error::InvalidSchema`]).
+    pub fn add(&self, tool: Tool) -> Result<(), Error> {
         self.table.change(vec![tool], &[]).map(drop)
     }
 
@@ -295,7 +274,7 @@ impl ToolRegistry {
     /// # Errors
     ///
     /// As [`ToolRegistry::add`].
-    pub fn add_all(&self, tools: impl IntoIterator<Item = Tool>) -> Result<(), ToolRegistryError> {
+    pub fn add_all(&self, tools: impl IntoIterator<Item = Tool>) -> Result<(), Error> {
         self.table
             .change(tools.into_iter().collect(), &[])
             .map(drop)
@@ -306,8 +285,8 @@ impl ToolRegistry {
     ///
     /// # Errors
     ///
-    /// [`ToolRegistryError::NotBuilt`], [`ToolRegistryError::Disabled`].
-    pub fn remove(&self, name: &str) -> Result<bool, ToolRegistryError> {
+    /// [`Error::ServerNotBuilt`], [`Error::DynamicToolsDisabled`].
+    pub fn remove(&self, name: &str) -> Result<bool, Error> {
         self.table
             .change(Vec::new(), &[name])
             .map(|gone| !gone.is_empty())

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::context::CallContext;
 use super::handler::ResourceHandler;
-use super::BuildError;
+use crate::Error;
 
 type TextReader =
     Arc<dyn Fn(&CallContext) -> BoxFuture<'static, Result<String, ErrorObject>> + Send + Sync>;
@@ -123,8 +123,8 @@ impl Resource {
         self
     }
 
-    pub(crate) fn register(self) -> Result<RegisteredResource, BuildError> {
-        let uri = Uri::new(self.uri).map_err(|e| BuildError::InvalidName {
+    pub(crate) fn register(self) -> Result<RegisteredResource, Error> {
+        let uri = Uri::new(self.uri).map_err(|e| Error::InvalidName {
             kind: "resource",
             reason: e.to_string(),
         })?;

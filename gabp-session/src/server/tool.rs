@@ -21,7 +21,7 @@ use super::error::ToolError;
 use super::handler::{MainThreadHandler, ToolHandler};
 use super::layer::ResponseFuture;
 use super::main_thread::Job;
-use super::BuildError;
+use crate::Error;
 
 /// Serves one call: the context, what cancels it when the answer is dropped, the request id, the arguments;
 /// fails only when the arguments do not decode.
@@ -309,8 +309,8 @@ impl Tool {
     }
 
     /// Validates the tool and compiles its input schema.
-    pub(crate) fn register(self) -> Result<RegisteredTool, BuildError> {
-        let name = ToolName::new(self.name.clone()).map_err(|e| BuildError::InvalidName {
+    pub(crate) fn register(self) -> Result<RegisteredTool, Error> {
+        let name = ToolName::new(self.name.clone()).map_err(|e| Error::InvalidName {
             kind: "tool",
             reason: e.to_string(),
         })?;
@@ -321,7 +321,7 @@ impl Tool {
                 .as_object()
                 .cloned()
                 .unwrap_or_default()),
-            other => Err(BuildError::InvalidSchema {
+            other => Err(Error::InvalidSchema {
                 tool: self.name.clone(),
                 reason: format!("{which} must be a JSON Schema object, not {other}"),
             }),
@@ -330,18 +330,18 @@ impl Tool {
         let checked_by_type = !self.input_schema_given && checked_by_type(&self.input_schema);
         let input_schema = schema_object(self.input_schema, "inputSchema")?;
         let output_schema = schema_object(self.output_schema, "outputSchema")?;
-        let validator = compile(&input_schema).map_err(|reason| BuildError::InvalidSchema {
+        let validator = compile(&input_schema).map_err(|reason| Error::InvalidSchema {
             tool: self.name.clone(),
             reason: format!("inputSchema: {reason}"),
         })?;
-        compile(&output_schema).map_err(|reason| BuildError::InvalidSchema {
+        compile(&output_schema).map_err(|reason| Error::InvalidSchema {
             tool: self.name.clone(),
             reason: format!("outputSchema: {reason}"),
         })?;
         let title = self.title.unwrap_or_else(|| self.name.clone());
         let description = self.description.unwrap_or_else(|| title.clone());
         let non_empty = |s: String, field: &'static str| {
-            gabp_types::NonEmptyString::new(s).map_err(|_| BuildError::InvalidSchema {
+            gabp_types::NonEmptyString::new(s).map_err(|_| Error::InvalidSchema {
                 tool: self.name.clone(),
                 reason: format!("the {field} must not be empty"),
             })
@@ -490,17 +490,17 @@ mod tests {
         let bad_name = raw("inventory.get", json!({}), json!({}));
         assert!(matches!(
             bad_name.register(),
-            Err(BuildError::InvalidName { kind: "tool", .. })
+            Err(Error::InvalidName { kind: "tool", .. })
         ));
         let bad_schema = raw("a/b", json!({"type": 5}), json!({}));
         assert!(matches!(
             bad_schema.register(),
-            Err(BuildError::InvalidSchema { .. })
+            Err(Error::InvalidSchema { .. })
         ));
         let not_object = raw("a/b", json!([]), json!({}));
         assert!(matches!(
             not_object.register(),
-            Err(BuildError::InvalidSchema { .. })
+            Err(Error::InvalidSchema { .. })
         ));
         let empty_title = raw("a/b", json!({}), json!(true)).title("");
         assert!(empty_title.register().is_err());

@@ -11,8 +11,8 @@ use gabp_types::methods::{
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
 
-use super::build_error::BuildError;
 use super::limits::ServerLimits;
+use crate::Error;
 
 /// The name under which channel patterns are advertised in `capabilities.extensions`.
 pub const CHANNEL_PATTERNS_EXTENSION: &str = "channel-patterns";
@@ -36,9 +36,9 @@ pub(crate) struct Parts<'a> {
     pub(crate) limits: &'a ServerLimits,
 }
 
-/// Builds the welcome; names and extensions that break the protocol's rules are a [`BuildError`].
-pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
-    let welcome_error = |e: &dyn fmt::Display| BuildError::InvalidWelcome(e.to_string());
+/// Builds the welcome; names and extensions that break the protocol's rules are a [`Error`].
+pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, Error> {
+    let welcome_error = |e: &dyn fmt::Display| Error::InvalidWelcomeConfig(e.to_string());
     let mut extensions = Extensions::new();
     if parts.channel_patterns {
         let mut ext = Map::new();
@@ -109,7 +109,7 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, BuildError> {
         extra: Map::new(),
     };
     let non_empty = |s: String, what: &str| {
-        NonEmptyString::new(s).map_err(|_| BuildError::InvalidWelcome(format!("{what} is empty")))
+        NonEmptyString::new(s).map_err(|_| Error::InvalidWelcomeConfig(format!("{what} is empty")))
     };
     let (app_name, app_version) = parts.app;
     let agent_id = non_empty(

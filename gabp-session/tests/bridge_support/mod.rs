@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use gabp_session::bridge::{Bridge, BridgeBuilder, BridgeError};
+use gabp_session::bridge::{Bridge, BridgeBuilder};
+use gabp_session::Error;
 use gabp_transport::{Connection, Frame, Token};
 use gabp_types::decode::{decode, DecodeMode};
 use gabp_types::{Message, MessageId, Request};
@@ -212,6 +213,6 @@ pub async fn soon<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// Shorthand: the error of a call that must fail.
-pub fn err<T: std::fmt::Debug>(result: Result<T, BridgeError>) -> BridgeError {
+pub fn err<T: std::fmt::Debug>(result: Result<T, Error>) -> Error {
     result.expect_err("the call must fail")
 }

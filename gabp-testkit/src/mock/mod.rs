@@ -9,9 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_session::server::{
-    CloseReason, EventPublisher, ModServer, ModServerBuilder, PublishError, Published, Resource,
-    ServeHandle, ServerLimits, Tool, ToolError,
+    CloseReason, EventPublisher, ModServer, ModServerBuilder, Published, Resource, ServeHandle,
+    ServerLimits, Tool, ToolError,
 };
+use gabp_session::Error as SessionError;
 use gabp_transport::{ByteStream, Connection, Endpoint, Listener, Token};
 use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult, WelcomeResult};
 use parking_lot::Mutex;
@@ -278,7 +279,11 @@ impl MockModBuilder {
             Some(token) => token,
             None => Token::generate()?,
         };
-        let server = self.inner.token(token.clone()).build()?;
+        let server = self
+            .inner
+            .token(token.clone())
+            .build()
+            .map_err(TestkitError::Build)?;
         Ok(MockMod {
             server,
             token,
@@ -405,7 +410,7 @@ impl MockMod {
         &self,
         channel: &str,
         payload: impl Serialize,
-    ) -> Result<Published, PublishError> {
+    ) -> Result<Published, SessionError> {
         self.server.event_publisher().publish(channel, payload)
     }
 

@@ -30,8 +30,8 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use gabp_types::{ChannelName, Event};
 
-use super::BridgeError;
 use crate::bridge::shared::Shared;
+use crate::Error;
 
 mod order;
 mod queue;
@@ -66,8 +66,8 @@ pub enum SubscriptionItem {
 ///
 /// Items are [`SubscriptionItem`]s: events in `seq` order per channel, [`SubscriptionItem::Lagged`] where events
 /// were lost, [`SubscriptionItem::Reconnected`] after a reconnect. When the connection ends for good the stream
-/// yields the items already received, then one `Err` ([`BridgeError::Disconnected`] or
-/// [`BridgeError::Closed`]), then ends. See the [module documentation](self) for the ordering policy.
+/// yields the items already received, then one `Err` ([`Error::Disconnected`] or
+/// [`Error::Closed`]), then ends. See the [module documentation](self) for the ordering policy.
 ///
 /// Dropping a subscription unsubscribes: channels no other subscription of this bridge listens to are
 /// unsubscribed from the mod in the background. [`Subscription::unsubscribe`] does the same and waits for the
@@ -104,7 +104,7 @@ impl Subscription {
     /// # Errors
     ///
     /// As any call; the subscription is gone locally whatever the outcome.
-    pub async fn unsubscribe(mut self) -> Result<(), BridgeError> {
+    pub async fn unsubscribe(mut self) -> Result<(), Error> {
         match self.shared.take() {
             Some(shared) => shared.unsubscribe(self.id).await,
             None => Ok(()),
@@ -122,7 +122,7 @@ impl std::fmt::Debug for Subscription {
 }
 
 impl Stream for Subscription {
-    type Item = Result<SubscriptionItem, BridgeError>;
+    type Item = Result<SubscriptionItem, Error>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let mut q = self.queue.inner.lock();

@@ -7,7 +7,7 @@ use std::task::Waker;
 
 use gabp_types::ChannelName;
 
-use super::BridgeError;
+use crate::Error;
 
 use super::*;
 
@@ -35,7 +35,7 @@ pub(crate) struct QueueInner {
 #[derive(Debug)]
 pub(crate) enum End {
     Open,
-    Pending(BridgeError),
+    Pending(Error),
     Done,
 }
 
@@ -86,7 +86,7 @@ impl SubQueue {
         q.waker.take()
     }
 
-    pub(crate) fn close(&self, error: BridgeError) -> Option<Waker> {
+    pub(crate) fn close(&self, error: Error) -> Option<Waker> {
         let mut q = self.inner.lock();
         if matches!(q.end, End::Open) {
             q.end = End::Pending(error);

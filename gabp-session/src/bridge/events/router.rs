@@ -6,7 +6,7 @@ use std::sync::Arc;
 use gabp_types::Event;
 use tokio::time::Instant;
 
-use super::BridgeError;
+use crate::Error;
 
 use super::*;
 
@@ -203,7 +203,7 @@ impl Router {
     }
 
     /// Ends every subscription with an error item (after the items already queued).
-    pub(crate) fn close_all(&mut self, error: impl Fn() -> BridgeError) {
+    pub(crate) fn close_all(&mut self, error: impl Fn() -> Error) {
         for queue in self.subs.values() {
             wake(queue.close(error()));
         }

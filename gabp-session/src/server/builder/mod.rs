@@ -1,4 +1,4 @@
-//! [`ModServerBuilder`], [`ServerLimits`] and [`BuildError`].
+//! [`ModServerBuilder`], [`ServerLimits`] and [`Error`].
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -15,7 +15,6 @@ use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
 
-use super::build_error::BuildError;
 use super::catalog::ToolCatalog;
 use super::clock::GameClock;
 use super::context::StateMap;
@@ -30,6 +29,7 @@ use super::router::{MethodFn, Router, Routes, StateGetFn, StateSetFn};
 use super::serve::ModServer;
 use super::welcome;
 use super::{Resource, ServerRequest, Tool};
+use crate::Error;
 
 /// Builds a [`ModServer`]: identity, token, limits, and everything it serves.
 ///
@@ -393,14 +393,14 @@ impl ModServerBuilder {
     ///
     /// # Errors
     ///
-    /// [`BuildError`]: no token or a short one, an invalid or duplicate name, a tool schema that does not
+    /// [`Error`]: no token or a short one, an invalid or duplicate name, a tool schema that does not
     /// compile, a custom method named like one the mod serves itself, an out-of-range limit, invalid app info
     /// or extension.
-    pub fn build(self) -> Result<ModServer, BuildError> {
-        let token = self.token.ok_or(BuildError::MissingToken)?;
+    pub fn build(self) -> Result<ModServer, Error> {
+        let token = self.token.ok_or(Error::MissingToken)?;
         let len = token.expose_secret().chars().count();
         if len < HelloToken::MIN_LEN {
-            return Err(BuildError::TokenTooShort { len });
+            return Err(Error::TokenTooShort { len });
         }
         self.limits.check()?;
         self.hub.set_max_message_size(self.limits.max_message_size);
@@ -431,7 +431,7 @@ impl ModServerBuilder {
                 .insert(uri.clone(), resources.len())
                 .is_some()
             {
-                return Err(BuildError::Duplicate {
+                return Err(Error::Duplicate {
                     kind: "resource",
                     name: uri,
                 });
@@ -441,13 +441,13 @@ impl ModServerBuilder {
 
         // Channels.
         for name in channels {
-            let channel = ChannelName::new(name).map_err(|e| BuildError::InvalidName {
+            let channel = ChannelName::new(name).map_err(|e| Error::InvalidName {
                 kind: "channel",
                 reason: e.to_string(),
             })?;
             let text = channel.to_string();
             if !self.hub.register(channel) {
-                return Err(BuildError::Duplicate {
+                return Err(Error::Duplicate {
                     kind: "channel",
                     name: text,
                 });
@@ -485,15 +485,15 @@ impl ModServerBuilder {
         }
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
-            MethodName::new(name.clone()).map_err(|e| BuildError::InvalidName {
+            MethodName::new(name.clone()).map_err(|e| Error::InvalidName {
                 kind: "method",
                 reason: e.to_string(),
             })?;
             if served.contains(name.as_str()) || EXTENSION_METHODS.contains(&name.as_str()) {
-                return Err(BuildError::ReservedMethod(name));
+                return Err(Error::ReservedMethod(name));
             }
             if custom.insert(name.clone(), handler).is_some() {
-                return Err(BuildError::Duplicate {
+                return Err(Error::Duplicate {
                     kind: "method",
                     name,
                 });
@@ -521,7 +521,7 @@ impl ModServerBuilder {
             resources: uris,
             limits: &self.limits,
         })?;
-        let welcome_error = |e: &dyn fmt::Display| BuildError::InvalidWelcome(e.to_string());
+        let welcome_error = |e: &dyn fmt::Display| Error::InvalidWelcomeConfig(e.to_string());
         let welcome_value = serde_json::to_value(&welcome).map_err(|e| welcome_error(&e))?;
         let announce = self
             .dynamic_tools
@@ -588,10 +588,7 @@ impl ModServerBuilder {
     /// # Errors
     ///
     /// As [`ModServerBuilder::build`].
-    pub fn serve(
-        self,
-        listener: gabp_transport::Listener,
-    ) -> Result<super::ServeHandle, BuildError> {
+    pub fn serve(self, listener: gabp_transport::Listener) -> Result<super::ServeHandle, Error> {
         Ok(self.build()?.serve(listener))
     }
 }

@@ -9,17 +9,16 @@ fn token() -> Token {
 
 #[test]
 fn token_rules() {
-    assert_eq!(
-        ModServerBuilder::new().build().err(),
-        Some(BuildError::MissingToken)
-    );
-    assert_eq!(
+    assert!(matches!(
+        ModServerBuilder::new().build(),
+        Err(Error::MissingToken)
+    ));
+    assert!(matches!(
         ModServerBuilder::new()
             .token(Token::new("short").unwrap())
-            .build()
-            .err(),
-        Some(BuildError::TokenTooShort { len: 5 })
-    );
+            .build(),
+        Err(Error::TokenTooShort { len: 5 })
+    ));
 }
 
 #[test]
@@ -60,22 +59,19 @@ fn registration_errors() {
             Ok::<_, super::super::ToolError>(Value::Null)
         }))
         .build();
-    assert!(matches!(
-        dup,
-        Err(BuildError::Duplicate { kind: "tool", .. })
-    ));
+    assert!(matches!(dup, Err(Error::Duplicate { kind: "tool", .. })));
     let reserved = ModServerBuilder::new()
         .token(token())
         .method("tools/call", |_: ServerRequest| async { Ok(Value::Null) })
         .build();
-    assert!(matches!(reserved, Err(BuildError::ReservedMethod(_))));
+    assert!(matches!(reserved, Err(Error::ReservedMethod(_))));
     let channel = ModServerBuilder::new()
         .token(token())
         .channel("player.move")
         .build();
     assert!(matches!(
         channel,
-        Err(BuildError::InvalidName {
+        Err(Error::InvalidName {
             kind: "channel",
             ..
         })
@@ -89,13 +85,13 @@ fn registration_errors() {
             .token(token())
             .limits(limits)
             .build(),
-        Err(BuildError::InvalidLimit { .. })
+        Err(Error::InvalidLimit { .. })
     ));
     let ext = ModServerBuilder::new()
         .token(token())
         .extension("Bad Key", Map::new())
         .build();
-    assert!(matches!(ext, Err(BuildError::InvalidWelcome(_))));
+    assert!(matches!(ext, Err(Error::InvalidWelcomeConfig(_))));
 }
 
 #[test]
@@ -129,7 +125,7 @@ fn dynamic_tools_are_advertised_with_their_channel() {
         .build();
     assert!(matches!(
         taken,
-        Err(BuildError::Duplicate {
+        Err(Error::Duplicate {
             kind: "channel",
             ..
         })
