@@ -85,8 +85,10 @@ pub use stream::ByteStream;
 pub use token::{Token, TokenError};
 pub use ws::{WsSettings, WS_SUBPROTOCOL, WS_TOKEN_PROTOCOL_PREFIX};
 
-/// The frame types this crate's connections carry, re-exported from [`gabp_codec`].
-pub use gabp_codec::{Frame, FrameCodec, FrameError, FrameFault};
+#[allow(deprecated)]
+pub use gabp_codec::FrameError;
+/// The frame types this crate's connections carry, and their error, re-exported from [`gabp_codec`].
+pub use gabp_codec::{CodecError, Frame, FrameCodec, FrameFault};
 
 /// The README's example, compiled as a doctest.
 #[cfg(doctest)]
