@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_codec::{Frame, FrameCodec};
-use gabp_transport::{ByteStream, Endpoint, Listener, Token, TokenError, TransportError};
+use gabp_transport::{ByteStream, Endpoint, Listener, Token, TransportError};
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -60,7 +60,7 @@ pub enum ReplayError {
     NoSession,
     /// No token could be generated.
     #[error(transparent)]
-    Token(#[from] TokenError),
+    Token(TransportError),
     /// Listening or connecting failed.
     #[error(transparent)]
     Transport(#[from] TransportError),
@@ -100,7 +100,7 @@ impl ReplayMod {
         }
         Ok(ReplayMod {
             script: Arc::new(script),
-            token: Token::generate()?,
+            token: Token::generate().map_err(ReplayError::Token)?,
             options: ReplayOptions::default(),
             served: Arc::default(),
         })

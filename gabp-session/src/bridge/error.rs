@@ -189,7 +189,7 @@ pub enum BridgeError {
     },
     /// `bridge.json` could not be found or read ([`Bridge::discover`](crate::bridge::Bridge::discover)).
     #[error(transparent)]
-    Config(#[from] gabp_transport::ConfigError),
+    Config(TransportError),
 }
 
 /// One failure listed in the `data.errors` of an invalid-params error (-32602).
