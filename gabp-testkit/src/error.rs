@@ -26,5 +26,5 @@ pub enum TestkitError {
     Token(TransportError),
     /// A recording could not be read or has nothing to replay.
     #[error("cannot replay the recording: {0}")]
-    Replay(#[from] gabp_record::ReplayError),
+    Replay(#[from] gabp_record::RecordingError),
 }
