@@ -7,7 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec};
+use gabp_codec::{encode_frame, Frame, FrameCodec};
 use gabp_transport::{Endpoint, Token};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -191,13 +191,7 @@ async fn run_connection(
                 *slot = Value::String(token.expose_secret().to_owned());
             }
         }
-        let body = serde_json::to_vec(&message).unwrap_or_default();
-        let mut frame = format!(
-            "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        frame.extend_from_slice(&body);
+        let frame = encode_frame(&serde_json::to_vec(&message).unwrap_or_default());
         if write.write_all(&frame).await.is_err() {
             break;
         }

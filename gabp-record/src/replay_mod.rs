@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec};
+use gabp_codec::{encode_frame, Frame, FrameCodec};
 use gabp_transport::{ByteStream, Endpoint, Listener, Token};
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -321,16 +321,9 @@ fn error(id: &Value, code: ErrorCode, message: &str, data: Value) -> Vec<u8> {
     frame(&json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
 }
 
-/// `message` as a frame (SPEC/1.0 transport.md §1.1), written by the codec's frame writer. A recorded message
-/// is replayed whatever its size: the codec's body limit does not apply.
+/// `message` as a frame (SPEC/1.0 transport.md §1.1), whatever its size: a recorded message is replayed as it was.
 fn frame(message: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(message).unwrap_or_default();
-    let mut out = bytes::BytesMut::with_capacity(body.len() + 64);
-    let encoded = FrameCodec::new()
-        .with_max_body_size(usize::MAX)
-        .encode(bytes::Bytes::from(body), &mut out);
-    debug_assert!(encoded.is_ok(), "no limit to exceed");
-    out.to_vec()
+    encode_frame(&serde_json::to_vec(message).unwrap_or_default()).into()
 }
 
 /// A [`ReplayMod`] serving a listener.
