@@ -17,8 +17,8 @@ use std::task::{Context, Poll};
 use clap::Args;
 use gabp_session::server::ModServer;
 use gabp_transport::{
-    BridgeJsonGuard, ConfigError, Connection, Endpoint, ExplicitSettings, Listener, ModSettings,
-    SettingSource, Token,
+    BridgeJsonGuard, Connection, Endpoint, ExplicitSettings, Listener, ModSettings, SettingSource,
+    Token, TransportError,
 };
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::oneshot;
@@ -122,7 +122,7 @@ where
     // SPEC/1.0 security.md §5: a bridge.json others can read is a warning, or with --strict an error.
     let warnings = match settings.bridge_json_exposure.clone() {
         None => Vec::new(),
-        Some(exposure) if args.strict => return Err(ConfigError::from(exposure).to_string()),
+        Some(exposure) if args.strict => return Err(TransportError::from(exposure).to_string()),
         Some(exposure) => vec![exposure.to_string()],
     };
     Ok(Resolved {

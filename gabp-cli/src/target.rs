@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 use gabp_session::bridge::{Bridge, BridgeBuilder};
 use gabp_session::Error as SessionError;
-use gabp_transport::{BridgeConfig, ConfigError, Endpoint, ModProcess, Token, GABP_TOKEN};
+use gabp_transport::{BridgeConfig, Endpoint, ModProcess, Token, TransportError, GABP_TOKEN};
 use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -193,7 +193,7 @@ impl TargetArgs {
         })?;
         match exposure {
             None => Ok((config, Vec::new())),
-            Some(exposure) if self.strict => Err(ConfigError::from(exposure).to_string()),
+            Some(exposure) if self.strict => Err(TransportError::from(exposure).to_string()),
             Some(exposure) => Ok((config, vec![exposure.to_string()])),
         }
     }

@@ -3,7 +3,7 @@
 //! a fuzzer. A violated property panics.
 
 use bytes::{Bytes, BytesMut};
-use gabp_codec::{Frame, FrameCodec, FrameError, MessageCodec, MessageError};
+use gabp_codec::{CodecError, Frame, FrameCodec, MessageCodec};
 use gabp_types::decode::{decode, DecodeMode};
 use gabp_types::{ErrorCode, Message, MessageId, Response};
 use tokio_util::codec::{Decoder, Encoder};
@@ -49,7 +49,7 @@ const HEADER_LIMITS: [usize; 16] = [
 #[derive(Debug)]
 struct Outcome {
     frames: Vec<Frame>,
-    /// `None` for a clean end, else the fatal error (as text: `FrameError` holds `io::Error`).
+    /// `None` for a clean end, else the fatal error (as text: `CodecError` holds `io::Error`).
     error: Option<String>,
 }
 
@@ -168,9 +168,9 @@ fn decode_in_reads(
     }
 }
 
-fn fatal(frames: Vec<Frame>, error: &FrameError) -> Outcome {
+fn fatal(frames: Vec<Frame>, error: &CodecError) -> Outcome {
     assert!(
-        !matches!(error, FrameError::BodyTooLarge { .. } | FrameError::Io(_)),
+        !matches!(error, CodecError::BodyTooLarge { .. } | CodecError::Io(_)),
         "decoding produced an encoding or i/o error: {error:?}"
     );
     Outcome {
@@ -258,11 +258,11 @@ fn through_message_codec(
             let back = codec.decode(&mut out).expect("not fatal").expect("an item");
             assert_eq!(back.as_ref().ok(), Some(message));
         }
-        (Err(expected), Err(MessageError::Invalid { error, body: seen })) => {
+        (Err(expected), Err(CodecError::Invalid { error, body: seen })) => {
             assert_eq!(expected, error);
             assert_eq!(&seen[..], body);
             assert_eq!(
-                item.as_ref().err().map(MessageError::code),
+                item.as_ref().err().map(CodecError::code),
                 Some(expected.code())
             );
         }

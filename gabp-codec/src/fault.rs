@@ -1,6 +1,8 @@
 //! [`FrameFault`]: where and how a byte stream broke the framing, for a message a person can act on.
 
-use crate::FrameError;
+use std::fmt;
+
+use crate::CodecError;
 
 /// Where and how a byte stream broke the framing (SPEC/1.0 transport.md §1.2, §7), from
 /// [`FrameCodec::fault`](crate::FrameCodec::fault) for a decoding error.
@@ -9,7 +11,7 @@ use crate::FrameError;
 /// units or characters leaves the last bytes of a body in front of the next header (`}Content-Length:`),
 /// and two interleaved frames put a header where a body was expected. The header is shown escaped to
 /// printable ASCII and cut to [`FrameFault::HEADER_SHOWN`] bytes, so a fault never echoes more than a
-/// short prefix of what the peer sent.
+/// short prefix of what the peer sent. It describes a [`CodecError`] and is not an error itself.
 ///
 /// ```
 /// use bytes::BytesMut;
@@ -29,13 +31,12 @@ use crate::FrameError;
 ///     r#"frame error at byte 23: header block has no Content-Length header; header seen: "}Content-Length: 2\r\n\r\n{}""#
 /// );
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("frame error at byte {offset}: {reason}; header seen: \"{header}\"")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FrameFault {
     /// Where the broken frame starts: how many bytes of the stream came before its header block.
     pub offset: u64,
-    /// What was wrong (the [`FrameError`]'s text).
+    /// What was wrong (the [`CodecError`]'s text).
     pub reason: String,
     /// The start of that frame's header block as it arrived, escaped to printable ASCII (`\r\n`,
     /// `\xc3`), at most [`FrameFault::HEADER_SHOWN`] bytes of it.
@@ -48,12 +49,22 @@ impl FrameFault {
 
     /// A fault at `offset` for `error`, showing the start of `header` (cut and escaped here).
     #[must_use]
-    pub fn new(offset: u64, error: &FrameError, header: &[u8]) -> Self {
+    pub fn new(offset: u64, error: &CodecError, header: &[u8]) -> Self {
         FrameFault {
             offset,
             reason: error.to_string(),
             header: shown(header),
         }
+    }
+}
+
+impl fmt::Display for FrameFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "frame error at byte {}: {}; header seen: \"{}\"",
+            self.offset, self.reason, self.header
+        )
     }
 }
 

@@ -1,12 +1,11 @@
-//! `Content-Length` framing: [`FrameCodec`], [`Frame`] and [`FrameError`].
-
-use std::io;
+//! `Content-Length` framing: [`FrameCodec`] and [`Frame`].
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::fault::{FrameFault, Seen};
 use crate::header::{canonical_head, parse_head_lines, put_header_block, HeadProgress, HeadScan};
+use crate::CodecError;
 
 /// Default largest body a [`FrameCodec`] accepts or writes: 1 MiB (SPEC/1.0 transport.md §8).
 pub const DEFAULT_MAX_BODY_SIZE: usize = 1024 * 1024;
@@ -36,7 +35,7 @@ pub const DEFAULT_MAX_HEADER_SIZE: usize = 8 * 1024;
 ///     Some(Frame::Oversized { declared: 6, limit: 4 })
 /// );
 /// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Body("{}".into())));
-/// # Ok::<(), gabp_codec::FrameError>(())
+/// # Ok::<(), gabp_codec::CodecError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
@@ -66,126 +65,6 @@ impl Frame {
             Frame::Body(body) => Some(body),
             Frame::Oversized { .. } => None,
         }
-    }
-}
-
-/// Why a `Content-Length` value was refused. Part of [`FrameError::InvalidContentLength`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidLength {
-    /// The value is empty (or only whitespace).
-    #[error("the value is empty")]
-    Empty,
-    /// The value carries a sign (`-5`, `+5`); lengths are unsigned decimal numbers.
-    #[error("the value is signed")]
-    Signed,
-    /// The value is not a decimal number (`0x10`, `1e3`, `5 5`, ...).
-    #[error("the value is not a decimal number")]
-    NonNumeric,
-    /// The value does not fit in 64 bits.
-    #[error("the value does not fit in 64 bits")]
-    Overflow,
-}
-
-/// Why a header line was refused. Part of [`FrameError::MalformedHeader`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MalformedHeader {
-    /// A header line ends in a bare `\n` instead of `\r\n`.
-    #[error("a header line ends in a bare LF instead of CRLF")]
-    BareLineFeed,
-    /// A header line has no `:` separating name and value.
-    #[error("a header line has no `:`")]
-    MissingColon,
-    /// A header name is empty or contains whitespace or control characters.
-    #[error("a header name is empty or contains whitespace or control characters")]
-    InvalidName,
-}
-
-/// Errors of [`FrameCodec`].
-///
-/// Every decoding error is fatal for the stream: after it, the position of the next frame is unknown
-/// and the connection must be closed (GABP: after a best-effort `-32700` answer to a header error, and
-/// no answer when the stream ended inside a frame, see [`FrameError::is_truncated`]). A body over the
-/// limit is *not* an error when decoding; see [`Frame::Oversized`]. When encoding,
-/// [`FrameError::BodyTooLarge`] is returned and nothing is written, so the stream stays usable.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FrameError {
-    /// The header block ended without a `Content-Length` header.
-    #[error("header block has no Content-Length header")]
-    MissingContentLength,
-    /// A `Content-Length` value is empty, signed, non-numeric, or overflows 64 bits.
-    #[error("invalid Content-Length: {reason}")]
-    InvalidContentLength {
-        /// What is wrong with the value.
-        reason: InvalidLength,
-    },
-    /// Two `Content-Length` headers in one header block announce different lengths. (Repeating the
-    /// same length is accepted.)
-    #[error("conflicting Content-Length headers: {first} and {second}")]
-    ConflictingContentLength {
-        /// The length of the first `Content-Length` header.
-        first: u64,
-        /// The length of the later, different `Content-Length` header.
-        second: u64,
-    },
-    /// The header block, including the blank line that ends it, is longer than the limit.
-    #[error("header block exceeds {limit} bytes")]
-    HeaderTooLarge {
-        /// The header block limit of the codec.
-        limit: usize,
-    },
-    /// A header line is not `Name: value\r\n`.
-    #[error("malformed header: {reason}")]
-    MalformedHeader {
-        /// What is wrong with the line.
-        reason: MalformedHeader,
-    },
-    /// Encoding only: the body is longer than the limit. Nothing was written.
-    #[error("body of {len} bytes exceeds the limit of {limit} bytes")]
-    BodyTooLarge {
-        /// The length of the refused body.
-        len: usize,
-        /// The body limit of the codec.
-        limit: usize,
-    },
-    /// The stream ended inside a header block.
-    #[error("stream ended inside a frame header ({buffered} bytes buffered)")]
-    TruncatedHeader {
-        /// How many bytes of the incomplete header block had arrived.
-        buffered: usize,
-    },
-    /// The stream ended inside a body (possibly an oversized one being skipped).
-    #[error("stream ended inside a frame body ({received} of {expected} bytes received)")]
-    TruncatedBody {
-        /// The announced body length.
-        expected: u64,
-        /// How many body bytes had arrived.
-        received: u64,
-    },
-    /// Reading or writing the underlying transport failed.
-    #[error("i/o error: {0}")]
-    Io(#[from] io::Error),
-}
-
-impl FrameError {
-    /// Whether the stream ended inside a frame ([`FrameError::TruncatedHeader`],
-    /// [`FrameError::TruncatedBody`]). The peer has stopped sending, so there is nothing to answer:
-    /// SPEC/1.0 transport.md §7 closes the connection without a reply.
-    ///
-    /// ```
-    /// use gabp_codec::FrameError;
-    ///
-    /// assert!(FrameError::TruncatedBody { expected: 10, received: 9 }.is_truncated());
-    /// assert!(!FrameError::MissingContentLength.is_truncated());
-    /// ```
-    #[must_use]
-    pub fn is_truncated(&self) -> bool {
-        matches!(
-            self,
-            FrameError::TruncatedHeader { .. } | FrameError::TruncatedBody { .. }
-        )
     }
 }
 
@@ -222,8 +101,8 @@ const HEAD_START: DecodeState = DecodeState::Head(HeadScan {
 /// - all progress lives in the codec, so a `FramedRead` over it is cancel-safe (a `next()` dropped
 ///   inside `tokio::select!` loses nothing), and a header arriving in pieces is never scanned twice;
 /// - bodies are split out of the read buffer ([`Bytes`]), not copied;
-/// - header errors are fatal ([`FrameError`]); the stream ending inside a frame is
-///   [`FrameError::TruncatedHeader`] or [`FrameError::TruncatedBody`].
+/// - header errors are fatal ([`CodecError`]); the stream ending inside a frame is
+///   [`CodecError::TruncatedHeader`] or [`CodecError::TruncatedBody`].
 ///
 /// # Example
 ///
@@ -245,7 +124,7 @@ const HEAD_START: DecodeState = DecodeState::Head(HeadScan {
 /// assert_eq!(codec.decode(&mut wire)?, Some(Frame::Body(r#"{"v":"gabp/1"}"#.into())));
 /// assert_eq!(codec.decode(&mut wire)?, Some(Frame::Body("{}".into())));
 /// assert_eq!(codec.decode(&mut wire)?, None);
-/// # Ok::<(), gabp_codec::FrameError>(())
+/// # Ok::<(), gabp_codec::CodecError>(())
 /// ```
 ///
 /// With a transport, wrap it in `FramedRead`/`FramedWrite` (or `Framed`):
@@ -256,7 +135,7 @@ const HEAD_START: DecodeState = DecodeState::Head(HeadScan {
 /// use tokio_util::codec::{FramedRead, FramedWrite};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), gabp_codec::FrameError> {
+/// # async fn main() -> Result<(), gabp_codec::CodecError> {
 /// let (client, server) = tokio::io::duplex(64);
 /// let mut writer = FramedWrite::new(client, FrameCodec::new());
 /// let mut reader = FramedRead::new(server, FrameCodec::new());
@@ -302,7 +181,7 @@ impl FrameCodec {
     /// excepted): the offset of the broken frame and the start of its header as seen (SPEC/1.0
     /// transport.md §7). Before any decoding error, the fault is placed at [`FrameCodec::position`].
     #[must_use]
-    pub fn fault(&self, error: &FrameError) -> FrameFault {
+    pub fn fault(&self, error: &CodecError) -> FrameFault {
         match &self.seen {
             Some(seen) => FrameFault::new(seen.offset, error, seen.bytes()),
             None => FrameFault::new(self.position, error, b""),
@@ -372,7 +251,7 @@ impl FrameCodec {
     ///
     /// # Errors
     ///
-    /// [`FrameError::BodyTooLarge`] for a body over the limit; nothing is written.
+    /// [`CodecError::BodyTooLarge`] for a body over the limit; nothing is written.
     ///
     /// # Example
     ///
@@ -390,18 +269,18 @@ impl FrameCodec {
     /// let mut frame = BytesMut::new();
     /// codec.encode(body.clone(), &mut frame)?;
     /// assert_eq!(frame, [&head[..], &body[..]].concat());
-    /// # Ok::<(), gabp_codec::FrameError>(())
+    /// # Ok::<(), gabp_codec::CodecError>(())
     /// ```
-    pub fn encode_header(&self, body_len: usize, dst: &mut BytesMut) -> Result<(), FrameError> {
+    pub fn encode_header(&self, body_len: usize, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.check_body_len(body_len)?;
         put_header_block(body_len, 0, dst);
         Ok(())
     }
 
     /// Refuses a body over the limit.
-    fn check_body_len(&self, len: usize) -> Result<(), FrameError> {
+    fn check_body_len(&self, len: usize) -> Result<(), CodecError> {
         if len > self.max_body_size {
-            return Err(FrameError::BodyTooLarge {
+            return Err(CodecError::BodyTooLarge {
                 len,
                 limit: self.max_body_size,
             });
@@ -416,7 +295,7 @@ impl FrameCodec {
         &mut self,
         src: &[u8],
         scan: HeadScan,
-    ) -> Result<Option<(usize, u64)>, FrameError> {
+    ) -> Result<Option<(usize, u64)>, CodecError> {
         if scan.searched == 0 {
             if src.is_empty() {
                 return Ok(None);
@@ -439,9 +318,9 @@ impl FrameCodec {
 
 impl Decoder for FrameCodec {
     type Item = Frame;
-    type Error = FrameError;
+    type Error = CodecError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
         let decoded = self.decode_frames(src);
         if decoded.is_err() {
             self.note_fault(src);
@@ -449,23 +328,23 @@ impl Decoder for FrameCodec {
         decoded
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
         if let Some(frame) = self.decode(src)? {
             return Ok(Some(frame));
         }
         let error = match self.state {
             DecodeState::Head { .. } if src.is_empty() => return Ok(None),
-            DecodeState::Head { .. } => FrameError::TruncatedHeader {
+            DecodeState::Head { .. } => CodecError::TruncatedHeader {
                 buffered: src.len(),
             },
-            DecodeState::Body { head, len } => FrameError::TruncatedBody {
+            DecodeState::Body { head, len } => CodecError::TruncatedBody {
                 expected: len as u64,
                 received: src.len().saturating_sub(head) as u64,
             },
             DecodeState::Discard {
                 declared,
                 remaining,
-            } => FrameError::TruncatedBody {
+            } => CodecError::TruncatedBody {
                 expected: declared,
                 received: declared - remaining,
             },
@@ -478,7 +357,7 @@ impl Decoder for FrameCodec {
 impl FrameCodec {
     /// The decoder proper: frames out of `src` until it needs more bytes or fails.
     #[inline]
-    fn decode_frames(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+    fn decode_frames(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
         loop {
             match self.state {
                 DecodeState::Head(scan) => {
@@ -545,15 +424,33 @@ impl FrameCodec {
     }
 }
 
+/// `body` as one frame, exactly as [`FrameCodec`] writes it (SPEC/1.0 transport.md §1.1):
+/// `Content-Length: N\r\nContent-Type: application/json\r\n\r\n`, then the body. No body limit applies,
+/// so it cannot fail: for a writer that frames a body it already has, such as a recorded message.
+///
+/// ```
+/// assert_eq!(
+///     &gabp_codec::encode_frame(b"{}")[..],
+///     b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
+/// );
+/// ```
+#[must_use]
+pub fn encode_frame(body: &[u8]) -> Bytes {
+    let mut out = BytesMut::new();
+    put_header_block(body.len(), body.len(), &mut out);
+    out.extend_from_slice(body);
+    out.freeze()
+}
+
 /// Writes `Content-Length: N\r\nContent-Type: application/json\r\n\r\n` and the body into `dst` with
 /// one reservation. Refuses bodies over the limit without writing anything.
 ///
 /// This is the only `Encoder` impl, so `SinkExt::flush` and `close` on a `FramedWrite` need no type
 /// annotations.
 impl Encoder<Bytes> for FrameCodec {
-    type Error = FrameError;
+    type Error = CodecError;
 
-    fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), FrameError> {
+    fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), CodecError> {
         self.check_body_len(body.len())?;
         put_header_block(body.len(), body.len(), dst);
         dst.extend_from_slice(&body);

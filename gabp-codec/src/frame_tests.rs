@@ -20,7 +20,7 @@ fn encode_header_refuses_a_body_over_the_limit_and_writes_nothing() {
         .encode_header(11, &mut dst)
         .expect_err("over the limit");
     assert!(
-        matches!(err, FrameError::BodyTooLarge { len: 11, limit: 10 }),
+        matches!(err, CodecError::BodyTooLarge { len: 11, limit: 10 }),
         "{err:?}"
     );
     assert_eq!(&dst[..], b"keep");
@@ -57,4 +57,17 @@ fn swapping_buffers_while_a_body_is_awaited_does_not_panic() {
     let err = codec.decode_eof(&mut short).expect_err("truncated");
     assert!(err.is_truncated(), "{err:?}");
     let _ = codec.fault(&err);
+}
+
+#[test]
+fn encode_frame_is_what_the_encoder_writes_without_a_limit() {
+    let mut codec = FrameCodec::new().with_max_body_size(usize::MAX);
+    for len in [0usize, 9, 10, DEFAULT_MAX_BODY_SIZE + 1] {
+        let body = vec![b'x'; len];
+        let mut expected = BytesMut::new();
+        codec
+            .encode(Bytes::from(body.clone()), &mut expected)
+            .expect("no limit");
+        assert_eq!(encode_frame(&body), expected.freeze(), "{len}");
+    }
 }

@@ -14,9 +14,9 @@
 //! - [`FrameCodec`] splits a byte stream into bodies ([`Frame`]) and writes bodies as frames. It
 //!   depends only on `bytes` and `tokio-util`, enforces a body limit and a header-block limit before
 //!   reserving any memory, skips an oversized body without buffering it ([`Frame::Oversized`]), and
-//!   reports every broken header as a distinct, fatal [`FrameError`].
+//!   reports every broken header as a distinct, fatal [`CodecError`].
 //! - [`MessageCodec`] sits on top: each frame becomes a [`gabp_types::Message`] or a per-frame
-//!   [`MessageError`] carrying the answer the receiver owes (code, id, error object), so one bad frame
+//!   [`CodecError`] carrying the answer the receiver owes (code, id, error object), so one bad frame
 //!   never ends the stream. It encodes messages straight into the output buffer and never writes a
 //!   frame over the limit.
 //!
@@ -30,7 +30,7 @@
 //!
 //! ```
 //! use futures::{SinkExt, StreamExt};
-//! use gabp_codec::{MessageCodec, MessageError};
+//! use gabp_codec::{CodecError, MessageCodec};
 //! use gabp_types::{ErrorCode, Message, MethodName, Request};
 //! use tokio::io::AsyncWriteExt;
 //! use tokio_util::codec::FramedRead;
@@ -47,7 +47,7 @@
 //!
 //! let mut incoming = FramedRead::new(ours, MessageCodec::new());
 //! // The bad frame is reported with the answer it needs; the stream goes on.
-//! let bad: MessageError = incoming.next().await.ok_or("eof")??.unwrap_err();
+//! let bad: CodecError = incoming.next().await.ok_or("eof")??.unwrap_err();
 //! assert_eq!(bad.code(), ErrorCode::PARSE_ERROR);
 //! assert!(bad.to_response().id.is_nil());
 //! assert_eq!(incoming.next().await.ok_or("eof")???, ping);
@@ -57,18 +57,19 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod error;
 mod fault;
 mod frame;
 mod header;
 mod message;
 
+pub use error::{CodecError, InvalidLength, MalformedHeader};
+#[allow(deprecated)]
+pub use error::{FrameError, MessageError};
 pub use fault::FrameFault;
-pub use frame::{
-    Frame, FrameCodec, FrameError, InvalidLength, MalformedHeader, DEFAULT_MAX_BODY_SIZE,
-    DEFAULT_MAX_HEADER_SIZE,
-};
+pub use frame::{encode_frame, Frame, FrameCodec, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_HEADER_SIZE};
 pub use header::CONTENT_TYPE;
-pub use message::{EncodeError, MessageCodec, MessageError};
+pub use message::MessageCodec;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

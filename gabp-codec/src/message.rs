@@ -1,155 +1,27 @@
-//! The typed codec: [`MessageCodec`], [`MessageError`] and [`EncodeError`].
+//! The typed codec: [`MessageCodec`].
 
 use std::io;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use gabp_types::decode::{decode, DecodeError, DecodeMode};
-use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
-use serde_json::json;
+use bytes::{Buf, BufMut, BytesMut};
+use gabp_types::decode::{decode, DecodeMode};
+use gabp_types::Message;
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::header::{with_header_block, MAX_HEAD_LEN};
-use crate::{Frame, FrameCodec, FrameError};
-
-/// One frame the peer sent that is not a usable message. The stream goes on after it.
-///
-/// It carries what the receiver must answer: [`MessageError::code`], [`MessageError::id`] (the
-/// message's id when it could be read as a UUID, else the nil id) and the whole error object,
-/// [`MessageError::to_error_object`]; [`MessageError::to_response`] builds the answer.
-///
-/// | frame | code | id |
-/// |---|---|---|
-/// | body not UTF-8, not JSON, or empty | -32700 | nil |
-/// | JSON, but not a valid envelope | -32600, -32202, -32203 | the message's, else nil |
-/// | `v` is not `gabp/1` | -32200 | the message's, else nil |
-/// | unknown `type` | -32201 | the message's, else nil |
-/// | params invalid for the method | -32602 | the message's |
-/// | body over the size limit | -32600, `data.maxMessageSize` | nil |
-///
-/// # Example
-///
-/// ```
-/// use gabp_codec::{MessageCodec, MessageError};
-/// use gabp_types::ErrorCode;
-/// use tokio_util::codec::Decoder;
-///
-/// let mut codec = MessageCodec::new().with_max_body_size(16);
-/// let mut buf = bytes::BytesMut::from(
-///     &b"Content-Length: 3\r\n\r\n{]]Content-Length: 20\r\n\r\n{\"pad\":\"0123456789\"}"[..],
-/// );
-///
-/// let Some(Err(not_json)) = codec.decode(&mut buf)? else { panic!("a per-frame error") };
-/// assert_eq!(not_json.code(), ErrorCode::PARSE_ERROR);
-/// assert!(not_json.id().is_nil());
-///
-/// let Some(Err(too_big)) = codec.decode(&mut buf)? else { panic!("a per-frame error") };
-/// assert!(matches!(too_big, MessageError::Oversized { declared: 20, limit: 16 }));
-/// let answer = too_big.to_error_object();
-/// assert_eq!(answer.code, ErrorCode::INVALID_REQUEST);
-/// assert_eq!(answer.data.unwrap()["maxMessageSize"], 16);
-/// # Ok::<(), gabp_codec::FrameError>(())
-/// ```
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum MessageError {
-    /// The header announced a body over the limit; the body was skipped, never buffered.
-    #[error("message of {declared} bytes exceeds the maximum message size of {limit} bytes")]
-    Oversized {
-        /// The length the `Content-Length` header announced.
-        declared: u64,
-        /// The body limit (`maxMessageSize`).
-        limit: usize,
-    },
-    /// The body is not a valid message in the codec's [`DecodeMode`].
-    #[error("invalid message: {error}")]
-    Invalid {
-        /// Why the body was refused: code, JSON pointer, reason and id.
-        error: DecodeError,
-        /// The refused body, for logs and diagnostics.
-        body: Bytes,
-    },
-}
-
-impl MessageError {
-    /// The error code the receiver answers with.
-    #[must_use]
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            MessageError::Oversized { .. } => ErrorCode::INVALID_REQUEST,
-            MessageError::Invalid { error, .. } => error.code(),
-        }
-    }
-
-    /// The id the answer carries: the message's id when it could be read as a UUID, else the nil id.
-    #[must_use]
-    pub fn id(&self) -> MessageId {
-        match self {
-            MessageError::Oversized { .. } => MessageId::nil(),
-            MessageError::Invalid { error, .. } => error.id().unwrap_or_else(MessageId::nil),
-        }
-    }
-
-    /// The error object to answer with. For an oversized frame: `-32600` with
-    /// `data: {"maxMessageSize": limit}`.
-    #[must_use]
-    pub fn to_error_object(&self) -> ErrorObject {
-        match self {
-            MessageError::Oversized { limit, .. } => {
-                ErrorObject::new(ErrorCode::INVALID_REQUEST, self.to_string())
-                    .with_data(json!({ "maxMessageSize": limit }))
-            }
-            MessageError::Invalid { error, .. } => error.to_error_object(),
-        }
-    }
-
-    /// The error response to send back: [`MessageError::to_error_object`] under [`MessageError::id`].
-    ///
-    /// ```
-    /// use gabp_codec::MessageError;
-    /// use gabp_types::ErrorCode;
-    ///
-    /// let error = MessageError::Oversized { declared: 2_000_000, limit: 1_048_576 };
-    /// let response = error.to_response();
-    /// assert!(response.id.is_nil());
-    /// assert_eq!(response.error_object().map(|e| e.code), Some(ErrorCode::INVALID_REQUEST));
-    /// ```
-    #[must_use]
-    pub fn to_response(&self) -> Response {
-        Response::error(self.id(), self.to_error_object())
-    }
-}
-
-/// Errors of encoding a [`Message`] with [`MessageCodec`]. Nothing is written when encoding fails.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EncodeError {
-    /// The serialized message is longer than the body limit.
-    #[error("message of {len} bytes exceeds the maximum message size of {limit} bytes")]
-    TooLarge {
-        /// The length of the serialized message.
-        len: usize,
-        /// The body limit of the codec.
-        limit: usize,
-    },
-    /// The message could not be serialized.
-    #[error("cannot serialize message: {0}")]
-    Serialize(#[source] serde_json::Error),
-    /// Writing to the underlying transport failed.
-    #[error("i/o error: {0}")]
-    Io(#[from] io::Error),
-}
+use crate::{CodecError, Frame, FrameCodec};
 
 /// GABP messages over [`FrameCodec`]: decodes frames into [`Message`]s and encodes messages into
 /// frames.
 ///
-/// Decoding yields one item per frame: `Ok(message)`, or `Err(`[`MessageError`]`)` for a frame that
-/// is not a usable message (oversized, not JSON, invalid envelope...). Such an item carries the answer
-/// the receiver owes and does not end the stream. Only framing errors ([`FrameError`]) are fatal.
+/// Decoding yields one item per frame: `Ok(message)`, or `Err(`[`CodecError`]`)` for a frame that
+/// is not a usable message ([`CodecError::Oversized`], [`CodecError::Invalid`]: not JSON, invalid
+/// envelope...). Such an item carries the answer the receiver owes and does not end the stream. Only the
+/// decoder's own errors (framing, i/o) are fatal.
 /// Like [`FrameCodec`], a `FramedRead` over it is cancel-safe inside `tokio::select!`.
 ///
 /// Encoding writes the compact JSON of a message straight into the output buffer, with the header in
 /// front of it, and never produces a frame over the limit: a longer message is
-/// [`EncodeError::TooLarge`], and nothing is written.
+/// [`CodecError::BodyTooLarge`], and nothing is written.
 ///
 /// The decode mode defaults to [`DecodeMode::Lenient`], the liberal reading of peers (SPEC/1.0 gabp.md §3.5);
 /// validators use [`MessageCodec::with_mode`]`(`[`DecodeMode::Strict`]`)`.
@@ -251,30 +123,28 @@ impl MessageCodec {
         self.frames.max_header_size()
     }
 
-    fn decode_frame(&self, frame: Frame) -> Result<Message, MessageError> {
+    fn decode_frame(&self, frame: Frame) -> Result<Message, CodecError> {
         match frame {
             Frame::Body(body) => {
-                decode(&body, self.mode).map_err(|error| MessageError::Invalid { error, body })
+                decode(&body, self.mode).map_err(|error| CodecError::Invalid { error, body })
             }
-            Frame::Oversized { declared, limit } => {
-                Err(MessageError::Oversized { declared, limit })
-            }
+            Frame::Oversized { declared, limit } => Err(CodecError::Oversized { declared, limit }),
         }
     }
 }
 
 impl Decoder for MessageCodec {
-    type Item = Result<Message, MessageError>;
-    type Error = FrameError;
+    type Item = Result<Message, CodecError>;
+    type Error = CodecError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, CodecError> {
         Ok(self
             .frames
             .decode(src)?
             .map(|frame| self.decode_frame(frame)))
     }
 
-    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, FrameError> {
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Self::Item>, CodecError> {
         Ok(self
             .frames
             .decode_eof(src)?
@@ -308,9 +178,9 @@ impl io::Write for BoundedWriter<'_> {
 /// Serializes the message (compact JSON) straight into `dst`, behind its header. This is the only
 /// `Encoder` impl, so `SinkExt::flush` and `close` on a `FramedWrite` need no type annotations.
 impl Encoder<Message> for MessageCodec {
-    type Error = EncodeError;
+    type Error = CodecError;
 
-    fn encode(&mut self, message: Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+    fn encode(&mut self, message: Message, dst: &mut BytesMut) -> Result<(), CodecError> {
         let limit = self.frames.max_body_size();
         let start = dst.len();
         // Room for the longest possible header, then the body right behind it.
@@ -326,11 +196,11 @@ impl Encoder<Message> for MessageCodec {
         let body_len = dst.len() - body_start;
         if let Err(e) = serialized {
             dst.truncate(start);
-            return Err(EncodeError::Serialize(e));
+            return Err(CodecError::Serialize(e));
         }
         if overflow > 0 {
             dst.truncate(start);
-            return Err(EncodeError::TooLarge {
+            return Err(CodecError::BodyTooLarge {
                 len: body_len + overflow,
                 limit,
             });
@@ -403,7 +273,7 @@ mod tests {
         let mut codec = codec.with_max_body_size(exact - 1);
         let err = codec.encode(message, &mut dst).expect_err("one over");
         assert!(
-            matches!(err, EncodeError::TooLarge { len, limit } if len == exact && limit == exact - 1),
+            matches!(err, CodecError::BodyTooLarge { len, limit } if len == exact && limit == exact - 1),
             "{err}"
         );
         assert_eq!(dst, written);

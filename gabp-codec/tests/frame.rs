@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 use support::{body, data, decode, decode_bytes, frame, read_all, ScriptedReader};
 use tokio_util::codec::{Encoder, FramedRead};
 
@@ -170,7 +170,7 @@ async fn huge_declared_length_reserves_nothing() {
     // The stream then ends inside the skipped body.
     assert!(matches!(
         items[1],
-        Err(FrameError::TruncatedBody {
+        Err(CodecError::TruncatedBody {
             expected: u64::MAX,
             received: 3
         })
@@ -222,7 +222,7 @@ async fn truncated_header_at_eof_is_an_error() {
     assert!(
         matches!(
             items[..],
-            [Err(FrameError::TruncatedHeader { buffered: 19 })]
+            [Err(CodecError::TruncatedHeader { buffered: 19 })]
         ),
         "{items:?}"
     );
@@ -237,7 +237,7 @@ async fn truncated_body_at_eof_is_an_error() {
     assert_eq!(body(&items[0]), b"{}");
     let head_len = frame(BODY).len() - BODY.len();
     assert!(
-        matches!(items[1], Err(FrameError::TruncatedBody { expected, received })
+        matches!(items[1], Err(CodecError::TruncatedBody { expected, received })
             if expected == BODY.len() as u64 && received == (70 - head_len) as u64),
         "{:?}",
         items[1]
@@ -261,7 +261,7 @@ async fn truncated_oversized_body_at_eof_is_an_error() {
     assert!(
         matches!(
             items[1],
-            Err(FrameError::TruncatedBody {
+            Err(CodecError::TruncatedBody {
                 expected: 10,
                 received: 5
             })
@@ -345,7 +345,7 @@ fn encoding_body_at_limit_succeeds_and_over_limit_is_an_error() {
         .encode(Bytes::from_static(&[b'a'; 9]), &mut dst)
         .expect_err("over the limit");
     assert!(
-        matches!(err, FrameError::BodyTooLarge { len: 9, limit: 8 }),
+        matches!(err, CodecError::BodyTooLarge { len: 9, limit: 8 }),
         "{err}"
     );
     assert_eq!(dst.len(), written, "nothing written for a refused body");

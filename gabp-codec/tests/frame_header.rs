@@ -4,7 +4,7 @@
 mod support;
 
 use futures::StreamExt;
-use gabp_codec::{FrameCodec, FrameError, InvalidLength, MalformedHeader};
+use gabp_codec::{CodecError, FrameCodec, InvalidLength, MalformedHeader};
 use support::{assert_fatal, body, data, read_all, ScriptedReader, Step};
 use tokio_util::codec::FramedRead;
 
@@ -13,14 +13,14 @@ use tokio_util::codec::FramedRead;
 #[tokio::test]
 async fn missing_content_length_is_fatal() {
     assert_fatal(b"Content-Type: application/json\r\n\r\n{}", |e| {
-        matches!(e, FrameError::MissingContentLength)
+        matches!(e, CodecError::MissingContentLength)
     })
     .await;
 }
 
 #[tokio::test]
 async fn empty_header_block_is_fatal() {
-    assert_fatal(b"\r\n{}", |e| matches!(e, FrameError::MissingContentLength)).await;
+    assert_fatal(b"\r\n{}", |e| matches!(e, CodecError::MissingContentLength)).await;
 }
 
 #[tokio::test]
@@ -30,7 +30,7 @@ async fn non_numeric_content_length_is_fatal() {
         assert_fatal(input.as_bytes(), |e| {
             matches!(
                 e,
-                FrameError::InvalidContentLength {
+                CodecError::InvalidContentLength {
                     reason: InvalidLength::NonNumeric
                 }
             )
@@ -44,7 +44,7 @@ async fn negative_content_length_is_fatal() {
     assert_fatal(b"Content-Length: -5\r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::InvalidContentLength {
+            CodecError::InvalidContentLength {
                 reason: InvalidLength::Signed
             }
         )
@@ -57,7 +57,7 @@ async fn plus_signed_content_length_is_fatal() {
     assert_fatal(b"Content-Length: +2\r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::InvalidContentLength {
+            CodecError::InvalidContentLength {
                 reason: InvalidLength::Signed
             }
         )
@@ -70,7 +70,7 @@ async fn empty_content_length_is_fatal() {
     assert_fatal(b"Content-Length: \r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::InvalidContentLength {
+            CodecError::InvalidContentLength {
                 reason: InvalidLength::Empty
             }
         )
@@ -85,7 +85,7 @@ async fn overflowing_content_length_is_fatal() {
         assert_fatal(input.as_bytes(), |e| {
             matches!(
                 e,
-                FrameError::InvalidContentLength {
+                CodecError::InvalidContentLength {
                     reason: InvalidLength::Overflow
                 }
             )
@@ -99,7 +99,7 @@ async fn conflicting_duplicate_content_length_is_fatal() {
     assert_fatal(b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::ConflictingContentLength {
+            CodecError::ConflictingContentLength {
                 first: 2,
                 second: 3
             }
@@ -113,7 +113,7 @@ async fn header_block_over_limit_is_fatal() {
     // No end of line at all.
     let endless = vec![b'X'; 10_000];
     assert_fatal(&endless, |e| {
-        matches!(e, FrameError::HeaderTooLarge { limit: 8192 })
+        matches!(e, CodecError::HeaderTooLarge { limit: 8192 })
     })
     .await;
     // Many valid but ignored header lines.
@@ -123,7 +123,7 @@ async fn header_block_over_limit_is_fatal() {
     }
     many.extend_from_slice(b"\r\n{}");
     assert_fatal(&many, |e| {
-        matches!(e, FrameError::HeaderTooLarge { limit: 8192 })
+        matches!(e, CodecError::HeaderTooLarge { limit: 8192 })
     })
     .await;
 }
@@ -144,7 +144,7 @@ async fn header_block_exactly_at_limit_is_accepted() {
     )
     .await;
     assert!(
-        matches!(items[..], [Err(FrameError::HeaderTooLarge { .. })]),
+        matches!(items[..], [Err(CodecError::HeaderTooLarge { .. })]),
         "{items:?}"
     );
 }
@@ -160,7 +160,7 @@ async fn header_over_limit_is_detected_while_trickling() {
     );
     assert!(matches!(
         reader.next().await,
-        Some(Err(FrameError::HeaderTooLarge { limit: 256 }))
+        Some(Err(CodecError::HeaderTooLarge { limit: 256 }))
     ));
     assert!(reader.read_buffer().len() <= limit);
 }
@@ -170,7 +170,7 @@ async fn bare_line_feed_in_header_is_fatal() {
     assert_fatal(b"Content-Length: 2\n\n{}", |e| {
         matches!(
             e,
-            FrameError::MalformedHeader {
+            CodecError::MalformedHeader {
                 reason: MalformedHeader::BareLineFeed
             }
         )
@@ -183,7 +183,7 @@ async fn header_line_without_colon_is_fatal() {
     assert_fatal(b"Content-Length 2\r\n\r\n{}", |e| {
         matches!(
             e,
-            FrameError::MalformedHeader {
+            CodecError::MalformedHeader {
                 reason: MalformedHeader::MissingColon
             }
         )
@@ -201,7 +201,7 @@ async fn invalid_header_name_is_fatal() {
         assert_fatal(input, |e| {
             matches!(
                 e,
-                FrameError::MalformedHeader {
+                CodecError::MalformedHeader {
                     reason: MalformedHeader::InvalidName
                 }
             )
@@ -219,7 +219,7 @@ async fn fatal_error_arrives_before_the_header_block_ends() {
     );
     assert!(matches!(
         reader.next().await,
-        Some(Err(FrameError::InvalidContentLength { .. }))
+        Some(Err(CodecError::InvalidContentLength { .. }))
     ));
     assert!(
         reader.next().await.is_none(),

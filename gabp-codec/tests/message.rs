@@ -4,7 +4,7 @@ mod support;
 
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
-use gabp_codec::{EncodeError, FrameError, MessageCodec, MessageError};
+use gabp_codec::{CodecError, MessageCodec};
 use gabp_types::decode::{decode, DecodeMode};
 use gabp_types::{ErrorCode, Message, MessageId, MethodName, Request};
 use proptest::prelude::*;
@@ -18,7 +18,7 @@ fn ping() -> String {
     format!(r#"{{"v":"gabp/1","id":"{ID}","type":"request","method":"session/ping"}}"#)
 }
 
-type Item = Result<Result<Message, MessageError>, FrameError>;
+type Item = Result<Result<Message, CodecError>, CodecError>;
 
 async fn decode_with(codec: MessageCodec, reader: ScriptedReader) -> Vec<Item> {
     read_all(codec, reader).await
@@ -31,7 +31,7 @@ fn message(item: &Item) -> &Message {
     }
 }
 
-fn rejected(item: &Item) -> &MessageError {
+fn rejected(item: &Item) -> &CodecError {
     match item {
         Ok(Err(error)) => error,
         other => panic!("expected a per-frame error, got {other:?}"),
@@ -39,13 +39,16 @@ fn rejected(item: &Item) -> &MessageError {
 }
 
 /// Decodes `body` framed, followed by a valid ping that must still arrive.
-async fn reject_then_continue(body: &[u8]) -> MessageError {
+async fn reject_then_continue(body: &[u8]) -> CodecError {
     let mut wire = frame(body);
     wire.extend_from_slice(&frame(ping()));
-    let items = decode_with(MessageCodec::new(), ScriptedReader::new([data(wire)])).await;
+    let mut items = decode_with(MessageCodec::new(), ScriptedReader::new([data(wire)])).await;
     assert_eq!(items.len(), 2, "{items:?}");
     assert_eq!(message(&items[1]).id().as_str(), ID);
-    rejected(&items[0]).clone()
+    match items.swap_remove(0) {
+        Ok(Err(error)) => error,
+        other => panic!("expected a per-frame error, got {other:?}"),
+    }
 }
 
 #[tokio::test]
@@ -115,7 +118,7 @@ async fn non_json_body_is_a_parse_error_answer_with_nil_id() {
     let error = reject_then_continue(b"{not json").await;
     assert_eq!(error.code(), ErrorCode::PARSE_ERROR);
     assert!(error.id().is_nil());
-    assert!(matches!(&error, MessageError::Invalid { body, .. } if &body[..] == b"{not json"));
+    assert!(matches!(&error, CodecError::Invalid { body, .. } if &body[..] == b"{not json"));
 }
 
 #[tokio::test]
@@ -192,7 +195,7 @@ async fn message_exactly_at_limit_is_accepted_and_one_over_is_answered() {
     assert_eq!(message(&items[0]).id().as_str(), ID);
     let error = rejected(&items[1]);
     assert!(
-        matches!(error, MessageError::Oversized { declared, limit: l } if *declared == limit as u64 + 1 && *l == limit)
+        matches!(error, CodecError::Oversized { declared, limit: l } if *declared == limit as u64 + 1 && *l == limit)
     );
     assert_eq!(error.code(), ErrorCode::INVALID_REQUEST);
     assert!(error.id().is_nil());
@@ -230,7 +233,7 @@ async fn fatal_header_error_ends_the_message_stream() {
     wire.extend_from_slice(&frame(ping()));
     let items = decode_with(MessageCodec::new(), ScriptedReader::new([data(wire)])).await;
     assert!(
-        matches!(items[..], [Err(FrameError::InvalidContentLength { .. })]),
+        matches!(items[..], [Err(CodecError::InvalidContentLength { .. })]),
         "{items:?}"
     );
 }
@@ -244,7 +247,7 @@ async fn truncated_message_at_eof_is_fatal() {
     )
     .await;
     assert!(
-        matches!(items[..], [Err(FrameError::TruncatedBody { .. })]),
+        matches!(items[..], [Err(CodecError::TruncatedBody { .. })]),
         "{items:?}"
     );
 }
@@ -296,7 +299,7 @@ fn encoding_a_message_over_the_limit_is_an_error_and_writes_nothing() {
     let mut dst = BytesMut::new();
     let err = codec.encode(message, &mut dst).expect_err("over the limit");
     assert!(
-        matches!(err, EncodeError::TooLarge { len, limit: 1000 } if len > 2000),
+        matches!(err, CodecError::BodyTooLarge { len, limit: 1000 } if len > 2000),
         "{err}"
     );
     assert!(dst.is_empty());
@@ -307,7 +310,7 @@ fn encoding_a_message_over_the_limit_is_an_error_and_writes_nothing() {
 
 #[test]
 fn oversized_answer_is_a_valid_strict_response() {
-    let error = MessageError::Oversized {
+    let error = CodecError::Oversized {
         declared: 5_000_000,
         limit: gabp_codec::DEFAULT_MAX_BODY_SIZE,
     };

@@ -1,7 +1,7 @@
 //! Property tests: arbitrary valid frame sequences cut into arbitrary chunks; encode/decode identity.
 
 use bytes::BytesMut;
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 use proptest::prelude::*;
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -89,7 +89,7 @@ fn decode_chunked(
     mut codec: FrameCodec,
     wire: &[u8],
     chunk_sizes: &[usize],
-) -> Result<Vec<Frame>, FrameError> {
+) -> Result<Vec<Frame>, CodecError> {
     let mut buf = BytesMut::new();
     let mut frames = Vec::new();
     let mut rest = wire;

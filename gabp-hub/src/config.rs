@@ -26,45 +26,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::HubError;
+
 /// The file name of the configuration in its directory.
 pub const CONFIG_FILE: &str = "config.json";
-
-/// A configuration that could not be read: the file, the JSON pointer of the field, and what was expected.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("{}: cannot read: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not JSON.
-    #[error("{}: not valid JSON at line {line}, column {column}: {message}", path.display())]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// Where.
-        line: usize,
-        /// Where.
-        column: usize,
-        /// What serde_json said.
-        message: String,
-    },
-    /// A field has the wrong type or value.
-    #[error("{}: {pointer}: {expected}", path.display())]
-    Field {
-        /// The file.
-        path: PathBuf,
-        /// The JSON pointer of the field (`/games/voxel/launchMode`).
-        pointer: String,
-        /// What was expected.
-        expected: String,
-    },
-}
 
 /// How a game is launched (GABS's `launchMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,8 +140,9 @@ impl HubConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError`] naming the file, the field and what was expected.
-    pub fn load(dir: impl AsRef<Path>) -> Result<HubConfig, ConfigError> {
+    /// [`HubError::ConfigRead`], [`HubError::ConfigJson`] or [`HubError::ConfigField`], naming the file (and
+    /// the field and what was expected).
+    pub fn load(dir: impl AsRef<Path>) -> Result<HubConfig, HubError> {
         let dir = dir.as_ref();
         let path = dir.join(CONFIG_FILE);
         let bytes = match std::fs::read(&path) {
@@ -188,7 +154,7 @@ impl HubConfig {
                     ..HubConfig::default()
                 })
             }
-            Err(source) => return Err(ConfigError::Io { path, source }),
+            Err(source) => return Err(HubError::ConfigRead { path, source }),
         };
         let mut config = HubConfig::from_json_slice(&bytes).map_err(|e| e.in_file(&path))?;
         config.dir = dir.to_owned();
@@ -200,8 +166,8 @@ impl HubConfig {
     /// # Errors
     ///
     /// As [`HubConfig::load`].
-    pub fn from_json_slice(bytes: &[u8]) -> Result<HubConfig, ConfigError> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| ConfigError::Json {
+    pub fn from_json_slice(bytes: &[u8]) -> Result<HubConfig, HubError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| HubError::ConfigJson {
             path: PathBuf::new(),
             line: e.line(),
             column: e.column(),
@@ -232,23 +198,23 @@ impl HubConfig {
     }
 }
 
-impl ConfigError {
-    fn in_file(self, file: &Path) -> ConfigError {
+impl HubError {
+    fn in_file(self, file: &Path) -> HubError {
         match self {
-            ConfigError::Json {
+            HubError::ConfigJson {
                 line,
                 column,
                 message,
                 ..
-            } => ConfigError::Json {
+            } => HubError::ConfigJson {
                 path: file.to_owned(),
                 line,
                 column,
                 message,
             },
-            ConfigError::Field {
+            HubError::ConfigField {
                 pointer, expected, ..
-            } => ConfigError::Field {
+            } => HubError::ConfigField {
                 path: file.to_owned(),
                 pointer,
                 expected,
@@ -258,8 +224,8 @@ impl ConfigError {
     }
 }
 
-fn field(pointer: impl Into<String>, expected: impl Into<String>) -> ConfigError {
-    ConfigError::Field {
+fn field(pointer: impl Into<String>, expected: impl Into<String>) -> HubError {
+    HubError::ConfigField {
         path: PathBuf::new(),
         pointer: pointer.into(),
         expected: expected.into(),
@@ -271,7 +237,7 @@ fn segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, ConfigError> {
+fn object<'a>(value: &'a Value, pointer: &str) -> Result<&'a Map<String, Value>, HubError> {
     value.as_object().ok_or_else(|| {
         field(
             if pointer.is_empty() { "/" } else { pointer },
@@ -284,7 +250,7 @@ fn optional_str<'a>(
     obj: &'a Map<String, Value>,
     at: &str,
     key: &str,
-) -> Result<Option<&'a str>, ConfigError> {
+) -> Result<Option<&'a str>, HubError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -292,7 +258,7 @@ fn optional_str<'a>(
     }
 }
 
-fn string_list(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Vec<String>, ConfigError> {
+fn string_list(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Vec<String>, HubError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
@@ -309,7 +275,7 @@ fn string_list(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Vec<Stri
 }
 
 /// A game id must work as a directory name and in mirrored tool names.
-fn check_id(key: &str, at: &str) -> Result<(), ConfigError> {
+fn check_id(key: &str, at: &str) -> Result<(), HubError> {
     let ok = !key.is_empty()
         && key.len() <= 64
         && key
@@ -332,7 +298,7 @@ fn env_name_ok(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn read_game(key: &str, entry: &Value) -> Result<GameConfig, ConfigError> {
+fn read_game(key: &str, entry: &Value) -> Result<GameConfig, HubError> {
     let at = format!("/games/{}", segment(key));
     check_id(key, &at)?;
     let obj = object(entry, &at)?;
@@ -411,7 +377,7 @@ fn read_game(key: &str, entry: &Value) -> Result<GameConfig, ConfigError> {
     })
 }
 
-fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Duration>, ConfigError> {
+fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Duration>, HubError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_u64() {
@@ -426,7 +392,7 @@ fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Durat
     }
 }
 
-fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, ConfigError> {
+fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, HubError> {
     let mut startup = StartupTimeouts::default();
     let Some(timeouts) = top.get("timeouts").filter(|v| !v.is_null()) else {
         return Ok(startup);

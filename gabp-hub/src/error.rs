@@ -1,9 +1,9 @@
 //! The hub's one error type.
 
+use std::path::PathBuf;
+
 use gabp_attention::BlockedByAttention;
 use gabp_session::Error as SessionError;
-
-use crate::events::BadCursor;
 
 /// What went wrong in a hub operation. The message is one sentence a person (or an agent) can act on; it never
 /// contains a token.
@@ -126,11 +126,42 @@ pub enum HubError {
         source: SessionError,
     },
     /// An event cursor this hub did not hand out.
-    #[error(transparent)]
-    BadCursor(#[from] BadCursor),
+    #[error("not an event cursor: expected GENERATION-POSITION as returned by a previous read")]
+    BadCursor,
     /// An argument out of range or of the wrong shape.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The configuration file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    ConfigRead {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The configuration file is not JSON.
+    #[error("{}: not valid JSON at line {line}, column {column}: {message}", path.display())]
+    ConfigJson {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        line: usize,
+        /// Where.
+        column: usize,
+        /// What serde_json said.
+        message: String,
+    },
+    /// A field of the configuration has the wrong type or value.
+    #[error("{}: {pointer}: {expected}", path.display())]
+    ConfigField {
+        /// The file.
+        path: PathBuf,
+        /// The JSON pointer of the field (`/games/voxel/launchMode`).
+        pointer: String,
+        /// What was expected.
+        expected: String,
+    },
 }
 
 fn list(items: &[String]) -> String {
@@ -175,8 +206,10 @@ impl HubError {
             HubError::ConnectTimeout { .. } => "started_bridge_pending",
             HubError::Blocked(_) => "blocked_by_attention",
             HubError::Bridge { .. } => "gabp_error",
-            HubError::BadCursor(_) => "bad_cursor",
+            HubError::BadCursor => "bad_cursor",
             HubError::InvalidArgument(_) => "invalid_argument",
+            HubError::ConfigRead { .. } => "config_unreadable",
+            HubError::ConfigJson { .. } | HubError::ConfigField { .. } => "invalid_config",
         }
     }
 

@@ -13,6 +13,8 @@ use gabp_types::Event;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::HubError;
+
 /// Limits of an [`EventLog`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -51,20 +53,15 @@ impl fmt::Display for Cursor {
     }
 }
 
-/// A cursor that is not one this hub hands out.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not an event cursor: expected GENERATION-POSITION as returned by a previous read")]
-#[non_exhaustive]
-pub struct BadCursor;
-
+/// A cursor that is not one this hub hands out is [`HubError::BadCursor`].
 impl FromStr for Cursor {
-    type Err = BadCursor;
+    type Err = HubError;
 
-    fn from_str(s: &str) -> Result<Cursor, BadCursor> {
-        let (generation, position) = s.split_once('-').ok_or(BadCursor)?;
+    fn from_str(s: &str) -> Result<Cursor, HubError> {
+        let (generation, position) = s.split_once('-').ok_or(HubError::BadCursor)?;
         Ok(Cursor {
-            generation: generation.parse().map_err(|_| BadCursor)?,
-            position: position.parse().map_err(|_| BadCursor)?,
+            generation: generation.parse().map_err(|_| HubError::BadCursor)?,
+            position: position.parse().map_err(|_| HubError::BadCursor)?,
         })
     }
 }
@@ -371,7 +368,10 @@ mod tests {
             "1-2-3",
             "99999999999999999999-1",
         ] {
-            assert_eq!(bad.parse::<Cursor>(), Err(BadCursor), "{bad:?}");
+            assert!(
+                matches!(bad.parse::<Cursor>(), Err(HubError::BadCursor)),
+                "{bad:?}"
+            );
         }
     }
 }

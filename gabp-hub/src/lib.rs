@@ -44,7 +44,7 @@ use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
 pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
-pub use config::{ConfigError, GameConfig, HubConfig, LaunchMode};
+pub use config::{GameConfig, HubConfig, LaunchMode};
 pub use error::HubError;
 pub use events::{EventLimits, Gap, LoggedEvent};
 pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};

@@ -59,6 +59,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod error;
 pub mod format;
 pub mod matching;
 mod proxy;
@@ -67,8 +68,9 @@ pub mod replay_bridge;
 mod replay_mod;
 mod write;
 
+pub use error::RecordingError;
 pub use format::{Direction, Header, Line, ModIdentity, Record, Redaction, Side, Software};
 pub use proxy::{ProxyConfig, ProxyHandle, ProxyStats, RecordingProxy};
-pub use read::{Recording, RecordingError, RecordingReader, DEFAULT_MAX_LINE, MAX_RECORDS};
-pub use replay_mod::{ReplayError, ReplayHandle, ReplayMod, ReplayOptions};
+pub use read::{Recording, RecordingReader, DEFAULT_MAX_LINE, MAX_RECORDS};
+pub use replay_mod::{ReplayHandle, ReplayMod, ReplayOptions};
 pub use write::{RecordWriter, Redactor};

@@ -2,9 +2,10 @@
 //! errors that name the line (SPEC/1.0 recording.md §4).
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
 
+use crate::error::RecordingError;
 use crate::format::{Header, Record, FORMAT, VERSION};
 
 /// Longest line a reader accepts by default, newline included: 8 MiB (a 1 MiB message fits many times over).
@@ -12,81 +13,6 @@ pub const DEFAULT_MAX_LINE: usize = 8 * 1024 * 1024;
 
 /// Most records [`Recording::read`] keeps in memory.
 pub const MAX_RECORDS: usize = 1_000_000;
-
-/// What is wrong with a recording. Line numbers count from 1.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RecordingError {
-    /// The file could not be opened or read.
-    #[error("{path}: {source}")]
-    Open {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// A read failed.
-    #[error("line {line}: read error: {source}")]
-    Io {
-        /// The line being read.
-        line: usize,
-        /// Why.
-        source: io::Error,
-    },
-    /// Nothing at all: a recording has at least its header line.
-    #[error("line 1: the recording is empty (no header line)")]
-    Empty,
-    /// A line longer than the limit; the reader stopped at the limit without reading the rest.
-    #[error("line {line}: longer than {limit} bytes")]
-    LineTooLong {
-        /// The line.
-        line: usize,
-        /// The limit.
-        limit: usize,
-    },
-    /// The last line does not end in a newline: the recording was cut off while it was written.
-    #[error("line {line}: truncated (the file ends without a newline after {length} bytes of this line)")]
-    Truncated {
-        /// The line.
-        line: usize,
-        /// How many bytes of it there are.
-        length: usize,
-    },
-    /// A line that is not JSON, or not UTF-8.
-    #[error("line {line}: not JSON: {source}")]
-    NotJson {
-        /// The line.
-        line: usize,
-        /// The parser's complaint.
-        source: serde_json::Error,
-    },
-    /// JSON that is not a header (line 1) or a record (later lines).
-    #[error("line {line}: not a {expected}: {source}")]
-    Shape {
-        /// The line.
-        line: usize,
-        /// `header` or `record`.
-        expected: &'static str,
-        /// The first member that does not fit.
-        source: serde_json::Error,
-    },
-    /// A header of a format or version this reader does not know.
-    #[error(
-        "line 1: unknown recording {what}: {found} (this reader knows {FORMAT} version {VERSION})"
-    )]
-    UnknownVersion {
-        /// `format` or `version`.
-        what: &'static str,
-        /// What the header says.
-        found: String,
-    },
-    /// More records than [`MAX_RECORDS`].
-    #[error("line {line}: more than {MAX_RECORDS} records")]
-    TooManyRecords {
-        /// The first line over the limit.
-        line: usize,
-    },
-}
 
 /// A whole recording in memory: its header, and each record with its line number.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,17 +7,17 @@ use std::fmt;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec};
+use gabp_codec::{encode_frame, Frame, FrameCodec};
 use gabp_transport::{Endpoint, Token};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
+use crate::error::RecordingError;
 use crate::format::{Direction, Record};
 use crate::matching::{differences, Difference, Ignore};
 use crate::read::Recording;
-use crate::replay_mod::ReplayError;
 
 /// Live events kept beyond the recorded number, at most.
 const EXTRA_EVENTS: usize = 1000;
@@ -109,13 +109,13 @@ impl fmt::Display for Report {
 ///
 /// # Errors
 ///
-/// [`ReplayError::Transport`] when the mod cannot be reached.
+/// [`RecordingError::Transport`] when the mod cannot be reached.
 pub async fn replay(
     recording: &Recording,
     endpoint: &Endpoint,
     token: &Token,
     options: &BridgeOptions,
-) -> Result<Report, ReplayError> {
+) -> Result<Report, RecordingError> {
     let mut by_connection: BTreeMap<u64, Vec<(usize, Direction, Value)>> = BTreeMap::new();
     for (line, record) in &recording.records {
         if let Record::Message {
@@ -152,7 +152,7 @@ async fn run_connection(
     endpoint: &Endpoint,
     token: &Token,
     options: &BridgeOptions,
-) -> Result<Live, ReplayError> {
+) -> Result<Live, RecordingError> {
     let stream = gabp_transport::connect_stream(endpoint).await?;
     let (read, mut write) = tokio::io::split(stream);
     let mut frames = FramedRead::new(read, FrameCodec::new());
@@ -191,13 +191,7 @@ async fn run_connection(
                 *slot = Value::String(token.expose_secret().to_owned());
             }
         }
-        let body = serde_json::to_vec(&message).unwrap_or_default();
-        let mut frame = format!(
-            "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
-        frame.extend_from_slice(&body);
+        let frame = encode_frame(&serde_json::to_vec(&message).unwrap_or_default());
         if write.write_all(&frame).await.is_err() {
             break;
         }

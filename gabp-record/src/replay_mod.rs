@@ -6,19 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec};
-use gabp_transport::{ByteStream, Endpoint, Listener, Token, TokenError, TransportError};
+use gabp_codec::{encode_frame, Frame, FrameCodec};
+use gabp_transport::{ByteStream, Endpoint, Listener, Token};
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::error::RecordingError;
 use crate::matching::{ConnectionScript, Exchange, Matcher, Mode, Script};
-use crate::read::{Recording, RecordingError};
+use crate::read::Recording;
 
 /// Requests answered at once per connection (SPEC/1.0 transport.md §8); past it the mod stops reading.
 const MAX_IN_FLIGHT: usize = 64;
@@ -48,24 +49,6 @@ impl Default for ReplayOptions {
     }
 }
 
-/// Why a recording cannot be replayed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReplayError {
-    /// The recording is unreadable.
-    #[error(transparent)]
-    Recording(#[from] RecordingError),
-    /// The recording has no connection with a `session/hello` to replay.
-    #[error("the recording has no session/hello to replay")]
-    NoSession,
-    /// No token could be generated.
-    #[error(transparent)]
-    Token(#[from] TokenError),
-    /// Listening or connecting failed.
-    #[error(transparent)]
-    Transport(#[from] TransportError),
-}
-
 /// A mod that serves a recording: the recorded welcome to a bridge presenting its token, then for each
 /// request the recorded answer to the matching recorded request, and the events that followed it, at their
 /// recorded offsets. The n-th connection replays the n-th recorded one (the last one past the end).
@@ -82,8 +65,8 @@ impl ReplayMod {
     ///
     /// # Errors
     ///
-    /// [`ReplayError`].
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
+    /// [`RecordingError`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, RecordingError> {
         Self::new(&Recording::read(path)?)
     }
 
@@ -91,16 +74,16 @@ impl ReplayMod {
     ///
     /// # Errors
     ///
-    /// [`ReplayError::NoSession`] when no connection has a hello; [`ReplayError::Token`].
-    pub fn new(recording: &Recording) -> Result<Self, ReplayError> {
+    /// [`RecordingError::NoSession`] when no connection has a hello; [`RecordingError::Token`].
+    pub fn new(recording: &Recording) -> Result<Self, RecordingError> {
         let mut script = Script::from_recording(recording);
         script.connections.retain(|c| c.hello.is_some());
         if script.connections.is_empty() {
-            return Err(ReplayError::NoSession);
+            return Err(RecordingError::NoSession);
         }
         Ok(ReplayMod {
             script: Arc::new(script),
-            token: Token::generate()?,
+            token: Token::generate().map_err(RecordingError::Token)?,
             options: ReplayOptions::default(),
             served: Arc::default(),
         })
@@ -193,8 +176,8 @@ impl ReplayMod {
     ///
     /// # Errors
     ///
-    /// [`ReplayError::Transport`] when no port can be bound.
-    pub async fn serve_tcp(&self) -> Result<ReplayHandle, ReplayError> {
+    /// [`RecordingError::Transport`] when no port can be bound.
+    pub async fn serve_tcp(&self) -> Result<ReplayHandle, RecordingError> {
         Ok(self.serve(Listener::bind(&Endpoint::tcp_v4(0)).await?))
     }
 
@@ -338,16 +321,9 @@ fn error(id: &Value, code: ErrorCode, message: &str, data: Value) -> Vec<u8> {
     frame(&json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
 }
 
-/// `message` as a frame (SPEC/1.0 transport.md §1.1), written by the codec's frame writer. A recorded message
-/// is replayed whatever its size: the codec's body limit does not apply.
+/// `message` as a frame (SPEC/1.0 transport.md §1.1), whatever its size: a recorded message is replayed as it was.
 fn frame(message: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(message).unwrap_or_default();
-    let mut out = bytes::BytesMut::with_capacity(body.len() + 64);
-    let encoded = FrameCodec::new()
-        .with_max_body_size(usize::MAX)
-        .encode(bytes::Bytes::from(body), &mut out);
-    debug_assert!(encoded.is_ok(), "no limit to exceed");
-    out.to_vec()
+    encode_frame(&serde_json::to_vec(message).unwrap_or_default()).into()
 }
 
 /// A [`ReplayMod`] serving a listener.

@@ -5,7 +5,7 @@
 use gabp_session::bridge::Bridge;
 use gabp_session::server::ModServer;
 use gabp_session::Error;
-use gabp_transport::{BridgeConfig, ConfigError, Endpoint, Listener, Token};
+use gabp_transport::{BridgeConfig, Endpoint, Listener, Token, TransportError};
 
 #[tokio::test]
 async fn discover_connects_to_the_mod_that_bridge_json_names() {
@@ -19,7 +19,10 @@ async fn discover_connects_to_the_mod_that_bridge_json_names() {
     // No file yet: a typed error naming the path.
     let err = Bridge::discover().await.expect_err("no bridge.json");
     assert!(
-        matches!(err, Error::Config(ConfigError::NotFound { .. })),
+        matches!(
+            err,
+            Error::Config(TransportError::BridgeJsonNotFound { .. })
+        ),
         "{err:?}"
     );
     assert!(

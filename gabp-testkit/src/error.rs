@@ -1,6 +1,6 @@
 //! [`TestkitError`]: why a mock, a pair or a proxy could not be set up.
 
-use gabp_transport::{TokenError, TransportError};
+use gabp_transport::TransportError;
 
 /// Why a mock mod, a connected pair or a proxy could not be set up.
 ///
@@ -19,10 +19,10 @@ pub enum TestkitError {
     /// Binding, accepting or connecting failed.
     #[error("transport error: {0}")]
     Transport(#[from] TransportError),
-    /// A token could not be generated.
-    #[error("cannot make a token: {0}")]
-    Token(#[from] TokenError),
+    /// A token could not be generated ([`TransportError::TokenGeneration`]).
+    #[error(transparent)]
+    Token(TransportError),
     /// A recording could not be read or has nothing to replay.
     #[error("cannot replay the recording: {0}")]
-    Replay(#[from] gabp_record::ReplayError),
+    Replay(#[from] gabp_record::RecordingError),
 }

@@ -54,7 +54,7 @@ pub async fn connect(endpoint: &Endpoint) -> Result<Connection, TransportError> 
 ///
 /// # Errors
 ///
-/// - [`TransportError::Endpoint`] for a TCP address that is not loopback;
+/// - [`TransportError::NotLoopback`] for a TCP address that is not loopback;
 /// - [`TransportError::Unsupported`] for `stdio` (use [`spawn`]) and for a transport this platform
 ///   lacks;
 /// - [`TransportError::ForeignPeer`] for a Unix socket of another user;

@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{Sink, Stream};
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Encoder, Framed, FramedParts};
 
@@ -16,7 +16,7 @@ use crate::stream::{ByteStream, ReadPart, WritePart};
 /// A framed GABP connection: `Content-Length` frames ([`gabp_codec::FrameCodec`]) over a
 /// [`ByteStream`].
 ///
-/// It is a [`Stream`] of `Result<Frame, FrameError>` (a body, or a recoverable
+/// It is a [`Stream`] of `Result<Frame, CodecError>` (a body, or a recoverable
 /// [`Frame::Oversized`] notice; an `Err` is fatal and ends the stream) and a [`Sink`] of
 /// [`Bytes`] (a body; the codec writes the header). Every transport yields one:
 /// [`Listener::accept`](crate::Listener::accept), [`connect`](crate::connect) and
@@ -144,7 +144,7 @@ impl fmt::Debug for Connection {
 }
 
 impl Stream for Connection {
-    type Item = Result<Frame, FrameError>;
+    type Item = Result<Frame, CodecError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         Pin::new(&mut self.framed).poll_next(cx)
@@ -156,37 +156,37 @@ impl Stream for Connection {
 }
 
 impl Sink<Bytes> for Connection {
-    type Error = FrameError;
+    type Error = CodecError;
 
-    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_ready(Pin::new(this.framed.get_mut()), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 
-    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
+    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), CodecError> {
         let this = self.get_mut();
         this.sink.start_send(this.framed.codec_mut(), body)
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_flush(Pin::new(this.framed.get_mut()), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_close(Pin::new(this.framed.get_mut()), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 }
 
 /// The reading half of a [`Connection`], from [`Connection::into_split`]: a [`Stream`] of
-/// `Result<Frame, FrameError>`, exactly as the connection was.
+/// `Result<Frame, CodecError>`, exactly as the connection was.
 pub struct FrameReader {
     inner: Framed<ReadPart, FrameCodec>,
     peer: String,
@@ -215,7 +215,7 @@ impl fmt::Debug for FrameReader {
 }
 
 impl Stream for FrameReader {
-    type Item = Result<Frame, FrameError>;
+    type Item = Result<Frame, CodecError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         Pin::new(&mut self.inner).poll_next(cx)
@@ -254,32 +254,32 @@ impl fmt::Debug for FrameWriter {
 }
 
 impl Sink<Bytes> for FrameWriter {
-    type Error = FrameError;
+    type Error = CodecError;
 
-    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_ready(Pin::new(&mut this.io), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 
-    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), FrameError> {
+    fn start_send(self: Pin<&mut Self>, body: Bytes) -> Result<(), CodecError> {
         let this = self.get_mut();
         this.sink.start_send(&mut this.codec, body)
     }
 
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_flush(Pin::new(&mut this.io), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 
-    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), FrameError>> {
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), CodecError>> {
         let this = self.get_mut();
         this.sink
             .poll_close(Pin::new(&mut this.io), cx)
-            .map_err(FrameError::from)
+            .map_err(CodecError::from)
     }
 }
 
@@ -316,7 +316,7 @@ impl FrameSink {
     }
 
     /// Queue one frame. Call only after `poll_ready` returned `Ready(Ok)`.
-    fn start_send(&mut self, codec: &mut FrameCodec, body: Bytes) -> Result<(), FrameError> {
+    fn start_send(&mut self, codec: &mut FrameCodec, body: Bytes) -> Result<(), CodecError> {
         if body.len() <= COPY_LIMIT || self.body.is_some() {
             // The codec writes the frame exactly (and checks the limit).
             return codec.encode(body, &mut self.buf);
@@ -506,7 +506,7 @@ mod tests {
             let err = sink
                 .start_send(codec, Bytes::from(vec![b'x'; len]))
                 .expect_err("too large");
-            assert!(matches!(err, FrameError::BodyTooLarge { .. }), "{err:?}");
+            assert!(matches!(err, CodecError::BodyTooLarge { .. }), "{err:?}");
             assert!(!sink.pending());
         }
     }

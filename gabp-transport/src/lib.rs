@@ -69,24 +69,27 @@ mod ws;
 
 pub use bridge::{connect, connect_stream, connect_with, spawn};
 pub use config::{
-    BridgeConfig, BridgeJsonGuard, BridgeMetadata, ConfigError, Exposure, BRIDGE_JSON,
-    MAX_BRIDGE_JSON_BYTES,
+    BridgeConfig, BridgeJsonGuard, BridgeMetadata, Exposure, BRIDGE_JSON, MAX_BRIDGE_JSON_BYTES,
 };
 pub use connection::{Connection, FrameReader, FrameWriter};
-pub use endpoint::{Endpoint, EndpointError};
+pub use endpoint::Endpoint;
+#[allow(deprecated)]
+pub use error::EndpointError;
 pub use error::TransportError;
 pub use listener::Listener;
 pub use process::ModProcess;
 pub use settings::{
-    ExplicitSettings, ModSettings, SettingSource, SettingsError, GABP_SERVER_PORT, GABP_TOKEN,
-    GABS_GAME_ID, MIN_TOKEN_CHARS,
+    ExplicitSettings, ModSettings, SettingSource, GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID,
+    MIN_TOKEN_CHARS,
 };
 pub use stream::ByteStream;
-pub use token::{Token, TokenError};
+pub use token::Token;
 pub use ws::{WsSettings, WS_SUBPROTOCOL, WS_TOKEN_PROTOCOL_PREFIX};
 
-/// The frame types this crate's connections carry, re-exported from [`gabp_codec`].
-pub use gabp_codec::{Frame, FrameCodec, FrameError, FrameFault};
+#[allow(deprecated)]
+pub use gabp_codec::FrameError;
+/// The frame types this crate's connections carry, and their error, re-exported from [`gabp_codec`].
+pub use gabp_codec::{CodecError, Frame, FrameCodec, FrameFault};
 
 /// The README's example, compiled as a doctest.
 #[cfg(doctest)]

@@ -116,8 +116,7 @@ impl Listener {
     ///
     /// # Errors
     ///
-    /// - [`TransportError::Endpoint`] with [`EndpointError::NotLoopback`](crate::EndpointError::NotLoopback)
-    ///   for a TCP address that is not loopback;
+    /// - [`TransportError::NotLoopback`] for a TCP address that is not loopback;
     /// - [`TransportError::SocketInUse`] or [`TransportError::NotASocket`] for a Unix socket path
     ///   that is taken;
     /// - [`TransportError::Unsupported`] for a transport this platform does not have (named pipes

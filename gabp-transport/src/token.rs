@@ -4,6 +4,8 @@ use std::fmt;
 
 use subtle::ConstantTimeEq;
 
+use crate::error::TransportError;
+
 /// How many random bytes [`Token::generate`] draws: 256 bits.
 const TOKEN_BYTES: usize = 32;
 
@@ -24,7 +26,7 @@ const TOKEN_BYTES: usize = 32;
 /// assert_eq!(token.expose_secret().len(), 64);
 /// assert!(token.verify(token.expose_secret()));
 /// assert!(!format!("{token} {token:?}").contains(token.expose_secret()));
-/// # Ok::<(), gabp_transport::TokenError>(())
+/// # Ok::<(), gabp_transport::TransportError>(())
 /// ```
 #[derive(Clone)]
 pub struct Token {
@@ -36,10 +38,10 @@ impl Token {
     ///
     /// # Errors
     ///
-    /// [`TokenError::Random`] if the operating system's random source fails.
-    pub fn generate() -> Result<Self, TokenError> {
+    /// [`TransportError::TokenGeneration`] if the operating system's random source fails.
+    pub fn generate() -> Result<Self, TransportError> {
         let mut bytes = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut bytes).map_err(|e| TokenError::Random(e.to_string()))?;
+        getrandom::fill(&mut bytes).map_err(|e| TransportError::TokenGeneration(e.to_string()))?;
         let secret = to_hex(&bytes);
         bytes.fill(0);
         Ok(Token { secret })
@@ -52,12 +54,12 @@ impl Token {
     ///
     /// # Errors
     ///
-    /// [`TokenError::Empty`] for an empty or all-whitespace secret. The error never contains the
+    /// [`TransportError::EmptyToken`] for an empty or all-whitespace secret. The error never contains the
     /// secret.
-    pub fn new(secret: impl Into<String>) -> Result<Self, TokenError> {
+    pub fn new(secret: impl Into<String>) -> Result<Self, TransportError> {
         let secret = secret.into();
         if secret.trim().is_empty() {
-            return Err(TokenError::Empty);
+            return Err(TransportError::EmptyToken);
         }
         Ok(Token { secret })
     }
@@ -97,18 +99,6 @@ impl fmt::Display for Token {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted token>")
     }
-}
-
-/// Why a [`Token`] could not be made. No variant ever carries the secret.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenError {
-    /// The secret was empty or all whitespace.
-    #[error("the token is empty")]
-    Empty,
-    /// The operating system's random source failed.
-    #[error("the operating system's random source failed: {0}")]
-    Random(String),
 }
 
 /// Lower-case hex of `bytes`.
@@ -182,8 +172,11 @@ mod tests {
 
     #[test]
     fn empty_and_blank_are_refused() {
-        assert_eq!(Token::new(""), Err(TokenError::Empty));
-        assert_eq!(Token::new(" \t\n"), Err(TokenError::Empty));
+        assert!(matches!(Token::new(""), Err(TransportError::EmptyToken)));
+        assert!(matches!(
+            Token::new(" \t\n"),
+            Err(TransportError::EmptyToken)
+        ));
     }
 
     #[test]

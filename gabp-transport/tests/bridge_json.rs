@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::Path;
 
-use gabp_transport::{BridgeConfig, BridgeMetadata, ConfigError, Endpoint, Token};
+use gabp_transport::{BridgeConfig, BridgeMetadata, Endpoint, Token, TransportError};
 
 fn sample(port: u16) -> BridgeConfig {
     BridgeConfig::new(Token::generate().expect("token"), Endpoint::tcp_v4(port)).with_metadata(
@@ -99,7 +99,7 @@ mod unix {
     }
 
     /// Reads `path` on a thread; what it returned, or `None` if it did not return within 10 s.
-    fn read_within_10s(path: &Path) -> Option<Result<BridgeConfig, ConfigError>> {
+    fn read_within_10s(path: &Path) -> Option<Result<BridgeConfig, TransportError>> {
         let (tx, rx) = std::sync::mpsc::channel();
         let path = path.to_owned();
         std::thread::spawn(move || {
@@ -123,7 +123,10 @@ mod unix {
             .expect_err("a FIFO is not a bridge.json");
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
         assert!(
-            matches!(err, ConfigError::NotRegular { kind: "a FIFO", .. }),
+            matches!(
+                err,
+                TransportError::BridgeJsonNotRegular { kind: "a FIFO", .. }
+            ),
             "{err:?}"
         );
         let shown = err.to_string();
@@ -142,7 +145,7 @@ mod unix {
         assert!(
             matches!(
                 err,
-                ConfigError::NotRegular {
+                TransportError::BridgeJsonNotRegular {
                     kind: "a directory",
                     ..
                 }
@@ -155,7 +158,7 @@ mod unix {
         assert!(
             matches!(
                 err,
-                ConfigError::NotRegular {
+                TransportError::BridgeJsonNotRegular {
                     kind: "a character device",
                     ..
                 }
@@ -199,7 +202,7 @@ mod unix {
                 assert_eq!(exposure.mode, mode);
                 assert_eq!(exposure.path, path);
                 let warning = exposure.to_string();
-                let refusal = ConfigError::from(exposure).to_string();
+                let refusal = TransportError::from(exposure).to_string();
                 for shown in [warning, refusal] {
                     assert!(
                         shown.contains(&path.display().to_string())
@@ -221,7 +224,10 @@ mod unix {
         let err = sample(5)
             .write_atomic(&path)
             .expect_err("rename over a directory");
-        assert!(matches!(err, ConfigError::Write { .. }), "{err:?}");
+        assert!(
+            matches!(err, TransportError::BridgeJsonWrite { .. }),
+            "{err:?}"
+        );
         assert_eq!(names(dir.path()), vec!["bridge.json".to_owned()]);
         assert_eq!(fs::read_to_string(path.join("keep")).expect("read"), "x");
     }
@@ -270,7 +276,7 @@ fn read_reports_bad_json_with_its_position() {
     fs::write(&path, "{\n  \"token\": \"abc\",\n  oops\n}").expect("write");
     let err = BridgeConfig::read(&path).expect_err("bad json");
     match &err {
-        ConfigError::Json { line, .. } => assert_eq!(*line, 3),
+        TransportError::BridgeJsonSyntax { line, .. } => assert_eq!(*line, 3),
         other => panic!("{other:?}"),
     }
     let shown = err.to_string();
@@ -293,7 +299,7 @@ fn read_reports_the_field_at_fault() {
     assert!(
         matches!(
             &err,
-            ConfigError::Field {
+            TransportError::BridgeJsonField {
                 field: "transport.address",
                 ..
             }
@@ -309,7 +315,10 @@ fn read_refuses_a_huge_file() {
     let path = dir.path().join("bridge.json");
     fs::write(&path, vec![b' '; 100 * 1024]).expect("write");
     let err = BridgeConfig::read(&path).expect_err("too large");
-    assert!(matches!(err, ConfigError::TooLarge { .. }), "{err:?}");
+    assert!(
+        matches!(err, TransportError::BridgeJsonTooLarge { .. }),
+        "{err:?}"
+    );
 }
 
 #[test]

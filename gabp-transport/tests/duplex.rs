@@ -5,7 +5,7 @@ mod common;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use gabp_transport::{ByteStream, Connection, Frame, FrameCodec, FrameError};
+use gabp_transport::{ByteStream, CodecError, Connection, Frame, FrameCodec};
 use tokio::io::AsyncWriteExt;
 
 #[tokio::test]
@@ -84,7 +84,7 @@ async fn any_stream_type_works_including_a_byte_stream() {
         .send(Bytes::from(vec![b'x'; 17]))
         .await
         .expect_err("too large");
-    assert!(matches!(err, FrameError::BodyTooLarge { .. }), "{err:?}");
+    assert!(matches!(err, CodecError::BodyTooLarge { .. }), "{err:?}");
     game.send(Bytes::from_static(b"{}"))
         .await
         .expect("still usable");
@@ -100,7 +100,7 @@ async fn a_malformed_header_is_a_fatal_error_and_ends_the_stream() {
         .expect("write");
     let item = common::within("a frame", conn.next()).await;
     assert!(
-        matches!(item, Some(Err(FrameError::InvalidContentLength { .. }))),
+        matches!(item, Some(Err(CodecError::InvalidContentLength { .. }))),
         "{item:?}"
     );
     assert!(common::within("end", conn.next()).await.is_none());

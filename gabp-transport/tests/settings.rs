@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use gabp_transport::{
-    BridgeConfig, Endpoint, ExplicitSettings, ModSettings, SettingSource, SettingsError, Token,
+    BridgeConfig, Endpoint, ExplicitSettings, ModSettings, SettingSource, Token, TransportError,
 };
 
 /// An environment made of `vars`.
@@ -27,13 +27,13 @@ fn explicit_in(dir: &tempfile::TempDir) -> ExplicitSettings {
     }
 }
 
-fn resolve(vars: &[(&str, &str)]) -> Result<ModSettings, SettingsError> {
+fn resolve(vars: &[(&str, &str)]) -> Result<ModSettings, TransportError> {
     let dir = tempfile::tempdir().expect("tempdir");
     ModSettings::resolve(explicit_in(&dir), env(vars))
 }
 
 /// The error for the given environment, checked to be about `var`.
-fn bad(var: &str, vars: &[(&str, &str)]) -> SettingsError {
+fn bad(var: &str, vars: &[(&str, &str)]) -> TransportError {
     let err = resolve(vars).expect_err("a bad value");
     assert_eq!(err.variable(), Some(var), "{err:?}");
     assert!(err.to_string().contains(var), "{err}");
@@ -187,7 +187,7 @@ fn nothing_anywhere_is_a_clear_error() {
     assert!(
         matches!(
             err,
-            SettingsError::Missing {
+            TransportError::MissingSetting {
                 setting: "endpoint and token",
                 ..
             }
@@ -203,7 +203,7 @@ fn nothing_anywhere_is_a_clear_error() {
     assert!(
         matches!(
             err,
-            SettingsError::Missing {
+            TransportError::MissingSetting {
                 setting: "token",
                 ..
             }
@@ -217,7 +217,10 @@ fn a_broken_bridge_json_is_reported_when_needed() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("bridge.json"), "{").expect("write");
     let err = ModSettings::resolve(explicit_in(&dir), env(&[])).expect_err("broken");
-    assert!(matches!(err, SettingsError::BridgeConfig(_)), "{err:?}");
+    assert!(
+        matches!(err, TransportError::BridgeJsonSyntax { .. }),
+        "{err:?}"
+    );
     // Not needed: never read.
     ModSettings::resolve(explicit_in(&dir), env(&GOOD)).expect("file not consulted");
 }
@@ -225,7 +228,10 @@ fn a_broken_bridge_json_is_reported_when_needed() {
 #[test]
 fn no_home_and_nothing_else_is_missing_not_a_panic() {
     let err = ModSettings::resolve(ExplicitSettings::default(), env(&[])).expect_err("nothing");
-    assert!(matches!(err, SettingsError::Missing { .. }), "{err:?}");
+    assert!(
+        matches!(err, TransportError::MissingSetting { .. }),
+        "{err:?}"
+    );
 }
 
 // Every bad GABS variable, each its own test.
@@ -319,7 +325,7 @@ mod not_unicode {
     use super::*;
     use std::os::unix::ffi::OsStringExt;
 
-    fn resolve_raw(var: &'static str) -> SettingsError {
+    fn resolve_raw(var: &'static str) -> TransportError {
         let dir = tempfile::tempdir().expect("tempdir");
         let raw = OsString::from_vec(vec![b'8', 0xff, b'0']);
         let base = env(&GOOD);

@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use gabp_transport::{
-    BridgeConfig, BridgeMetadata, ConfigError, Endpoint, ExplicitSettings, ModSettings,
-    SettingSource, SettingsError, Token,
+    BridgeConfig, BridgeMetadata, Endpoint, ExplicitSettings, ModSettings, SettingSource, Token,
+    TransportError,
 };
 
 const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -28,7 +28,7 @@ fn env<'a>(
     }
 }
 
-fn defaults(home: &Path, vars: &[(&str, &str)]) -> Result<ModSettings, SettingsError> {
+fn defaults(home: &Path, vars: &[(&str, &str)]) -> Result<ModSettings, TransportError> {
     ModSettings::resolve_or_default(ExplicitSettings::default(), env(home, vars))
 }
 
@@ -67,7 +67,10 @@ fn nothing_configured_is_a_free_loopback_port_and_a_fresh_token() {
     // Without the defaults tier, the same environment is an error.
     let err = ModSettings::resolve(ExplicitSettings::default(), env(home.path(), &[]))
         .expect_err("missing");
-    assert!(matches!(err, SettingsError::Missing { .. }), "{err:?}");
+    assert!(
+        matches!(err, TransportError::MissingSetting { .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -120,7 +123,7 @@ fn a_bad_variable_is_an_error_not_a_default() {
     let err = defaults(home.path(), &[("GABP_SERVER_PORT", "http")]).expect_err("bad port");
     assert_eq!(err.variable(), Some("GABP_SERVER_PORT"));
     let err = defaults(home.path(), &[("GABP_TOKEN", "short")]).expect_err("short token");
-    assert!(matches!(err, SettingsError::ShortToken { .. }), "{err:?}");
+    assert!(matches!(err, TransportError::ShortToken { .. }), "{err:?}");
 }
 
 #[test]
@@ -179,7 +182,10 @@ fn an_explicit_bridge_json_must_exist() {
     };
     let err =
         ModSettings::resolve_or_default(explicit, env(home.path(), &[])).expect_err("missing");
-    assert!(matches!(err, SettingsError::Missing { .. }), "{err:?}");
+    assert!(
+        matches!(err, TransportError::MissingSetting { .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("mine.json"), "{err}");
 }
 
@@ -191,7 +197,7 @@ fn no_home_still_resolves_but_cannot_publish() {
     let err = s
         .publish_bridge_json(&Endpoint::tcp_v4(4000))
         .expect_err("nowhere to write");
-    assert!(matches!(err, ConfigError::NoDefaultPath(_)), "{err:?}");
+    assert!(matches!(err, TransportError::NoDefaultPath(_)), "{err:?}");
 }
 
 #[test]

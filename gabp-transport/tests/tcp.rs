@@ -4,7 +4,7 @@ mod common;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use gabp_transport::{connect, Endpoint, EndpointError, Listener, TransportError};
+use gabp_transport::{connect, Endpoint, Listener, TransportError};
 
 async fn exchange_over(endpoint: Endpoint) {
     let listener = Listener::bind(&endpoint).await.expect("bind");
@@ -58,10 +58,7 @@ async fn accepts_several_connections() {
 }
 
 fn assert_loopback_refusal(err: TransportError) {
-    assert!(
-        matches!(err, TransportError::Endpoint(EndpointError::NotLoopback(_))),
-        "{err:?}"
-    );
+    assert!(matches!(err, TransportError::NotLoopback(_)), "{err:?}");
     assert!(err.to_string().contains("loopback"), "{err}");
 }
 
@@ -102,11 +99,11 @@ fn refuses_a_host_name_that_is_not_loopback() {
     let err = "tcp://example.com:4711"
         .parse::<Endpoint>()
         .expect_err("host name");
-    assert_eq!(err, EndpointError::NotLoopback("example.com".into()));
+    assert!(matches!(&err, TransportError::NotLoopback(host) if host == "example.com"));
     assert!(err.to_string().contains("loopback"), "{err}");
     assert_eq!(
-        "tcp://localhost:4711".parse::<Endpoint>(),
-        Ok(Endpoint::tcp_v4(4711))
+        "tcp://localhost:4711".parse::<Endpoint>().ok(),
+        Some(Endpoint::tcp_v4(4711))
     );
 }
 

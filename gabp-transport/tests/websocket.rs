@@ -243,7 +243,7 @@ async fn a_peer_that_stops_answering_pings_is_dropped() {
         .await
         .expect("connect");
     match common::within("the liveness timeout", bridge.next()).await {
-        Some(Err(gabp_transport::FrameError::Io(e))) => {
+        Some(Err(gabp_transport::CodecError::Io(e))) => {
             assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
         }
         other => panic!("expected a timeout, got {other:?}"),

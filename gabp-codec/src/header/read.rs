@@ -1,7 +1,7 @@
 //! Reading header blocks (SPEC/1.0/transport.md section 1.2): a fast path for the block this crate
 //! writes, and a general line-by-line parser.
 
-use crate::frame::{FrameError, InvalidLength, MalformedHeader};
+use crate::error::{CodecError, InvalidLength, MalformedHeader};
 
 use super::{CANONICAL_PREFIX, CANONICAL_SUFFIX};
 
@@ -37,7 +37,7 @@ pub(crate) fn parse_head_lines(
     src: &[u8],
     max_header: usize,
     scan: HeadScan,
-) -> Result<HeadProgress, FrameError> {
+) -> Result<HeadProgress, CodecError> {
     let HeadScan {
         parsed: mut scanned,
         searched,
@@ -51,7 +51,7 @@ pub(crate) fn parse_head_lines(
         let Some(line_end) = find_line_feed(&window[search_from..]).map(|at| search_from + at)
         else {
             if src.len() >= max_header {
-                return Err(FrameError::HeaderTooLarge { limit: max_header });
+                return Err(CodecError::HeaderTooLarge { limit: max_header });
             }
             return Ok(HeadProgress::Partial(HeadScan {
                 parsed: scanned,
@@ -62,7 +62,7 @@ pub(crate) fn parse_head_lines(
         let line = match window[scanned..line_end].split_last() {
             Some((b'\r', line)) => line,
             _ => {
-                return Err(FrameError::MalformedHeader {
+                return Err(CodecError::MalformedHeader {
                     reason: MalformedHeader::BareLineFeed,
                 })
             }
@@ -75,14 +75,14 @@ pub(crate) fn parse_head_lines(
                     head_len: scanned,
                     len,
                 }),
-                None => Err(FrameError::MissingContentLength),
+                None => Err(CodecError::MissingContentLength),
             };
         }
         if let Some(value) = content_length_value(line)? {
             let len = parse_length(value)?;
             match length {
                 Some(first) if first != len => {
-                    return Err(FrameError::ConflictingContentLength { first, second: len })
+                    return Err(CodecError::ConflictingContentLength { first, second: len })
                 }
                 _ => length = Some(len),
             }
@@ -119,15 +119,15 @@ pub(crate) fn canonical_head(src: &[u8]) -> Option<(usize, u64)> {
 }
 
 /// The value of a header line if it is a `Content-Length` header, `None` for any other header.
-fn content_length_value(line: &[u8]) -> Result<Option<&[u8]>, FrameError> {
+fn content_length_value(line: &[u8]) -> Result<Option<&[u8]>, CodecError> {
     let Some(colon) = line.iter().position(|&b| b == b':') else {
-        return Err(FrameError::MalformedHeader {
+        return Err(CodecError::MalformedHeader {
             reason: MalformedHeader::MissingColon,
         });
     };
     let (name, value) = (&line[..colon], &line[colon + 1..]);
     if name.is_empty() || !name.iter().all(|&b| b.is_ascii_graphic()) {
-        return Err(FrameError::MalformedHeader {
+        return Err(CodecError::MalformedHeader {
             reason: MalformedHeader::InvalidName,
         });
     }
@@ -137,8 +137,8 @@ fn content_length_value(line: &[u8]) -> Result<Option<&[u8]>, FrameError> {
 }
 
 /// Parses a `Content-Length` value: optional spaces or tabs around an unsigned decimal number.
-fn parse_length(value: &[u8]) -> Result<u64, FrameError> {
-    let invalid = |reason| FrameError::InvalidContentLength { reason };
+fn parse_length(value: &[u8]) -> Result<u64, CodecError> {
+    let invalid = |reason| CodecError::InvalidContentLength { reason };
     let value = value.trim_ascii_start();
     let value = value
         .iter()
@@ -194,7 +194,7 @@ mod tests {
     use crate::DEFAULT_MAX_HEADER_SIZE;
     use proptest::prelude::*;
 
-    fn general_head(src: &[u8]) -> Result<HeadProgress, FrameError> {
+    fn general_head(src: &[u8]) -> Result<HeadProgress, CodecError> {
         parse_head_lines(
             src,
             DEFAULT_MAX_HEADER_SIZE,

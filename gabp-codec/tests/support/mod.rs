@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::{Decoder, FramedRead};
 
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 
 /// One step of a [`ScriptedReader`].
 #[derive(Debug, Clone)]
@@ -102,7 +102,7 @@ pub fn frame(body: impl AsRef<[u8]>) -> Vec<u8> {
     out
 }
 
-pub fn body(frame: &Result<Frame, FrameError>) -> &[u8] {
+pub fn body(frame: &Result<Frame, CodecError>) -> &[u8] {
     match frame {
         Ok(Frame::Body(body)) => body,
         other => panic!("expected a body, got {other:?}"),
@@ -110,17 +110,17 @@ pub fn body(frame: &Result<Frame, FrameError>) -> &[u8] {
 }
 
 /// Decodes a script with the default codec and returns the items.
-pub async fn decode(reader: ScriptedReader) -> Vec<Result<Frame, FrameError>> {
+pub async fn decode(reader: ScriptedReader) -> Vec<Result<Frame, CodecError>> {
     read_all(FrameCodec::new(), reader).await
 }
 
 /// Decodes one whole input (in one read) with the default codec.
-pub async fn decode_bytes(input: &[u8]) -> Vec<Result<Frame, FrameError>> {
+pub async fn decode_bytes(input: &[u8]) -> Vec<Result<Frame, CodecError>> {
     decode(ScriptedReader::new([data(input)])).await
 }
 
 /// Asserts that decoding `input` yields exactly one error, checked by `check`.
-pub async fn assert_fatal(input: &[u8], check: impl FnOnce(&FrameError) -> bool) {
+pub async fn assert_fatal(input: &[u8], check: impl FnOnce(&CodecError) -> bool) {
     // Followed by a valid frame that must never be reached: the error ends the stream.
     let mut input = input.to_vec();
     input.extend_from_slice(&frame("{}"));

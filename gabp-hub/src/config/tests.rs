@@ -1,13 +1,13 @@
 use super::*;
 use serde_json::json;
 
-fn parse(value: Value) -> Result<HubConfig, ConfigError> {
+fn parse(value: Value) -> Result<HubConfig, HubError> {
     HubConfig::from_json_slice(value.to_string().as_bytes())
 }
 
 fn field_error(value: Value) -> (String, String) {
     match parse(value) {
-        Err(ConfigError::Field {
+        Err(HubError::ConfigField {
             pointer, expected, ..
         }) => (pointer, expected),
         other => panic!("expected a field error, got {other:?}"),

@@ -281,7 +281,7 @@ pub(crate) async fn events(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
         .events(args.str("cursor")?, wait)
         .await
         .map_err(|e| match e {
-            HubError::BadCursor(_) => Reply::error(
+            HubError::BadCursor => Reply::error(
                 "bad_cursor",
                 format!("{e}; leave 'cursor' out to read from the oldest event kept"),
                 json!({ "path": "/cursor" }),

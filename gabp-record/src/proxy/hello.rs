@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use gabp_codec::{Frame, FrameCodec};
+use gabp_codec::{encode_frame, Frame, FrameCodec};
 use gabp_transport::ByteStream;
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use serde_json::Value;
@@ -79,7 +79,7 @@ pub(super) async fn open(
             *token = Value::String(config.mod_token.expose_secret().to_owned());
         }
         let body = serde_json::to_vec(&hello).unwrap_or_default();
-        forward = canonical_frame(&body);
+        forward = encode_frame(&body).into();
         forward.extend_from_slice(&raw[consumed..]);
     }
     let mut mod_side = match gabp_transport::connect_stream(&config.mod_endpoint).await {
@@ -174,21 +174,10 @@ async fn answer(
         .and_then(|id| MessageId::parse(id).ok())
         .unwrap_or_else(MessageId::nil);
     let response = Response::error(id, ErrorObject::new(code, message));
-    let bytes = canonical_frame(&serde_json::to_vec(&response).unwrap_or_default());
+    let bytes = encode_frame(&serde_json::to_vec(&response).unwrap_or_default());
     tee_to.send(&bytes);
     let _ = bridge.write_all(&bytes).await;
     let _ = bridge.shutdown().await;
-}
-
-/// `body` framed as SPEC/1.0 transport.md §1.1 says a sender writes it.
-fn canonical_frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
 }
 
 /// Where the bytes of one direction are recorded.

@@ -170,7 +170,7 @@ impl Bridge {
     /// [`Error::Config`] when there is no platform path or the file cannot be read (a file others can
     /// read is accepted with a `tracing` warning); otherwise as [`Bridge::discover_at`].
     pub async fn discover() -> Result<Bridge, Error> {
-        let path = BridgeConfig::default_path()?;
+        let path = BridgeConfig::default_path().map_err(Error::Config)?;
         Bridge::discover_at(path).await
     }
 
@@ -205,7 +205,8 @@ impl Bridge {
         let path = path.as_ref().to_owned();
         let config = tokio::task::spawn_blocking(move || BridgeConfig::read(path))
             .await
-            .map_err(|e| Error::invalid_request(format!("reading bridge.json failed: {e}")))??;
+            .map_err(|e| Error::invalid_request(format!("reading bridge.json failed: {e}")))?
+            .map_err(Error::Config)?;
         Bridge::connect(&config.endpoint, config.token).await
     }
 }

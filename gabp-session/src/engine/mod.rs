@@ -38,8 +38,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{FutureExt, Sink, Stream};
-use gabp_codec::MessageError;
-use gabp_transport::{Connection, Frame, FrameError, FrameReader, FrameWriter};
+use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
 use gabp_types::{Event, Message, MessageKind, Request, Response};
 use serde_json::Value;
@@ -332,7 +331,7 @@ impl<P: Role> Engine<P> {
     }
 
     /// Moves answers, then requests, then events into the sink while it accepts them; flushes.
-    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), FrameError> {
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), CodecError> {
         if self.writer_closed {
             self.backlog.clear();
             return Ok(());
@@ -439,7 +438,7 @@ impl<P: Role> Engine<P> {
                 self.stop_reading(Ended::Eof);
                 Read::Progress
             }
-            Poll::Ready(Some(Err(FrameError::Io(e)))) => {
+            Poll::Ready(Some(Err(CodecError::Io(e)))) => {
                 tracing::debug!(error = %e, "reading from the peer failed");
                 Read::Failed(Ended::Io(e.to_string()))
             }
@@ -458,7 +457,7 @@ impl<P: Role> Engine<P> {
             Frame::Oversized { declared, limit } => {
                 tracing::debug!(declared, limit, "oversized frame skipped");
                 if self.peer.answers_bad_frames() {
-                    self.push_answer(MessageError::Oversized { declared, limit }.to_response());
+                    self.push_answer(CodecError::Oversized { declared, limit }.to_response());
                 }
                 return;
             }

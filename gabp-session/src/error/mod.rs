@@ -199,7 +199,7 @@ pub enum Error {
     /// Bridge: `bridge.json` could not be found or read
     /// ([`Bridge::discover`](crate::bridge::Bridge::discover)).
     #[error(transparent)]
-    Config(#[from] gabp_transport::ConfigError),
+    Config(gabp_transport::TransportError),
     /// Bridge, the mod's answer is unusable: a frame carrying a pending call's id is not a valid response.
     #[error("invalid response to {method}: {reason}")]
     InvalidResponse {

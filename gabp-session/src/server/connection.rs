@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use gabp_codec::MessageError;
+use gabp_codec::CodecError;
 use gabp_types::decode::DecodeError;
 use gabp_types::{ErrorCode, Event, MessageId, Request, Response};
 use tokio::time::Sleep;
@@ -105,7 +105,7 @@ impl Role for ModRole {
             self.session.close_with(CloseReason::AuthenticationFailed);
             return Some(Response::error(id, authentication_failed()));
         }
-        Some(MessageError::Invalid { error, body }.to_response())
+        Some(CodecError::Invalid { error, body }.to_response())
     }
 
     fn on_backlog_full(&mut self) -> Option<CloseReason> {

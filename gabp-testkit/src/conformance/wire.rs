@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 use gabp_transport::ByteStream;
 use gabp_types::decode::{decode, decode_response_to, DecodeMode};
 use gabp_types::{Event, Message, MessageId, Response};
@@ -323,9 +323,9 @@ impl Wire {
             }
             None
             | Some(Err(
-                FrameError::Io(_)
-                | FrameError::TruncatedBody { .. }
-                | FrameError::TruncatedHeader { .. },
+                CodecError::Io(_)
+                | CodecError::TruncatedBody { .. }
+                | CodecError::TruncatedHeader { .. },
             )) => {
                 self.closed = true;
                 return Err(WireError::Closed);

@@ -277,7 +277,7 @@ impl MockModBuilder {
     pub fn build(self) -> Result<MockMod, TestkitError> {
         let token = match self.token {
             Some(token) => token,
-            None => Token::generate()?,
+            None => Token::generate().map_err(TestkitError::Token)?,
         };
         let server = self
             .inner

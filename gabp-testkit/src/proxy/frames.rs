@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use gabp_codec::{Frame, FrameCodec, FrameError};
+use gabp_codec::{CodecError, Frame, FrameCodec};
 use gabp_transport::ByteStream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
@@ -90,9 +90,9 @@ pub(super) async fn read_side(
                 }
             }
             Some(Err(
-                FrameError::TruncatedHeader { .. }
-                | FrameError::TruncatedBody { .. }
-                | FrameError::Io(_),
+                CodecError::TruncatedHeader { .. }
+                | CodecError::TruncatedBody { .. }
+                | CodecError::Io(_),
             ))
             | None => {
                 link.close(direction).await;

@@ -7,9 +7,10 @@ use gabp_types::{without_json_position, BridgeMetadata};
 use serde_json::{Map, Value};
 
 use super::error::field_error;
-use super::{BridgeConfig, ConfigError};
-use crate::endpoint::{Endpoint, EndpointError};
-use crate::token::{Token, TokenError};
+use super::BridgeConfig;
+use crate::endpoint::Endpoint;
+use crate::error::TransportError;
+use crate::token::Token;
 
 impl BridgeConfig {
     /// Parse the contents of a `bridge.json`.
@@ -17,15 +18,16 @@ impl BridgeConfig {
     /// # Errors
     ///
     /// As [`BridgeConfig::read`], without the file-system errors; the path in the error is empty.
-    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
+    pub fn from_json_slice(bytes: &[u8]) -> Result<Self, TransportError> {
         // Parse to a tree first: serde_json's syntax errors never quote the input, so nothing
         // secret can end up in an error message; every field is then checked by hand.
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| ConfigError::Json {
-            path: PathBuf::new(),
-            line: e.line(),
-            column: e.column(),
-            message: json_error_kind(&e),
-        })?;
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| TransportError::BridgeJsonSyntax {
+                path: PathBuf::new(),
+                line: e.line(),
+                column: e.column(),
+                message: json_error_kind(&e),
+            })?;
         let obj = value
             .as_object()
             .ok_or_else(|| field_error("(top level)", "must be a JSON object"))?;
@@ -33,7 +35,7 @@ impl BridgeConfig {
         let token = match obj.get("token") {
             None => return Err(field_error("token", "is missing")),
             Some(Value::String(s)) => Token::new(s.clone()).map_err(|e| match e {
-                TokenError::Empty => field_error("token", "is empty"),
+                TransportError::EmptyToken => field_error("token", "is empty"),
                 other => field_error("token", other.to_string()),
             })?,
             Some(_) => return Err(field_error("token", "must be a string")),
@@ -44,7 +46,7 @@ impl BridgeConfig {
         Self::fields_after_token(obj, token)
     }
 
-    fn fields_after_token(obj: &Map<String, Value>, token: Token) -> Result<Self, ConfigError> {
+    fn fields_after_token(obj: &Map<String, Value>, token: Token) -> Result<Self, TransportError> {
         let transport = match obj.get("transport") {
             None => return Err(field_error("transport", "is missing")),
             Some(Value::Object(t)) => t,
@@ -71,13 +73,13 @@ impl BridgeConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Unwritable`] for an endpoint `bridge.json` cannot express (a non-loopback
+    /// [`TransportError::BridgeJsonUnwritable`] for an endpoint `bridge.json` cannot express (a non-loopback
     /// hand-built TCP address, a Unix path that is not valid UTF-8).
-    pub fn to_json_string(&self) -> Result<String, ConfigError> {
+    pub fn to_json_string(&self) -> Result<String, TransportError> {
         let (kind, address) = match &self.endpoint {
             Endpoint::Tcp(addr) => {
                 crate::endpoint::check_loopback(addr)
-                    .map_err(|e| ConfigError::Unwritable(e.to_string()))?;
+                    .map_err(|e| TransportError::BridgeJsonUnwritable(e.to_string()))?;
                 if addr.ip() == std::net::Ipv4Addr::LOCALHOST {
                     ("tcp", Some(addr.port().to_string()))
                 } else {
@@ -86,7 +88,9 @@ impl BridgeConfig {
             }
             Endpoint::Unix(path) => {
                 let s = path.to_str().ok_or_else(|| {
-                    ConfigError::Unwritable("the unix socket path is not valid UTF-8".into())
+                    TransportError::BridgeJsonUnwritable(
+                        "the unix socket path is not valid UTF-8".into(),
+                    )
                 })?;
                 ("pipe", Some(s.to_owned()))
             }
@@ -94,7 +98,7 @@ impl BridgeConfig {
             Endpoint::Stdio => ("stdio", None),
             Endpoint::WebSocket(addr) => {
                 crate::endpoint::check_loopback(addr)
-                    .map_err(|e| ConfigError::Unwritable(e.to_string()))?;
+                    .map_err(|e| TransportError::BridgeJsonUnwritable(e.to_string()))?;
                 if addr.ip() == std::net::Ipv4Addr::LOCALHOST {
                     ("ws", Some(addr.port().to_string()))
                 } else {
@@ -111,7 +115,7 @@ impl BridgeConfig {
             metadata: self.metadata.clone(),
         };
         let mut text = serde_json::to_string_pretty(&file)
-            .map_err(|e| ConfigError::Unwritable(json_error_kind(&e)))?;
+            .map_err(|e| TransportError::BridgeJsonUnwritable(json_error_kind(&e)))?;
         text.push('\n');
         Ok(text)
     }
@@ -122,7 +126,7 @@ fn json_error_kind(e: &serde_json::Error) -> String {
     without_json_position(&e.to_string()).to_owned()
 }
 
-fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
+fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, TransportError> {
     let kind = match t.get("type") {
         None => return Err(field_error("transport.type", "is missing")),
         Some(Value::String(s)) => s.as_str(),
@@ -146,7 +150,7 @@ fn read_transport(t: &Map<String, Value>) -> Result<Endpoint, ConfigError> {
             .filter(|a| !a.is_empty())
             .ok_or_else(|| field_error("transport.address", format!("is required for {what}")))
     };
-    let endpoint_error = |e: EndpointError| field_error("transport.address", e.reason());
+    let endpoint_error = |e: TransportError| field_error("transport.address", e.endpoint_reason());
     match kind {
         "stdio" => Ok(Endpoint::Stdio),
         "tcp" => {
@@ -220,7 +224,7 @@ fn tcp_to_ws(endpoint: Endpoint) -> Endpoint {
     }
 }
 
-fn tcp_from_port(port: &str) -> Result<Endpoint, ConfigError> {
+fn tcp_from_port(port: &str) -> Result<Endpoint, TransportError> {
     match port.parse::<u16>() {
         Ok(0) | Err(_) => Err(field_error(
             "transport.address",
@@ -230,7 +234,7 @@ fn tcp_from_port(port: &str) -> Result<Endpoint, ConfigError> {
     }
 }
 
-fn read_metadata(m: &Map<String, Value>) -> Result<BridgeMetadata, ConfigError> {
+fn read_metadata(m: &Map<String, Value>) -> Result<BridgeMetadata, TransportError> {
     let pid = match m.get("pid") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -255,7 +259,7 @@ fn read_metadata(m: &Map<String, Value>) -> Result<BridgeMetadata, ConfigError> 
 mod tests {
     use super::*;
 
-    fn parse(s: &str) -> Result<BridgeConfig, ConfigError> {
+    fn parse(s: &str) -> Result<BridgeConfig, TransportError> {
         BridgeConfig::from_json_slice(s.as_bytes())
     }
 
@@ -398,7 +402,9 @@ mod tests {
         ];
         for (text, want) in cases {
             match parse(text) {
-                Err(ConfigError::Field { field, .. }) => assert_eq!(field, *want, "{text}"),
+                Err(TransportError::BridgeJsonField { field, .. }) => {
+                    assert_eq!(field, *want, "{text}")
+                }
                 other => panic!("{text}: {other:?}"),
             }
         }
@@ -415,7 +421,7 @@ mod tests {
     fn json_errors_have_position_and_no_content() {
         let err = parse("{\"token\": \"sekrit-sekrit\", oops}").expect_err("bad json");
         match &err {
-            ConfigError::Json { line, column, .. } => {
+            TransportError::BridgeJsonSyntax { line, column, .. } => {
                 assert_eq!(*line, 1);
                 assert!(*column > 1);
             }

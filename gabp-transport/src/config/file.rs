@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::write_error;
-use super::{BridgeConfig, ConfigError};
+use super::BridgeConfig;
+use crate::error::TransportError;
 
 impl BridgeConfig {
     /// Write this configuration to `path` atomically, readable by the current user only.
@@ -22,16 +23,16 @@ impl BridgeConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Write`] naming the step that failed, [`ConfigError::NotPrivate`] if the
-    /// written file does not have the expected owner-only permissions, or
-    /// [`ConfigError::Unwritable`] (see [`BridgeConfig::to_json_string`]). The temporary file is
-    /// removed on every error.
-    pub fn write_atomic(&self, path: impl AsRef<Path>) -> Result<(), ConfigError> {
+    /// [`TransportError::BridgeJsonWrite`] naming the step that failed,
+    /// [`TransportError::BridgeJsonNotPrivate`] if the written file does not have the expected
+    /// owner-only permissions, or [`TransportError::BridgeJsonUnwritable`] (see
+    /// [`BridgeConfig::to_json_string`]). The temporary file is removed on every error.
+    pub fn write_atomic(&self, path: impl AsRef<Path>) -> Result<(), TransportError> {
         self.write_identified(path.as_ref()).map(drop)
     }
 
     /// [`BridgeConfig::write_atomic`], returning what identifies the file written.
-    pub(super) fn write_identified(&self, path: &Path) -> Result<FileIdentity, ConfigError> {
+    pub(super) fn write_identified(&self, path: &Path) -> Result<FileIdentity, TransportError> {
         let text = self.to_json_string()?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
@@ -83,7 +84,7 @@ fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 }
 
 /// Create a new temporary file beside the target, mode 0600 from its creation on Unix.
-fn create_temp_file(dir: &Path, file_name: &str) -> Result<(PathBuf, fs::File), ConfigError> {
+fn create_temp_file(dir: &Path, file_name: &str) -> Result<(PathBuf, fs::File), TransportError> {
     let mut last = None;
     for _ in 0..8 {
         let mut rnd = [0u8; 8];
@@ -185,9 +186,9 @@ impl FileIdentity {
         }
     }
 
-    fn verify(&self, path: &Path) -> Result<(), ConfigError> {
+    fn verify(&self, path: &Path) -> Result<(), TransportError> {
         let m = fs::symlink_metadata(path).map_err(|e| write_error("stat", path, e))?;
-        let fail = |problem: String| ConfigError::NotPrivate {
+        let fail = |problem: String| TransportError::BridgeJsonNotPrivate {
             path: path.to_owned(),
             problem,
         };

@@ -9,10 +9,10 @@ mod read;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub use self::error::ConfigError;
 pub use self::publish::BridgeJsonGuard;
 pub use self::read::Exposure;
 use crate::endpoint::Endpoint;
+use crate::error::TransportError;
 use crate::token::Token;
 
 /// The largest `bridge.json` [`BridgeConfig::read`] accepts. Real files are a few hundred bytes.
@@ -91,8 +91,8 @@ impl BridgeConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoDefaultPath`] when none of the variables it needs is set.
-    pub fn default_path() -> Result<PathBuf, ConfigError> {
+    /// [`TransportError::NoDefaultPath`] when none of the variables it needs is set.
+    pub fn default_path() -> Result<PathBuf, TransportError> {
         Self::default_path_from(|name| std::env::var_os(name))
     }
 
@@ -115,13 +115,13 @@ impl BridgeConfig {
     /// })?;
     /// assert_eq!(path, Path::new("/home/ada/.config/gabp/bridge.json"));
     /// # }
-    /// # Ok::<(), gabp_transport::ConfigError>(())
+    /// # Ok::<(), gabp_transport::TransportError>(())
     /// ```
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoDefaultPath`] when none of the variables it needs is set.
-    pub fn default_path_from<F>(env: F) -> Result<PathBuf, ConfigError>
+    /// [`TransportError::NoDefaultPath`] when none of the variables it needs is set.
+    pub fn default_path_from<F>(env: F) -> Result<PathBuf, TransportError>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -133,7 +133,7 @@ impl BridgeConfig {
         if cfg!(windows) {
             return absolute("APPDATA")
                 .map(|base| base.join("gabp").join(BRIDGE_JSON))
-                .ok_or(ConfigError::NoDefaultPath("APPDATA"));
+                .ok_or(TransportError::NoDefaultPath("APPDATA"));
         }
         if cfg!(target_os = "macos") {
             return absolute("HOME")
@@ -143,13 +143,13 @@ impl BridgeConfig {
                         .join("gabp")
                         .join(BRIDGE_JSON)
                 })
-                .ok_or(ConfigError::NoDefaultPath("HOME"));
+                .ok_or(TransportError::NoDefaultPath("HOME"));
         }
         if let Some(xdg) = absolute("XDG_CONFIG_HOME") {
             return Ok(xdg.join("gabp").join(BRIDGE_JSON));
         }
         absolute("HOME")
             .map(|home| home.join(".config").join("gabp").join(BRIDGE_JSON))
-            .ok_or(ConfigError::NoDefaultPath("XDG_CONFIG_HOME or HOME"))
+            .ok_or(TransportError::NoDefaultPath("XDG_CONFIG_HOME or HOME"))
     }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::error::write_error;
 use super::file::FileIdentity;
-use super::{BridgeConfig, ConfigError};
+use super::BridgeConfig;
+use crate::error::TransportError;
 
 impl BridgeConfig {
     /// Write this configuration to `path` as [`BridgeConfig::write_atomic`] does, and return a
@@ -31,7 +32,7 @@ impl BridgeConfig {
     /// # Errors
     ///
     /// As [`BridgeConfig::write_atomic`].
-    pub fn publish(&self, path: impl AsRef<Path>) -> Result<BridgeJsonGuard, ConfigError> {
+    pub fn publish(&self, path: impl AsRef<Path>) -> Result<BridgeJsonGuard, TransportError> {
         let path = path.as_ref();
         let identity = self.write_identified(path)?;
         Ok(BridgeJsonGuard {
@@ -64,12 +65,12 @@ impl BridgeJsonGuard {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::Write`] when the file is ours and cannot be removed.
-    pub fn remove(mut self) -> Result<bool, ConfigError> {
+    /// [`TransportError::BridgeJsonWrite`] when the file is ours and cannot be removed.
+    pub fn remove(mut self) -> Result<bool, TransportError> {
         self.remove_if_ours()
     }
 
-    fn remove_if_ours(&mut self) -> Result<bool, ConfigError> {
+    fn remove_if_ours(&mut self) -> Result<bool, TransportError> {
         let Some(identity) = self.identity.take() else {
             return Ok(false);
         };

@@ -7,11 +7,12 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::read_error;
-use super::{BridgeConfig, ConfigError, MAX_BRIDGE_JSON_BYTES};
+use super::{BridgeConfig, MAX_BRIDGE_JSON_BYTES};
+use crate::error::TransportError;
 
 /// A `bridge.json` whose mode lets group or others read it, and so read the token
 /// (SPEC/1.0 security.md §5). [`BridgeConfig::read_checked`] reports it; the caller warns or
-/// refuses (turn it into [`ConfigError::Exposed`] with `ConfigError::from`).
+/// refuses (turn it into [`TransportError::BridgeJsonExposed`] with `TransportError::from`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Exposure {
@@ -32,9 +33,9 @@ impl fmt::Display for Exposure {
     }
 }
 
-impl From<Exposure> for ConfigError {
+impl From<Exposure> for TransportError {
     fn from(e: Exposure) -> Self {
-        ConfigError::Exposed {
+        TransportError::BridgeJsonExposed {
             path: e.path,
             mode: e.mode,
         }
@@ -50,7 +51,7 @@ impl BridgeConfig {
     /// # Errors
     ///
     /// As [`BridgeConfig::read_checked`].
-    pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, TransportError> {
         let (config, exposure) = Self::read_checked(path)?;
         if let Some(exposure) = exposure {
             tracing::warn!("{exposure}");
@@ -67,7 +68,7 @@ impl BridgeConfig {
     /// ```
     /// # #[cfg(unix)] {
     /// use std::os::unix::fs::PermissionsExt;
-    /// use gabp_transport::{BridgeConfig, ConfigError, Endpoint, Token};
+    /// use gabp_transport::{BridgeConfig, Endpoint, Token, TransportError};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("bridge.json");
@@ -78,7 +79,7 @@ impl BridgeConfig {
     /// let (_, exposure) = BridgeConfig::read_checked(&path)?;
     /// let exposure = exposure.expect("0644 is readable by others");
     /// assert_eq!(exposure.mode, 0o644);
-    /// let refusal = ConfigError::from(exposure); // what a strict reader returns
+    /// let refusal = TransportError::from(exposure); // what a strict reader returns
     /// assert!(refusal.to_string().contains("0644"));
     /// # }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -86,11 +87,14 @@ impl BridgeConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NotFound`], [`ConfigError::NotRegular`], [`ConfigError::Read`],
-    /// [`ConfigError::TooLarge`], [`ConfigError::Json`] (with line and column) or
-    /// [`ConfigError::Field`] (naming the field, e.g. `transport.address`). No error ever contains
+    /// [`TransportError::BridgeJsonNotFound`], [`TransportError::BridgeJsonNotRegular`],
+    /// [`TransportError::BridgeJsonRead`], [`TransportError::BridgeJsonTooLarge`],
+    /// [`TransportError::BridgeJsonSyntax`] (with line and column) or
+    /// [`TransportError::BridgeJsonField`] (naming the field, e.g. `transport.address`). No error ever contains
     /// any part of the token.
-    pub fn read_checked(path: impl AsRef<Path>) -> Result<(Self, Option<Exposure>), ConfigError> {
+    pub fn read_checked(
+        path: impl AsRef<Path>,
+    ) -> Result<(Self, Option<Exposure>), TransportError> {
         let path = path.as_ref();
         let before = fs::metadata(path).map_err(|source| read_error(path, source))?;
         regular(path, &before)?;
@@ -103,7 +107,7 @@ impl BridgeConfig {
             .read_to_end(&mut bytes)
             .map_err(|source| read_error(path, source))?;
         if bytes.len() as u64 > MAX_BRIDGE_JSON_BYTES {
-            return Err(ConfigError::TooLarge {
+            return Err(TransportError::BridgeJsonTooLarge {
                 path: path.to_owned(),
                 limit: MAX_BRIDGE_JSON_BYTES,
             });
@@ -114,12 +118,12 @@ impl BridgeConfig {
 }
 
 /// Refuses anything but a regular file, naming what it is.
-fn regular(path: &Path, meta: &fs::Metadata) -> Result<(), ConfigError> {
+fn regular(path: &Path, meta: &fs::Metadata) -> Result<(), TransportError> {
     if meta.is_file() {
         return Ok(());
     }
     let kind = file_kind(meta);
-    Err(ConfigError::NotRegular {
+    Err(TransportError::BridgeJsonNotRegular {
         path: path.to_owned(),
         kind,
     })

@@ -4,18 +4,18 @@ use std::ffi::OsString;
 
 use gabp_types::shorten;
 
-use super::{SettingsError, GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID};
+use super::{TransportError, GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID};
 use crate::token::Token;
 
-fn invalid(var: &'static str, problem: impl Into<String>) -> SettingsError {
-    SettingsError::InvalidVariable {
+fn invalid(var: &'static str, problem: impl Into<String>) -> TransportError {
+    TransportError::InvalidVariable {
         var,
         problem: problem.into(),
     }
 }
 
 /// A variable's value as UTF-8, if set.
-fn env_str<F>(env: &F, var: &'static str) -> Result<Option<String>, SettingsError>
+fn env_str<F>(env: &F, var: &'static str) -> Result<Option<String>, TransportError>
 where
     F: Fn(&str) -> Option<OsString>,
 {
@@ -28,7 +28,7 @@ where
     }
 }
 
-pub(super) fn env_port<F>(env: &F) -> Result<Option<u16>, SettingsError>
+pub(super) fn env_port<F>(env: &F) -> Result<Option<u16>, TransportError>
 where
     F: Fn(&str) -> Option<OsString>,
 {
@@ -67,7 +67,7 @@ where
     }
 }
 
-pub(super) fn env_token<F>(env: &F) -> Result<Option<Token>, SettingsError>
+pub(super) fn env_token<F>(env: &F) -> Result<Option<Token>, TransportError>
 where
     F: Fn(&str) -> Option<OsString>,
 {
@@ -80,7 +80,7 @@ where
     }
 }
 
-pub(super) fn env_game_id<F>(env: &F) -> Result<Option<String>, SettingsError>
+pub(super) fn env_game_id<F>(env: &F) -> Result<Option<String>, TransportError>
 where
     F: Fn(&str) -> Option<OsString>,
 {

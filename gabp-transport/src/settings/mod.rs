@@ -5,9 +5,10 @@ use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::config::{BridgeConfig, BridgeJsonGuard, BridgeMetadata, ConfigError, Exposure};
+use crate::config::{BridgeConfig, BridgeJsonGuard, BridgeMetadata, Exposure};
 use crate::endpoint::Endpoint;
-use crate::token::{Token, TokenError};
+use crate::error::TransportError;
+use crate::token::Token;
 
 mod env;
 
@@ -107,7 +108,7 @@ impl fmt::Display for SettingSource {
 /// assert_eq!(settings.endpoint, Endpoint::tcp_v4(38917));
 /// assert!(settings.token.verify("0123456789abcdef0123456789abcdef"));
 /// assert_eq!(settings.agent_id.as_deref(), Some("rimworld"));
-/// # Ok::<(), gabp_transport::SettingsError>(())
+/// # Ok::<(), gabp_transport::TransportError>(())
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -137,7 +138,7 @@ impl ModSettings {
     /// # Errors
     ///
     /// As [`ModSettings::resolve`].
-    pub fn from_env(explicit: ExplicitSettings) -> Result<Self, SettingsError> {
+    pub fn from_env(explicit: ExplicitSettings) -> Result<Self, TransportError> {
         Self::resolve(explicit, |name| std::env::var_os(name))
     }
 
@@ -148,12 +149,12 @@ impl ModSettings {
     ///
     /// # Errors
     ///
-    /// - [`SettingsError::InvalidVariable`] for a GABS variable that is set to a bad value:
+    /// - [`TransportError::InvalidVariable`] for a GABS variable that is set to a bad value:
     ///   `GABP_SERVER_PORT` not a number in 1-65535, `GABP_TOKEN` empty, `GABS_GAME_ID` empty, or
     ///   any of them not valid Unicode. The error names the variable and never shows the token.
-    /// - [`SettingsError::BridgeConfig`] when `bridge.json` is needed and cannot be read.
-    /// - [`SettingsError::Missing`] when no source has an endpoint or a token.
-    pub fn resolve<F>(explicit: ExplicitSettings, env: F) -> Result<Self, SettingsError>
+    /// - A `bridge.json` error (`BridgeJson*`) when `bridge.json` is needed and cannot be read.
+    /// - [`TransportError::MissingSetting`] when no source has an endpoint or a token.
+    pub fn resolve<F>(explicit: ExplicitSettings, env: F) -> Result<Self, TransportError>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -184,10 +185,10 @@ impl ModSettings {
     ///
     /// # Errors
     ///
-    /// As [`ModSettings::resolve`], except [`SettingsError::Missing`] (only for an explicit
-    /// `bridge.json` that does not exist), and [`SettingsError::Token`] when no token can be
-    /// generated.
-    pub fn resolve_or_default<F>(explicit: ExplicitSettings, env: F) -> Result<Self, SettingsError>
+    /// As [`ModSettings::resolve`], except [`TransportError::MissingSetting`] (only for an explicit
+    /// `bridge.json` that does not exist), and [`TransportError::TokenGeneration`] when no token can
+    /// be generated.
+    pub fn resolve_or_default<F>(explicit: ExplicitSettings, env: F) -> Result<Self, TransportError>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -199,7 +200,7 @@ impl ModSettings {
     /// # Errors
     ///
     /// As [`ModSettings::resolve_or_default`].
-    pub fn from_env_or_default(explicit: ExplicitSettings) -> Result<Self, SettingsError> {
+    pub fn from_env_or_default(explicit: ExplicitSettings) -> Result<Self, TransportError> {
         Self::resolve_or_default(explicit, |name| std::env::var_os(name))
     }
 
@@ -214,7 +215,7 @@ impl ModSettings {
     /// # Errors
     ///
     /// As [`ModSettings::resolve_or_default`].
-    pub fn for_game(agent_id: impl Into<String>) -> Result<Self, SettingsError> {
+    pub fn for_game(agent_id: impl Into<String>) -> Result<Self, TransportError> {
         let mut settings = Self::from_env_or_default(ExplicitSettings::default())?;
         settings.agent_id.get_or_insert_with(|| agent_id.into());
         Ok(settings)
@@ -239,12 +240,12 @@ impl ModSettings {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::NoDefaultPath`] when there is no path to write to; otherwise as
+    /// [`TransportError::NoDefaultPath`] when there is no path to write to; otherwise as
     /// [`BridgeConfig::write_atomic`].
     pub fn publish_bridge_json(
         &self,
         listening: &Endpoint,
-    ) -> Result<Option<BridgeJsonGuard>, ConfigError> {
+    ) -> Result<Option<BridgeJsonGuard>, TransportError> {
         if !self.owns_bridge_json() || *listening == Endpoint::Stdio {
             return Ok(None);
         }
@@ -263,7 +264,7 @@ impl ModSettings {
         explicit: ExplicitSettings,
         env: &F,
         defaults: bool,
-    ) -> Result<Self, SettingsError>
+    ) -> Result<Self, TransportError>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -320,7 +321,7 @@ impl ModSettings {
         let (Some((endpoint, endpoint_source)), Some((token, token_source))) =
             (found.endpoint.take(), found.token.take())
         else {
-            return Err(SettingsError::Missing {
+            return Err(TransportError::MissingSetting {
                 setting: missing,
                 bridge_json: why_not.unwrap_or_else(|| "it does not say".into()),
             });
@@ -346,7 +347,7 @@ struct Found {
 }
 
 impl Found {
-    /// What is missing, for [`SettingsError::Missing`].
+    /// What is missing, for [`TransportError::MissingSetting`].
     fn missing(&self) -> &'static str {
         match (&self.endpoint, &self.token) {
             (None, None) => "endpoint and token",
@@ -364,7 +365,7 @@ impl Found {
         explicit_path: bool,
         defaults: bool,
         env: &F,
-    ) -> Result<Option<String>, SettingsError>
+    ) -> Result<Option<String>, TransportError>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -378,7 +379,7 @@ impl Found {
             Ok(read) => read,
             // A file named explicitly must be there, defaults or not.
             Err(e) if e.is_not_found() && explicit_path => {
-                return Err(SettingsError::Missing {
+                return Err(TransportError::MissingSetting {
                     setting: self.missing(),
                     bridge_json: format!("no bridge.json at {}", path.display()),
                 })
@@ -387,7 +388,7 @@ impl Found {
                 return Ok(Some(format!("no bridge.json at {}", path.display())))
             }
             Err(e) if e.is_not_found() => return Ok(None),
-            Err(e) => return Err(SettingsError::BridgeConfig(e)),
+            Err(e) => return Err(e),
         };
         if defaults && !explicit_path && left_behind(&config.metadata) {
             tracing::info!(
@@ -430,71 +431,17 @@ fn left_behind(metadata: &BridgeMetadata) -> bool {
     }
 }
 
-/// Why a mod's settings could not be resolved. No variant ever contains a token.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SettingsError {
-    /// A GABS environment variable is set to a bad value.
-    #[error("environment variable {var} {problem}")]
-    InvalidVariable {
-        /// The variable's name, e.g. `GABP_SERVER_PORT`.
-        var: &'static str,
-        /// What is wrong with its value.
-        problem: String,
-    },
-    /// No source has this setting.
-    #[error(
-        "no {setting} for the mod: pass it explicitly, set the GABS environment \
-         (GABP_SERVER_PORT, GABP_TOKEN), or write bridge.json ({bridge_json})"
-    )]
-    Missing {
-        /// Which setting: `endpoint`, `token`, or `endpoint and token`.
-        setting: &'static str,
-        /// Why `bridge.json` did not have it.
-        bridge_json: String,
-    },
-    /// `bridge.json` was needed and could not be used.
-    #[error(transparent)]
-    BridgeConfig(#[from] ConfigError),
-    /// No token could be generated for [`ModSettings::resolve_or_default`].
-    #[error("cannot generate a token: {0}")]
-    Token(#[from] TokenError),
-    /// The token is shorter than `session/hello` allows, so no bridge could ever authenticate.
-    #[error(
-        "the token from {from} has {len} characters; a session/hello token needs at least {min}"
-    )]
-    ShortToken {
-        /// Where the token came from.
-        from: SettingSource,
-        /// Its length in characters.
-        len: usize,
-        /// The minimum ([`MIN_TOKEN_CHARS`]).
-        min: usize,
-    },
-}
-
 /// The shortest token a mod accepts: the `session/hello` schema requires at least 32 characters.
 pub const MIN_TOKEN_CHARS: usize = 32;
 
-fn check_token_length(token: &Token, source: &SettingSource) -> Result<(), SettingsError> {
+fn check_token_length(token: &Token, source: &SettingSource) -> Result<(), TransportError> {
     let len = token.expose_secret().chars().count();
     if len < MIN_TOKEN_CHARS {
-        return Err(SettingsError::ShortToken {
+        return Err(TransportError::ShortToken {
             from: source.clone(),
             len,
             min: MIN_TOKEN_CHARS,
         });
     }
     Ok(())
-}
-
-impl SettingsError {
-    /// For [`SettingsError::InvalidVariable`], the variable's name.
-    #[must_use]
-    pub fn variable(&self) -> Option<&'static str> {
-        match self {
-            SettingsError::InvalidVariable { var, .. } => Some(var),
-            _ => None,
-        }
-    }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Sink, SinkExt, Stream, StreamExt};
-use gabp_transport::{Frame, FrameError};
+use gabp_transport::{CodecError, Frame};
 
 /// Generous: these tests finish in well under a second; the limit only turns a hang into a failure.
 pub const LIMIT: Duration = Duration::from_secs(60);
@@ -21,7 +21,7 @@ pub async fn within<F: Future>(what: &str, fut: F) -> F::Output {
 /// The next frame body, failing the test on anything else.
 pub async fn next_body<S>(conn: &mut S) -> Bytes
 where
-    S: Stream<Item = Result<Frame, FrameError>> + Unpin,
+    S: Stream<Item = Result<Frame, CodecError>> + Unpin,
 {
     match within("reading a frame", conn.next()).await {
         Some(Ok(Frame::Body(body))) => body,
@@ -46,7 +46,7 @@ pub fn bodies() -> Vec<Bytes> {
 /// The game side of [`exchange_both_ways`]: greet first, then echo `count` frames, then return.
 pub async fn game_side<C>(mut game: C, count: usize) -> C
 where
-    C: Stream<Item = Result<Frame, FrameError>> + Sink<Bytes, Error = FrameError> + Unpin,
+    C: Stream<Item = Result<Frame, CodecError>> + Sink<Bytes, Error = CodecError> + Unpin,
 {
     game.send(Bytes::from_static(br#"{"hello":"from the game"}"#))
         .await
@@ -62,7 +62,7 @@ where
 /// echo of each.
 pub async fn bridge_side<C>(bridge: &mut C)
 where
-    C: Stream<Item = Result<Frame, FrameError>> + Sink<Bytes, Error = FrameError> + Unpin,
+    C: Stream<Item = Result<Frame, CodecError>> + Sink<Bytes, Error = CodecError> + Unpin,
 {
     let greeting = next_body(bridge).await;
     assert_eq!(&greeting[..], br#"{"hello":"from the game"}"#);
@@ -80,8 +80,8 @@ where
 /// to 1 MiB and the game echoes each.
 pub async fn exchange_both_ways<C>(mut bridge: C, game: C)
 where
-    C: Stream<Item = Result<Frame, FrameError>>
-        + Sink<Bytes, Error = FrameError>
+    C: Stream<Item = Result<Frame, CodecError>>
+        + Sink<Bytes, Error = CodecError>
         + Unpin
         + Send
         + 'static,
