@@ -21,7 +21,7 @@ use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 
-use crate::proxy::frame;
+use gabp_codec::encode_frame as frame;
 
 /// Largest body the client reads (a mod may list many tools).
 const MAX_BODY: usize = 64 * 1024 * 1024;

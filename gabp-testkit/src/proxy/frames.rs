@@ -13,9 +13,10 @@ use tokio_util::codec::FramedRead;
 
 use super::link::Link;
 use super::messages::{bridge_frame, mod_frame};
-use super::{frame, Out, MALFORMED_HEADER};
+use super::{Out, MALFORMED_HEADER};
 use crate::fault::Kind;
 use crate::record::Direction;
+use gabp_codec::encode_frame as frame;
 
 pub(super) async fn write_side(
     link: Arc<Link>,

@@ -13,9 +13,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::frames::{read_side, write_side};
-use super::{frame, padded_ping, Out, Shared, QUEUE};
+use super::{padded_ping, Out, Shared, QUEUE};
 use crate::fault::{Faults, Kind};
 use crate::record::{Direction, Recorder};
+use gabp_codec::encode_frame as frame;
 
 /// A per-connection view of the proxy.
 pub(super) struct Link {

@@ -9,9 +9,10 @@ use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
 use serde_json::{json, Map, Value};
 
 use super::link::Link;
-use super::{frame, PREAUTH_TIMEOUT};
+use super::PREAUTH_TIMEOUT;
 use crate::fault::Kind;
 use crate::record::Direction;
+use gabp_codec::encode_frame as frame;
 
 fn parse_object(body: &[u8]) -> Option<Map<String, Value>> {
     match serde_json::from_slice(body) {

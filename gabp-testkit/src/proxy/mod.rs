@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use gabp_codec::FrameCodec;
+use bytes::Bytes;
 use gabp_transport::{ByteStream, Endpoint, Listener};
 use gabp_types::MessageId;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -264,17 +263,6 @@ enum Out {
     Close,
 }
 
-/// A frame with the canonical header (SPEC/1.0 transport.md §1.1), written by the codec's header writer.
-pub(crate) fn frame(body: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(body.len() + 64);
-    // No body limit: the proxy forwards what it read, under its own limit. With none, nothing is refused.
-    let _ = FrameCodec::new()
-        .with_max_body_size(usize::MAX)
-        .encode_header(body.len(), &mut out);
-    out.extend_from_slice(body);
-    out.freeze()
-}
-
 /// A `session/ping` request padded with spaces to exactly `size` bytes (or the bare request when it is longer).
 pub(crate) fn padded_ping(id: MessageId, size: usize) -> Vec<u8> {
     padded_request(id, "session/ping", size)
@@ -316,11 +304,7 @@ mod tests {
     }
 
     #[test]
-    fn frames_carry_the_canonical_header() {
-        assert_eq!(
-            &frame(b"{}")[..],
-            b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}"
-        );
+    fn corrupt_bodies_keep_their_size_and_do_not_parse() {
         assert_eq!(corrupt(b"{\"a\":1}").len(), 7);
         assert!(serde_json::from_slice::<Value>(&corrupt(b"{\"a\":1}")).is_err());
     }

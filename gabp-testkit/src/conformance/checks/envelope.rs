@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{CheckResult, Ctx, Verdict};
 use crate::conformance::wire::{seconds, Incoming, WireError};
-use crate::proxy::frame;
+use gabp_codec::encode_frame as frame;
 
 pub(super) async fn responses_ids_match(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;

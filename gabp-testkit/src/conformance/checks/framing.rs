@@ -10,7 +10,8 @@ use super::{
     describe, expect_error, expect_result, kept_open, still_works, CheckResult, Ctx, Verdict,
 };
 use crate::conformance::wire::{seconds, Incoming, WireError};
-use crate::proxy::{frame, padded_request};
+use crate::proxy::padded_request;
+use gabp_codec::encode_frame as frame;
 
 pub(super) async fn framing_split_frames(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;
