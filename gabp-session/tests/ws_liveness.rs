@@ -26,13 +26,16 @@ async fn pump(
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
+        let read = from.read(&mut buf).await;
+        // Frozen, the relay passes on nothing, not even the end of the stream: returning would drop `to` and
+        // hand the other side an end of stream (a half-close, answered by draining) instead of silence.
         if frozen.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
+        let n = match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
         if to.write_all(&buf[..n]).await.is_err() {
             return;
         }

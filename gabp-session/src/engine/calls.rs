@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use gabp_types::{ErrorObject, MessageId, Outcome};
+use gabp_types::decode::DecodeMode;
+use gabp_types::{ErrorObject, Message, MessageId, Outcome, Response};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::result::CallResult;
@@ -111,6 +113,21 @@ impl Calls {
     /// Fails every waiting call (their callers see the sender dropped).
     pub(crate) fn fail_all(&mut self) {
         self.pending.clear();
+    }
+}
+
+/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
+pub(super) fn null_result_beside_error(body: &Bytes) -> Option<Response> {
+    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
+        return None;
+    }
+    map.remove("result");
+    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => Some(response),
+        _ => None,
     }
 }
 

@@ -28,6 +28,7 @@ mod framing;
 mod inflight;
 mod queue;
 mod result;
+mod role;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -40,8 +41,7 @@ use bytes::Bytes;
 use futures::{FutureExt, Sink, Stream};
 use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
-use gabp_types::{Event, Message, MessageKind, Request, Response};
-use serde_json::Value;
+use gabp_types::{Message, MessageKind, Request, Response};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
@@ -52,6 +52,7 @@ pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
 pub(crate) use result::CallResult;
+pub(crate) use role::{Ended, Role, Signal};
 
 use backlog::Backlog;
 use calls::Calls;
@@ -61,69 +62,6 @@ const FRAMES_PER_POLL: usize = 64;
 
 /// The future of a request being handled (a tower service's future; it never fails).
 pub(crate) type Answer = futures::future::BoxFuture<'static, Result<Response, Infallible>>;
-
-/// What the role asks of the engine.
-pub(crate) enum Signal<R> {
-    /// Stop reading; write the answers owed, then close (a goodbye, a wrong token, shutdown).
-    StopReading(R),
-    /// Write what is queued, close our side, and read on until the peer closes too.
-    CloseWrites,
-    /// End now: cancel the handlers, close without writing more.
-    End(R),
-}
-
-/// Why the engine stopped.
-#[derive(Debug)]
-pub(crate) enum Ended<R> {
-    /// The peer closed its side of the stream.
-    Eof,
-    /// Reading or writing failed: the peer is gone.
-    Io(String),
-    /// The peer broke the framing rules (SPEC/1.0 transport.md §7: a header block that cannot be parsed, or
-    /// end of input inside a frame): where, and the header seen.
-    Framing(gabp_codec::FrameFault),
-    /// The role's signal.
-    Signal(R),
-}
-
-/// What a role contributes to the engine: its handlers, what it does with events and bad frames, its signals.
-pub(crate) trait Role: Send {
-    /// Why a role stops a connection.
-    type Reason: Send;
-
-    /// Room for one more request (the role's concurrency limit).
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
-
-    /// Starts handling a request; `None` leaves it unanswered (a bridge answers nothing, SPEC/1.0 gabp.md §8).
-    fn call(&mut self, request: Request) -> Option<Answer>;
-
-    /// An event from the peer, and the bytes of its frame's body (what queues count it as).
-    fn on_event(&mut self, event: Event, size: usize);
-
-    /// Reading paused because the peer does not read its answers; `Some` ends the connection at once.
-    fn on_backlog_full(&mut self) -> Option<Self::Reason> {
-        None
-    }
-
-    /// A frame that is not a valid request (SPEC/1.0 transport.md §7); `Some` answers it.
-    fn on_invalid(&mut self, body: Bytes, error: DecodeError) -> Option<Response>;
-
-    /// Whether bad frames are answered at all (a mod answers them; a bridge never does, so that two peers
-    /// cannot keep answering each other's errors).
-    fn answers_bad_frames(&self) -> bool;
-
-    /// Stop, close or end requests, and the role's own timers.
-    fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<Self::Reason>>;
-
-    /// Called for every frame read (a keepalive's sign of life).
-    fn on_frame(&mut self) {}
-
-    /// Called when the peer broke the framing, before the calls waiting here fail.
-    fn on_framing(&mut self, _fault: &gabp_codec::FrameFault) {}
-
-    /// Called once when reading stops, for whatever reason.
-    fn on_read_end(&mut self) {}
-}
 
 /// The engine's bounds and timings.
 #[derive(Debug, Clone)]
@@ -170,6 +108,8 @@ pub(crate) struct Engine<P: Role> {
     /// A request read (and its size) but waiting for the role to be ready.
     waiting: Option<(Request, usize)>,
     reading: bool,
+    /// The stream has ended or failed: nothing more to read, not even to discard.
+    read_done: bool,
     /// Our side is closing: nothing new is written.
     closing_writes: bool,
     writer_closed: bool,
@@ -195,6 +135,7 @@ impl<P: Role> Engine<P> {
             backlog: Backlog::new(limits.backlog, limits.backlog_bytes),
             waiting: None,
             reading: true,
+            read_done: false,
             closing_writes: false,
             writer_closed: false,
             unflushed: false,
@@ -418,7 +359,7 @@ impl<P: Role> Engine<P> {
             return Read::Progress;
         }
         if !self.reading {
-            return Read::Idle;
+            return self.poll_discard(cx);
         }
         if self.backlog.is_full() {
             tracing::trace!(
@@ -435,6 +376,7 @@ impl<P: Role> Engine<P> {
             Poll::Pending => Read::Idle,
             Poll::Ready(None) => {
                 tracing::debug!("the peer closed the stream");
+                self.read_done = true;
                 self.stop_reading(Ended::Eof);
                 Read::Progress
             }
@@ -447,6 +389,28 @@ impl<P: Role> Engine<P> {
                 self.peer.on_frame();
                 self.on_frame(frame);
                 Read::Progress
+            }
+        }
+    }
+
+    /// Once reading has stopped, while handlers still run, what the peer sends is dropped unread but the stream
+    /// is still polled: a peer that is gone (a read error, a transport's liveness check failing) ends the drain at
+    /// once and cancels those handlers (SPEC/1.0 gabp.md §7). With none running, nothing is read (a read left
+    /// pending on stdio would hold up the process's exit).
+    fn poll_discard(&mut self, cx: &mut Context<'_>) -> Read<P::Reason> {
+        if self.read_done || self.handling.is_empty() {
+            return Read::Idle;
+        }
+        match Pin::new(&mut self.reader).poll_next(cx) {
+            Poll::Pending => Read::Idle,
+            Poll::Ready(Some(Ok(_))) => Read::Progress,
+            Poll::Ready(Some(Err(CodecError::Io(e)))) => {
+                tracing::debug!(error = %e, "reading from the peer failed while draining");
+                Read::Failed(Ended::Io(e.to_string()))
+            }
+            Poll::Ready(None | Some(Err(_))) => {
+                self.read_done = true;
+                Read::Idle
             }
         }
     }
@@ -493,7 +457,7 @@ impl<P: Role> Engine<P> {
     /// are never answered; anything else goes to the role.
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
         if let Some(id) = error.id().filter(|id| self.calls.contains(id)) {
-            let delivery = match null_result_beside_error(&body) {
+            let delivery = match calls::null_result_beside_error(&body) {
                 Some(response) => response.outcome.into(),
                 None => Delivery::Invalid(error.to_string()),
             };
@@ -576,21 +540,6 @@ enum Read<R> {
     Idle,
     /// The peer is gone.
     Failed(Ended<R>),
-}
-
-/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
-fn null_result_beside_error(body: &Bytes) -> Option<Response> {
-    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
-    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
-        return None;
-    }
-    map.remove("result");
-    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
-        Ok(Message::Response(response)) => Some(response),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

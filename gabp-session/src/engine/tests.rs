@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use gabp_types::{ErrorCode, MessageId, MethodName, Outcome};
+use gabp_types::{ErrorCode, Event, MessageId, MethodName, Outcome};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::*;
@@ -228,12 +229,12 @@ fn null_result_beside_error_is_read_as_the_error() {
     let body = Bytes::from_static(
         br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":null,"error":{"code":-32000,"message":"x"}}"#,
     );
-    let response = null_result_beside_error(&body).unwrap();
+    let response = calls::null_result_beside_error(&body).unwrap();
     assert_eq!(response.error_object().unwrap().code, ErrorCode(-32000));
     let ok = Bytes::from_static(
         br#"{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"response","result":1,"error":{"code":-32000,"message":"x"}}"#,
     );
-    assert!(null_result_beside_error(&ok).is_none());
+    assert!(calls::null_result_beside_error(&ok).is_none());
 }
 
 #[test]
