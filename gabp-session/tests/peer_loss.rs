@@ -1,5 +1,6 @@
-//! A bridge that vanishes (its TCP connection reset) cancels the calls it left running: every handler's token
-//! fires and the connection's slot is free at once (SPEC/1.0 gabp.md §7).
+//! A bridge that vanishes (its TCP connection reset) cancels the calls it left running, even while the mod
+//! drains after a goodbye: every handler's token fires and the connection's slot is free at once (SPEC/1.0
+//! gabp.md §7).
 #![allow(clippy::unwrap_used)]
 
 mod server_support;
@@ -91,4 +92,63 @@ async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
     );
     next.shutdown().await.unwrap();
     handle.shutdown().await;
+}
+
+/// A peer that says goodbye while a call still runs, then vanishes: the mod, draining (it no longer reads
+/// requests), still notices the reset and cancels the call at once instead of at the end of its drain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_reset_while_the_mod_drains_cancels_its_calls_at_once() {
+    let tokens: Arc<Mutex<Vec<CancellationToken>>> = Arc::default();
+    let seen = tokens.clone();
+    let server = builder()
+        .tool(Tool::new("slow/wait", move |ctx: CallContext, _: Value| {
+            seen.lock().unwrap().push(ctx.cancellation().clone());
+            async move {
+                ctx.cancelled().await;
+                Ok::<_, ToolError>(())
+            }
+        }))
+        .build()
+        .unwrap();
+    let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
+    let Endpoint::Tcp(addr) = handle.endpoint().clone() else {
+        panic!("not a TCP endpoint")
+    };
+    let mut gone = TcpStream::connect(addr).await.unwrap();
+    assert!(hello(&mut gone).await, "no welcome");
+    let (_, call) = request(
+        "tools/call",
+        Some(json!({"name": "slow/wait", "arguments": {}})),
+    );
+    gone.write_all(&frame(&serde_json::to_vec(&call).unwrap()))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    while tokens.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < PATIENCE, "the call did not start");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let (_, goodbye) = request("session/goodbye", None);
+    gone.write_all(&frame(&serde_json::to_vec(&goodbye).unwrap()))
+        .await
+        .unwrap();
+    // The goodbye is read (reading stops) before the peer vanishes.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    #[allow(deprecated)]
+    gone.set_linger(Some(Duration::ZERO)).unwrap();
+    drop(gone);
+    let reset = Instant::now();
+    let token = tokens.lock().unwrap()[0].clone();
+    tokio::time::timeout(PATIENCE, token.cancelled())
+        .await
+        .expect("the call of the vanished peer was never cancelled");
+    let cancelled = reset.elapsed();
+    eprintln!("  the draining mod cancelled the call {cancelled:?} after the reset");
+    assert!(
+        cancelled < Duration::from_secs(1),
+        "cancelled only after {cancelled:?}"
+    );
+    tokio::time::timeout(PATIENCE, handle.shutdown())
+        .await
+        .expect("the mod kept the connection");
 }
