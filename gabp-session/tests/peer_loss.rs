@@ -8,7 +8,7 @@ mod server_support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gabp_session::server::{CallContext, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallContext, ServeHandle, ServerLimits, Tool, ToolError};
 use gabp_transport::{Endpoint, Listener};
 use serde_json::{json, Value};
 use server_support::{builder, frame, request, try_hello as hello, PATIENCE};
@@ -18,16 +18,16 @@ use tokio_util::sync::CancellationToken;
 
 const CALLS: usize = 64;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
-    let tokens: Arc<Mutex<Vec<CancellationToken>>> = Arc::default();
+/// The cancellation tokens of the calls a mod has started.
+type Tokens = Arc<Mutex<Vec<CancellationToken>>>;
+
+/// A mod on loopback TCP with `limits` and one tool, `slow/wait`, that runs until its call is cancelled and
+/// hands over its token first.
+async fn slow_mod(limits: ServerLimits) -> (ServeHandle, std::net::SocketAddr, Tokens) {
+    let tokens = Tokens::default();
     let seen = tokens.clone();
     let server = builder()
-        .limits(
-            ServerLimits::default()
-                .with_max_connections(1)
-                .with_max_concurrent_requests(CALLS),
-        )
+        .limits(limits)
         .tool(Tool::new("slow/wait", move |ctx: CallContext, _: Value| {
             seen.lock().unwrap().push(ctx.cancellation().clone());
             async move {
@@ -41,6 +41,15 @@ async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
     let Endpoint::Tcp(addr) = handle.endpoint().clone() else {
         panic!("not a TCP endpoint")
     };
+    (handle, addr, tokens)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
+    let limits = ServerLimits::default()
+        .with_max_connections(1)
+        .with_max_concurrent_requests(CALLS);
+    let (handle, addr, tokens) = slow_mod(limits).await;
 
     let mut gone = TcpStream::connect(addr).await.unwrap();
     assert!(hello(&mut gone).await, "no welcome");
@@ -98,22 +107,7 @@ async fn a_reset_peer_cancels_its_calls_and_frees_its_slot_at_once() {
 /// requests), still notices the reset and cancels the call at once instead of at the end of its drain.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_reset_while_the_mod_drains_cancels_its_calls_at_once() {
-    let tokens: Arc<Mutex<Vec<CancellationToken>>> = Arc::default();
-    let seen = tokens.clone();
-    let server = builder()
-        .tool(Tool::new("slow/wait", move |ctx: CallContext, _: Value| {
-            seen.lock().unwrap().push(ctx.cancellation().clone());
-            async move {
-                ctx.cancelled().await;
-                Ok::<_, ToolError>(())
-            }
-        }))
-        .build()
-        .unwrap();
-    let handle = server.serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
-    let Endpoint::Tcp(addr) = handle.endpoint().clone() else {
-        panic!("not a TCP endpoint")
-    };
+    let (handle, addr, tokens) = slow_mod(ServerLimits::default()).await;
     let mut gone = TcpStream::connect(addr).await.unwrap();
     assert!(hello(&mut gone).await, "no welcome");
     let (_, call) = request(
