@@ -40,9 +40,7 @@ fn success_result_agrees_with_the_decoders() {
     let id = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
     let plain = [
         format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{{"value":"x"}}}}"#),
-        format!(
-            r#" {{ "result" : [1, "é", null] , "type":"response","id":"{id}","v":"gabp/1"}} "#
-        ),
+        format!(r#" {{ "result" : [1, "é", null] , "type":"response","id":"{id}","v":"gabp/1"}} "#),
         format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":null}}"#),
         format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":"a\"b"}}"#),
     ];
