@@ -5,7 +5,7 @@
 use bytes::{Bytes, BytesMut};
 use gabp_codec::{CodecError, Frame, FrameCodec, MessageCodec};
 use gabp_types::decode::{decode, DecodeMode};
-use gabp_types::{ErrorCode, Message, MessageId, Response};
+use gabp_types::{Message, MessageId, Response};
 use tokio_util::codec::{Decoder, Encoder};
 
 const BODY_LIMITS: [usize; 16] = [
@@ -204,7 +204,7 @@ pub fn message_decode(body: &[u8]) {
             }
             Err(error) => {
                 assert!(
-                    KNOWN_REFUSALS.contains(&error.code()),
+                    gabp_types::decode::DecodeError::CODES.contains(&error.code()),
                     "unexpected refusal code {:?}",
                     error.code()
                 );
@@ -220,17 +220,6 @@ pub fn message_decode(body: &[u8]) {
         through_message_codec(body, mode, &direct);
     }
 }
-
-/// Codes a refusal of a body may carry.
-const KNOWN_REFUSALS: [ErrorCode; 7] = [
-    ErrorCode::PARSE_ERROR,
-    ErrorCode::INVALID_REQUEST,
-    ErrorCode::INVALID_PARAMS,
-    ErrorCode::PROTOCOL_VERSION_MISMATCH,
-    ErrorCode::INVALID_MESSAGE_TYPE,
-    ErrorCode::MISSING_REQUIRED_FIELD,
-    ErrorCode::INVALID_FIELD_VALUE,
-];
 
 fn through_message_codec(
     body: &[u8],

@@ -34,17 +34,6 @@ const ID: &str = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
 /// serde_json's nesting limit: a value nested deeper does not parse.
 const DEPTH_LIMIT: usize = 128;
 
-/// Codes a refusal of a body may carry.
-const KNOWN_REFUSALS: [ErrorCode; 7] = [
-    ErrorCode::PARSE_ERROR,
-    ErrorCode::INVALID_REQUEST,
-    ErrorCode::INVALID_PARAMS,
-    ErrorCode::PROTOCOL_VERSION_MISMATCH,
-    ErrorCode::INVALID_MESSAGE_TYPE,
-    ErrorCode::MISSING_REQUIRED_FIELD,
-    ErrorCode::INVALID_FIELD_VALUE,
-];
-
 /// One case of the target: what it reads (`subject`, `part`) and the check of its input.
 pub struct Case {
     /// A method or channel name, or a type.
@@ -214,7 +203,7 @@ fn envelope_checks(body: &[u8]) -> [Result<Message, DecodeError>; 2] {
                 }
             }
             Err(error) => assert!(
-                KNOWN_REFUSALS.contains(&error.code()),
+                DecodeError::CODES.contains(&error.code()),
                 "unexpected refusal code {:?}",
                 error.code()
             ),

@@ -36,6 +36,17 @@ impl fmt::Display for DecodeError {
 }
 
 impl DecodeError {
+    /// Every code a refusal carries; the decoders refuse a body with no other (SPEC/1.0 gabp.md §8).
+    pub const CODES: [ErrorCode; 7] = [
+        ErrorCode::PARSE_ERROR,
+        ErrorCode::INVALID_REQUEST,
+        ErrorCode::INVALID_PARAMS,
+        ErrorCode::PROTOCOL_VERSION_MISMATCH,
+        ErrorCode::INVALID_MESSAGE_TYPE,
+        ErrorCode::MISSING_REQUIRED_FIELD,
+        ErrorCode::INVALID_FIELD_VALUE,
+    ];
+
     pub(super) fn new(
         code: ErrorCode,
         pointer: impl Into<String>,
