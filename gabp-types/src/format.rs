@@ -18,12 +18,20 @@ pub const EXTENSION_KEY_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 
 /// Whether `s` is a hyphenated UUID (8-4-4-4-12 hex digits, any case).
 pub fn is_hyphenated_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
+    // Checked group by group: every message's id goes through here.
+    let Ok(b) = <&[u8; 36]>::try_from(s.as_bytes()) else {
+        return false;
+    };
+    let hex = |group: &[u8]| group.iter().all(u8::is_ascii_hexdigit);
+    b[8] == b'-'
+        && b[13] == b'-'
+        && b[18] == b'-'
+        && b[23] == b'-'
+        && hex(&b[..8])
+        && hex(&b[9..13])
+        && hex(&b[14..18])
+        && hex(&b[19..23])
+        && hex(&b[24..])
 }
 
 fn is_segment(seg: &[u8]) -> bool {
@@ -375,5 +383,39 @@ mod tests {
         assert!(is_hyphenated_uuid("550e8400-e29b-41d4-a716-446655440000"));
         assert!(is_hyphenated_uuid("550E8400-E29B-41D4-A716-446655440000"));
         assert!(!is_hyphenated_uuid("550e8400e29b41d4a716446655440000"));
+    }
+
+    /// Every one-byte change of a valid id, and every length around 36, against the pattern read position
+    /// by position.
+    #[test]
+    fn uuids_match_the_pattern_byte_by_byte() {
+        let reference = |b: &[u8]| {
+            b.len() == 36
+                && b.iter().enumerate().all(|(i, &c)| match i {
+                    8 | 13 | 18 | 23 => c == b'-',
+                    _ => c.is_ascii_hexdigit(),
+                })
+        };
+        let valid = *b"550e8400-e29b-41d4-a716-446655440000";
+        for at in 0..valid.len() {
+            for byte in 0..=127u8 {
+                let mut id = valid;
+                id[at] = byte;
+                let text = std::str::from_utf8(&id).expect("ASCII");
+                assert_eq!(is_hyphenated_uuid(text), reference(&id), "{text:?}");
+            }
+        }
+        for len in 30..40 {
+            let text: String = "550e8400-e29b-41d4-a716-4466554400001234"
+                .chars()
+                .take(len)
+                .collect();
+            assert_eq!(
+                is_hyphenated_uuid(&text),
+                reference(text.as_bytes()),
+                "{text:?}"
+            );
+        }
+        assert!(!is_hyphenated_uuid("550e8400-e29b-41d4-a716-44665544000é"));
     }
 }
