@@ -91,3 +91,32 @@ fn success_result_agrees_with_the_decoders() {
         "brackets in strings do not nest"
     );
 }
+
+/// Lib.GAB's `parameters` reads as `arguments` in a liberal read only; a member the check refuses beside it
+/// is still named in the error, and a strict read refuses `parameters` itself.
+#[test]
+fn libgab_parameters_are_renamed_only_where_the_check_refuses_them() {
+    let request = |params: &str| {
+        format!(
+            r#"{{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request","method":"tools/call","params":{params}}}"#
+        )
+    };
+    let libgab = request(r#"{"name":"a/b","parameters":{"x":1}}"#);
+    let Ok(Message::Request(r)) = decode(libgab.as_bytes(), DecodeMode::Lenient) else {
+        panic!("a liberal read accepts `parameters`");
+    };
+    let params = r.params.expect("params");
+    assert_eq!(
+        params.member("arguments").map(|a| a.get().to_owned()),
+        Some(r#"{"x":1}"#.into())
+    );
+    assert!(params.member("parameters").is_none());
+    let strict = decode(libgab.as_bytes(), DecodeMode::Strict).expect_err("strict refuses it");
+    assert!(strict.to_string().contains("parameters"), "{strict}");
+    let both = request(r#"{"name":"a/b","parameters":{},"bogus":1}"#);
+    let error = decode(both.as_bytes(), DecodeMode::Lenient).expect_err("bogus is refused");
+    assert!(error.to_string().contains("bogus"), "{error}");
+    // Plain `arguments` is read as it is, once.
+    let plain = request(r#"{"name":"a/b","arguments":{"y":2}}"#);
+    assert!(decode(plain.as_bytes(), DecodeMode::Lenient).is_ok());
+}
