@@ -135,9 +135,11 @@ where
     fn call(&mut self, req: ServerRequest) -> Self::Future {
         let (subject, limit) = self.layer.subject(&req);
         let id = req.id();
-        let inner = tokio::time::timeout(limit, self.inner.call(req));
+        let start = tokio::time::Instant::now();
         TimeLimited {
-            inner,
+            inner: self.inner.call(req),
+            timer: None,
+            start,
             subject,
             id,
             limit,
@@ -147,10 +149,13 @@ where
 
 pin_project! {
     /// The future of [`Timeout`]: the inner service's future, answered with the time-limit error when its
-    /// limit passes first.
+    /// limit passes first. The timer is armed only if the inner future has to wait: most answer at once.
     pub struct TimeLimited<F> {
         #[pin]
-        inner: tokio::time::Timeout<F>,
+        inner: F,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+        start: tokio::time::Instant,
         subject: Subject,
         id: MessageId,
         limit: Duration,
@@ -164,20 +169,32 @@ where
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        match std::task::ready!(this.inner.poll(cx)) {
-            Ok(response) => Poll::Ready(response),
-            Err(_) => {
-                let limit = *this.limit;
-                let error = match &*this.subject {
-                    Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
-                    Subject::ToolNamed(tool) => tool_timeout(tool, limit),
-                    Subject::Method(method) => request_timeout(method, limit),
-                };
-                tracing::debug!(message = %error.message, "request timed out");
-                Poll::Ready(Ok(Response::error(*this.id, error)))
-            }
+        let mut this = self.project();
+        if let Poll::Ready(answer) = this.inner.poll(cx) {
+            return Poll::Ready(answer);
         }
+        if this.timer.is_none() {
+            // The limit counts from the call, not from this first wait; one too large to add is no limit.
+            let Some(deadline) = this.start.checked_add(*this.limit) else {
+                return Poll::Pending;
+            };
+            this.timer.set(Some(tokio::time::sleep_until(deadline)));
+        }
+        let expired = this
+            .timer
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready());
+        if !expired {
+            return Poll::Pending;
+        }
+        let limit = *this.limit;
+        let error = match &*this.subject {
+            Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
+            Subject::ToolNamed(tool) => tool_timeout(tool, limit),
+            Subject::Method(method) => request_timeout(method, limit),
+        };
+        tracing::debug!(message = %error.message, "request timed out");
+        Poll::Ready(Ok(Response::error(*this.id, error)))
     }
 }
 
@@ -259,5 +276,31 @@ mod tests {
         assert_eq!(code(&r), None);
         let r = call(&mut svc, &s, request("resources/read", None)).await;
         assert_eq!(code(&r), Some(-32603));
+    }
+
+    /// The limit counts from the call: time a handler spends before its first wait counts too.
+    #[tokio::test(start_paused = true)]
+    async fn the_limit_counts_from_the_call_not_from_the_first_wait() {
+        let mut svc = TimeoutLayer::new(Duration::from_secs(1)).layer(tower::service_fn(
+            |req: ServerRequest| async move {
+                tokio::time::sleep(Duration::from_millis(700)).await;
+                Ok::<_, Infallible>(req.reply(json!({})))
+            },
+        ));
+        let s = Session::detached();
+        let future = svc.call(ServerRequest::new(request("game/slow", None), s.clone()));
+        // 600 ms pass between the call and its first poll: 1.3 s in all is past the 1 s limit.
+        tokio::time::advance(Duration::from_millis(600)).await;
+        let r = future.await.unwrap();
+        assert_eq!(code(&r), Some(-32603));
+        // A handler that answers at once needs no timer and answers as it is.
+        let mut quick = TimeoutLayer::new(Duration::ZERO).layer(tower::service_fn(
+            |req: ServerRequest| async move { Ok::<_, Infallible>(req.reply(json!(1))) },
+        ));
+        let r = quick
+            .call(ServerRequest::new(request("game/quick", None), s))
+            .await
+            .unwrap();
+        assert_eq!(code(&r), None);
     }
 }
