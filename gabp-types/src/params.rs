@@ -33,7 +33,7 @@ impl Params {
     #[must_use]
     pub fn from_map(map: &Map<String, Value>) -> Params {
         // A map of JSON values always serializes.
-        Params(serde_json::value::to_raw_value(map).unwrap_or_else(|_| empty()))
+        Params(raw_json(map).unwrap_or_else(|_| empty()))
     }
 
     /// The serialization of `value`, which must be a JSON object.
@@ -42,7 +42,7 @@ impl Params {
     ///
     /// When `value` does not serialize, or not to an object.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
-        Params::from_raw(serde_json::value::to_raw_value(value)?)
+        Params::from_raw(raw_json(value)?)
     }
 
     /// Params from raw JSON, which must be an object.
@@ -177,6 +177,16 @@ impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_str(Text).map(Key)
     }
+}
+
+/// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
+/// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
+/// two reallocations for params of a typical tool call.) The copy is read once more to make it a `RawValue`.
+fn raw_json<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
+    let text = crate::encode::with_json(value, |json| String::from_utf8(json.to_vec()))?;
+    // serde_json writes UTF-8 only.
+    let text = text.map_err(serde_json::Error::custom)?;
+    RawValue::from_string(text)
 }
 
 fn empty() -> Box<RawValue> {
