@@ -350,24 +350,31 @@ fn request_named(
         }
     };
     let checked = check_params(method.as_str(), params.as_ref(), mode);
-    if checked.is_err()
+    // Lib.GAB names the arguments `parameters` (SPEC/1.0 gabp.md §3.5), a member the check refuses: only then is
+    // it looked for, renamed, and the params checked again.
+    let libgab = checked.is_err()
         && mode == DecodeMode::Lenient
         && method.as_str() == methods::ToolsCall::NAME
-    {
-        // Lib.GAB names the arguments `parameters` (SPEC/1.0 gabp.md §3.5), a member the check refuses: only
-        // then is it looked for, renamed, and the params checked again.
-        if let Some(p) = params.as_mut().filter(|p| p.member("parameters").is_some()) {
-            let mut map = p.to_map();
-            if let Some(parameters) = map.remove("parameters") {
-                map.entry("arguments").or_insert(parameters);
-            }
-            *p = Params::from_map(&map);
-            check_params(method.as_str(), params.as_ref(), mode)?;
-            return Ok(Request { id, method, params });
-        }
+        && rename_parameters(&mut params);
+    if libgab {
+        check_params(method.as_str(), params.as_ref(), mode)?;
+    } else {
+        checked?;
     }
-    checked?;
     Ok(Request { id, method, params })
+}
+
+/// Renames a `parameters` member to `arguments` (kept if both are there); `false` when there is none.
+fn rename_parameters(params: &mut Option<Params>) -> bool {
+    let Some(p) = params.as_mut().filter(|p| p.member("parameters").is_some()) else {
+        return false;
+    };
+    let mut map = p.to_map();
+    if let Some(parameters) = map.remove("parameters") {
+        map.entry("arguments").or_insert(parameters);
+    }
+    *p = Params::from_map(&map);
+    true
 }
 
 fn response(map: &mut Map<String, Value>, id: MessageId) -> Result<Response, DecodeError> {
