@@ -18,21 +18,48 @@ pub const EXTENSION_KEY_PATTERN: &str = "^[a-z][a-z0-9_-]*$";
 
 /// Whether `s` is a hyphenated UUID (8-4-4-4-12 hex digits, any case).
 pub fn is_hyphenated_uuid(s: &str) -> bool {
-    // Checked group by group: every message's id goes through here.
+    // Every message's id goes through here, and ids are random: a table lookup per byte with no branch on the
+    // digit, where a branch per digit is mispredicted about half the time.
     let Ok(b) = <&[u8; 36]>::try_from(s.as_bytes()) else {
         return false;
     };
-    let hex = |group: &[u8]| group.iter().all(u8::is_ascii_hexdigit);
-    b[8] == b'-'
-        && b[13] == b'-'
-        && b[18] == b'-'
-        && b[23] == b'-'
-        && hex(&b[..8])
-        && hex(&b[9..13])
-        && hex(&b[14..18])
-        && hex(&b[19..23])
-        && hex(&b[24..])
+    let mut bad = 0u8;
+    for (&c, &want) in b.iter().zip(UUID_SHAPE.iter()) {
+        bad |= UUID_CLASS[usize::from(c)] ^ want;
+    }
+    bad == 0
 }
+
+const HEX: u8 = 1;
+const HYPHEN: u8 = 2;
+
+/// The class each byte of a hyphenated UUID must have.
+const UUID_SHAPE: [u8; 36] = {
+    let mut shape = [HEX; 36];
+    shape[8] = HYPHEN;
+    shape[13] = HYPHEN;
+    shape[18] = HYPHEN;
+    shape[23] = HYPHEN;
+    shape
+};
+
+/// The class of every byte: hex digit, hyphen, or neither (0).
+static UUID_CLASS: [u8; 256] = {
+    let mut class = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let byte = c as u8;
+        class[c] = if byte.is_ascii_hexdigit() {
+            HEX
+        } else if byte == b'-' {
+            HYPHEN
+        } else {
+            0
+        };
+        c += 1;
+    }
+    class
+};
 
 fn is_segment(seg: &[u8]) -> bool {
     match seg.split_first() {
