@@ -153,8 +153,9 @@ pin_project! {
     pub struct TimeLimited<F> {
         #[pin]
         inner: F,
-        #[pin]
-        timer: Option<tokio::time::Sleep>,
+        // Boxed: a call that has to wait pays for it, and the future every call carries through the layers
+        // stays small.
+        timer: Option<Pin<Box<tokio::time::Sleep>>>,
         start: tokio::time::Instant,
         subject: Subject,
         id: MessageId,
@@ -169,7 +170,7 @@ where
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut this = self.project();
+        let this = self.project();
         if let Poll::Ready(answer) = this.inner.poll(cx) {
             return Poll::Ready(answer);
         }
@@ -178,12 +179,12 @@ where
             let Some(deadline) = this.start.checked_add(*this.limit) else {
                 return Poll::Pending;
             };
-            this.timer.set(Some(tokio::time::sleep_until(deadline)));
+            *this.timer = Some(Box::pin(tokio::time::sleep_until(deadline)));
         }
         let expired = this
             .timer
-            .as_pin_mut()
-            .is_some_and(|timer| timer.poll(cx).is_ready());
+            .as_mut()
+            .is_some_and(|timer| timer.as_mut().poll(cx).is_ready());
         if !expired {
             return Poll::Pending;
         }
