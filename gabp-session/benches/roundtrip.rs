@@ -5,7 +5,11 @@
 //!   `echo` is `bridge.call_tool("demo/echo", {"value": 42})` against a `ModServer` serving the demo game's
 //!   `demo/echo {value} -> {value}` (arguments checked against its schema, the whole protocol stack);
 //!   `floor` is a `Connection` sending a body of the same size as that request to a task that reads each frame
-//!   and writes it back (`Content-Length` framing, no JSON).
+//!   and writes it back (`Content-Length` framing, no JSON). `floor_json` is that floor carrying the same JSON
+//!   with the least work serde_json allows: the client writes the request with a fresh id and parses the
+//!   response; the echo task parses the envelope borrowing from the frame, decodes the typed arguments and
+//!   writes a typed response. No checks, no table of calls, no time limits, no routing, two tasks: what any
+//!   design pays, so `echo / floor_json` is what the engine itself costs.
 //! - `latency/json_only/round_trip`: only the JSON of one such round trip (encode and parse the request, then
 //!   the response, untyped), no I/O: what any JSON implementation pays on top of the floor.
 //!   `latency/json_only/round_trip_borrowed_raw` is the least JSON work possible: typed envelopes borrowing
@@ -38,6 +42,7 @@ use gabp_session::server::{ModServer, ServeHandle, Tool, ToolError};
 use gabp_transport::{connect, Connection, Endpoint, Listener, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::runtime::Runtime;
 
@@ -181,7 +186,14 @@ async fn floor_echo(mut conn: Connection, batched: bool) {
 
 /// The floor's client end, its echo task running.
 async fn floor_setup(transport: Transport, batched: bool) -> Connection {
-    let (client, server) = match transport {
+    let (client, server) = connected(transport).await;
+    tokio::spawn(floor_echo(server, batched));
+    client
+}
+
+/// Two connected ends of `transport`: the client's and the mod's.
+async fn connected(transport: Transport) -> (Connection, Connection) {
+    match transport {
         Transport::Duplex => {
             let (a, b) = tokio::io::duplex(DUPLEX_BUFFER);
             (Connection::new(a), Connection::new(b))
@@ -191,9 +203,7 @@ async fn floor_setup(transport: Transport, batched: bool) -> Connection {
             let (client, server) = tokio::join!(connect(listener.endpoint()), listener.accept());
             (client.expect("connect"), server.expect("accept"))
         }
-    };
-    tokio::spawn(floor_echo(server, batched));
-    client
+    }
 }
 
 /// `iters` round trips of the floor with up to `in_flight` frames outstanding.
@@ -212,6 +222,57 @@ async fn floor_run(client: &mut Connection, body: &Bytes, iters: u64, in_flight:
         assert_eq!(reply.into_body().map(|b| b.len()), Some(body.len()));
         received += 1;
         outstanding -= 1;
+    }
+}
+
+/// `floor_json`'s mod: reads each request, decodes its typed arguments and writes the typed response.
+async fn floor_json_echo(mut conn: Connection) {
+    while let Some(Ok(frame)) = conn.next().await {
+        let Some(body) = frame.into_body() else {
+            return;
+        };
+        let Ok(request) = serde_json::from_slice::<raw::Request<'_, &RawValue>>(&body) else {
+            return;
+        };
+        let Ok(arguments) = serde_json::from_str::<Echo>(request.params.arguments.get()) else {
+            return;
+        };
+        let response = raw::Response {
+            v: request.v,
+            id: request.id,
+            kind: "response",
+            result: &arguments,
+        };
+        let Ok(answer) = serde_json::to_vec(&response) else {
+            return;
+        };
+        if conn.send(Bytes::from(answer)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// `iters` sequential `demo/echo` round trips of `floor_json`, each with a fresh id.
+async fn floor_json_run(client: &mut Connection, iters: u64) {
+    let arguments = arguments();
+    for _ in 0..iters {
+        let id = gabp_types::MessageId::new_v4();
+        let request = raw::Request {
+            v: "gabp/1",
+            id: id.as_str(),
+            kind: "request",
+            method: "tools/call",
+            params: raw::Params {
+                name: "demo/echo",
+                arguments: &arguments,
+            },
+        };
+        let body = serde_json::to_vec(&request).expect("encode");
+        client.send(Bytes::from(body)).await.expect("send");
+        let reply = client.next().await.expect("reply").expect("frame");
+        let body = reply.into_body().expect("body");
+        let response: raw::Response<'_, Value> = serde_json::from_slice(&body).expect("decode");
+        assert_eq!(response.result["value"], 42);
     }
 }
 
@@ -275,6 +336,20 @@ fn bench_floor(
     });
 }
 
+fn bench_floor_json(b: &mut criterion::Bencher<'_>, rt: &Runtime, transport: Transport) {
+    let mut client = Some(rt.block_on(async {
+        let (client, server) = connected(transport).await;
+        tokio::spawn(floor_json_echo(server));
+        client
+    }));
+    b.iter_custom(|iters| {
+        timed(rt, &mut client, iters, move |mut c, iters| async move {
+            floor_json_run(&mut c, iters).await;
+            c
+        })
+    });
+}
+
 fn bench_echo(b: &mut criterion::Bencher<'_>, rt: &Runtime, transport: Transport, n: usize) {
     let setup = rt.block_on(echo_setup(transport));
     let mut bridge = Some(setup.bridge.clone());
@@ -293,6 +368,7 @@ fn latency(c: &mut Criterion) {
     for transport in [Transport::Duplex, Transport::Tcp, Transport::Ws] {
         let mut group = c.benchmark_group(format!("latency/{}", transport.name()));
         group.bench_function("floor", |b| bench_floor(b, &rt, transport, 1, false));
+        group.bench_function("floor_json", |b| bench_floor_json(b, &rt, transport));
         group.bench_function("echo", |b| bench_echo(b, &rt, transport, 1));
         group.finish();
     }
@@ -343,7 +419,8 @@ fn json_only(c: &mut Criterion) {
                 },
             })
             .expect("encode");
-            let parsed: raw::Request<'_> = serde_json::from_slice(&wire).expect("decode");
+            let parsed: raw::Request<'_, &RawValue> =
+                serde_json::from_slice(&wire).expect("decode");
             let wire = serde_json::to_vec(&raw::Response {
                 v: parsed.v,
                 id: parsed.id,
@@ -351,44 +428,43 @@ fn json_only(c: &mut Criterion) {
                 result: parsed.params.arguments,
             })
             .expect("encode");
-            let parsed: raw::Response<'_> = serde_json::from_slice(&wire).expect("decode");
+            let parsed: raw::Response<'_, &RawValue> =
+                serde_json::from_slice(&wire).expect("decode");
             std::hint::black_box(parsed.result.get().len())
         });
     });
     group.finish();
 }
 
-/// Envelopes for `round_trip_borrowed_raw`.
+/// Envelopes for `round_trip_borrowed_raw` and `floor_json`: borrowed strings, the params' arguments and the
+/// result of whatever type the case wants.
 mod raw {
     use serde::{Deserialize, Serialize};
-    use serde_json::value::RawValue;
 
     #[derive(Serialize, Deserialize)]
-    pub struct Request<'a> {
+    pub struct Request<'a, A> {
         pub v: &'a str,
         pub id: &'a str,
         #[serde(rename = "type")]
         pub kind: &'a str,
         pub method: &'a str,
         #[serde(borrow)]
-        pub params: Params<'a>,
+        pub params: Params<'a, A>,
     }
 
     #[derive(Serialize, Deserialize)]
-    pub struct Params<'a> {
+    pub struct Params<'a, A> {
         pub name: &'a str,
-        #[serde(borrow)]
-        pub arguments: &'a RawValue,
+        pub arguments: A,
     }
 
     #[derive(Serialize, Deserialize)]
-    pub struct Response<'a> {
+    pub struct Response<'a, R> {
         pub v: &'a str,
         pub id: &'a str,
         #[serde(rename = "type")]
         pub kind: &'a str,
-        #[serde(borrow)]
-        pub result: &'a RawValue,
+        pub result: R,
     }
 }
 
