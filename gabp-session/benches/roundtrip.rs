@@ -158,7 +158,13 @@ async fn echo_setup(transport: Transport) -> EchoSetup {
 
 /// The floor's mod: reads each frame and writes it back (`send`: write and flush). `batched`: flushes only when
 /// no further frame is ready to read, as the mod's driver does.
-async fn floor_echo(mut conn: Connection, batched: bool) {
+async fn floor_echo(conn: Connection, batched: bool) {
+    answer_each(conn, batched, Some).await;
+}
+
+/// Reads each frame and writes back what `answer` makes of it; stops at the end, at an error, or when `answer`
+/// has none. `batched`: flushes only when no further frame is ready to read.
+async fn answer_each(mut conn: Connection, batched: bool, answer: impl Fn(Bytes) -> Option<Bytes>) {
     loop {
         let next = match conn.next().now_or_never() {
             Some(next) => next,
@@ -170,7 +176,7 @@ async fn floor_echo(mut conn: Connection, batched: bool) {
             }
         };
         let Some(Ok(frame)) = next else { return };
-        let Some(body) = frame.into_body() else {
+        let Some(body) = frame.into_body().and_then(&answer) else {
             return;
         };
         let written = if batched {
@@ -225,31 +231,20 @@ async fn floor_run(client: &mut Connection, body: &Bytes, iters: u64, in_flight:
     }
 }
 
-/// `floor_json`'s mod: reads each request, decodes its typed arguments and writes the typed response.
-async fn floor_json_echo(mut conn: Connection) {
-    while let Some(Ok(frame)) = conn.next().await {
-        let Some(body) = frame.into_body() else {
-            return;
-        };
-        let Ok(request) = serde_json::from_slice::<raw::Request<'_, &RawValue>>(&body) else {
-            return;
-        };
-        let Ok(arguments) = serde_json::from_str::<Echo>(request.params.arguments.get()) else {
-            return;
-        };
+/// `floor_json`'s mod: decodes each request's typed arguments and answers with the typed response.
+async fn floor_json_echo(conn: Connection) {
+    answer_each(conn, false, |body| {
+        let request: raw::Request<'_, &RawValue> = serde_json::from_slice(&body).ok()?;
+        let arguments: Echo = serde_json::from_str(request.params.arguments.get()).ok()?;
         let response = raw::Response {
             v: request.v,
             id: request.id,
             kind: "response",
             result: &arguments,
         };
-        let Ok(answer) = serde_json::to_vec(&response) else {
-            return;
-        };
-        if conn.send(Bytes::from(answer)).await.is_err() {
-            return;
-        }
-    }
+        serde_json::to_vec(&response).ok().map(Bytes::from)
+    })
+    .await;
 }
 
 /// `iters` sequential `demo/echo` round trips of `floor_json`, each with a fresh id.
