@@ -198,28 +198,37 @@ pub(super) async fn call_link_slot(
     // One request value for the whole call (no copies of the method or params kept beside it): every layered
     // call boxes this future, and a small one is cheaper to allocate and move.
     let request = gabp_types::Request::with_raw_params(method, params);
-    match tokio::time::timeout(timeout, exchange(link, &request, slot)).await {
-        Ok(result) => result,
-        Err(_) => Err(Error::Timeout {
-            method: request.method.into_string(),
-            after: timeout,
-        }),
-    }
+    exchange(link, &request, slot, timeout).await
 }
 
+/// Sends `request` and waits for its outcome. The time limit is counted here while the call waits for a slot or
+/// for room in the outgoing queue, and by the engine once the call is in its table (one timer for all calls).
 pub(super) async fn exchange(
     link: &Link,
     request: &gabp_types::Request,
     slot: Slot,
+    timeout: Duration,
 ) -> Result<CallResult, Error> {
+    // A limit too far to represent is as good as none (about 30 years, as tokio's own timeouts do).
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30));
+    let timed_out = || Error::Timeout {
+        method: request.method.as_str().to_owned(),
+        after: timeout,
+    };
     // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
     // stays small.
     let _permit = match slot {
         Slot::Take => Some(match link.in_flight.try_acquire() {
             Ok(permit) => permit,
-            Err(TryAcquireError::NoPermits) => Box::pin(link.in_flight.acquire())
-                .await
-                .map_err(|_| link.lost())?,
+            Err(TryAcquireError::NoPermits) => {
+                Box::pin(tokio::time::timeout_at(deadline, link.in_flight.acquire()))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|_| link.lost())?
+            }
             Err(TryAcquireError::Closed) => return Err(link.lost()),
         }),
         Slot::Bypass => None,
@@ -238,12 +247,16 @@ pub(super) async fn exchange(
         id: request.id,
         body,
         reply,
+        deadline,
     };
     match link.outgoing.try_send(call) {
         Ok(()) => {}
-        Err(mpsc::error::TrySendError::Full(call)) => Box::pin(link.outgoing.send(call))
-            .await
-            .map_err(|_| link.lost())?,
+        Err(mpsc::error::TrySendError::Full(call)) => {
+            Box::pin(tokio::time::timeout_at(deadline, link.outgoing.send(call)))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|_| link.lost())?
+        }
         Err(mpsc::error::TrySendError::Closed(_)) => return Err(link.lost()),
     }
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
@@ -265,6 +278,11 @@ pub(super) async fn exchange(
             method: request.method.as_str().to_owned(),
             reason,
         }),
+        Ok(Delivery::TimedOut) => {
+            // Still armed: the mod is asked to stop the call, as when a caller gives up.
+            guard.armed = true;
+            Err(timed_out())
+        }
         Err(_) => Err(link.lost()),
     }
 }

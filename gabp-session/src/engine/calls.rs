@@ -1,15 +1,21 @@
 //! The requests this side sent and still waits for (SPEC/1.0 gabp.md §6: responses are matched by `id`).
 //!
-//! The table lives inside the engine's loop and nowhere else: a call is entered before its frame is written
-//! and leaves it when its answer is read, when its caller gives up, or when the connection ends. No lock.
+//! The table lives inside the engine's loop and nowhere else: a call is entered as soon as its caller queues
+//! it (before its frame is written) and leaves it when its answer is read, when its caller gives up, when its
+//! time limit passes (gabp.md §7), or when the connection ends. No lock. One timer serves every call: it is
+//! set for the earliest time limit and only moved when a call with an earlier one arrives.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use gabp_types::decode::DecodeMode;
 use gabp_types::{ErrorObject, Message, MessageId, Outcome, Response};
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, Sleep};
 
 use super::result::CallResult;
 
@@ -22,6 +28,8 @@ pub(crate) enum Delivery {
     Error(ErrorObject),
     /// A frame with the call's id that is not a valid response.
     Invalid(String),
+    /// The call's time limit passed with no answer.
+    TimedOut,
 }
 
 impl From<Outcome> for Delivery {
@@ -36,11 +44,12 @@ impl From<Outcome> for Delivery {
 /// What the local side asks the engine to send.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    /// A request (serialized, id `id`) whose answer goes to `reply`.
+    /// A request (serialized, id `id`) whose answer goes to `reply`, or [`Delivery::TimedOut`] at `deadline`.
     Call {
         id: MessageId,
         body: Bytes,
         reply: oneshot::Sender<Delivery>,
+        deadline: Instant,
     },
     /// The caller of `id` gave up (timed out or dropped): forget it, discard its answer, and write `cancel`
     /// (a `tools/cancel` request, whose answer is discarded too) when given.
@@ -50,10 +59,23 @@ pub(crate) enum Outgoing {
     },
 }
 
-/// The table of calls in flight. Calls whose caller is gone are swept lazily, so the table stays bounded even
-/// when a `Forget` could not be queued.
+/// A call waiting for its answer.
+struct Waiting {
+    reply: oneshot::Sender<Delivery>,
+    deadline: Instant,
+}
+
+/// The table of calls in flight and the frames of those not yet written. Calls whose caller is gone are swept
+/// lazily, so the table stays bounded even when a `Forget` could not be queued.
 pub(crate) struct Calls {
-    pending: HashMap<MessageId, oneshot::Sender<Delivery>>,
+    pending: HashMap<MessageId, Waiting>,
+    /// Frames taken from the caller's queue and not yet written, in order.
+    unsent: VecDeque<Bytes>,
+    /// The most frames held in `unsent`; past it the caller's queue is left to fill.
+    unsent_max: usize,
+    /// Fires at `armed`, the earliest time limit known when it was set (or later ones, never earlier).
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: Option<Instant>,
     /// A sweep of abandoned entries runs when the table grows past this.
     sweep_at: usize,
     sweep_floor: usize,
@@ -65,33 +87,125 @@ impl Calls {
         let floor = expected.max(1).saturating_mul(2);
         Calls {
             pending: HashMap::new(),
+            unsent: VecDeque::new(),
+            unsent_max: floor,
+            timer: None,
+            armed: None,
             sweep_at: floor,
             sweep_floor: floor,
         }
     }
 
-    pub(crate) fn insert(&mut self, id: MessageId, reply: oneshot::Sender<Delivery>) {
-        if reply.is_closed() {
+    /// Takes what the caller queued: calls enter the table (their time limit counts from now on, whether or not
+    /// the sink is ready) and their frames wait in order for the sink.
+    pub(crate) fn poll_outgoing(
+        &mut self,
+        outgoing: &mut Option<mpsc::Receiver<Outgoing>>,
+        cx: &mut Context<'_>,
+    ) {
+        let Some(queue) = outgoing else {
             return;
-        }
-        self.pending.insert(id, reply);
-        if self.pending.len() > self.sweep_at {
-            self.pending.retain(|_, reply| !reply.is_closed());
-            self.sweep_at = self.sweep_floor.max(self.pending.len().saturating_mul(2));
+        };
+        while self.unsent.len() < self.unsent_max {
+            match queue.poll_recv(cx) {
+                Poll::Ready(Some(Outgoing::Call {
+                    id,
+                    body,
+                    reply,
+                    deadline,
+                })) => {
+                    if self.insert(id, reply, deadline) {
+                        self.unsent.push_back(body);
+                    }
+                }
+                Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
+                    self.pending.remove(&id);
+                    // SPEC/1.0 extensions.md §cancel: the mod stops work nobody waits for.
+                    self.unsent.extend(cancel);
+                }
+                Poll::Ready(None) => {
+                    *outgoing = None;
+                    return;
+                }
+                Poll::Pending => return,
+            }
         }
     }
 
-    pub(crate) fn forget(&mut self, id: &MessageId) {
-        self.pending.remove(id);
+    /// The next request frame to write.
+    pub(crate) fn next_unsent(&mut self) -> Option<Bytes> {
+        self.unsent.pop_front()
+    }
+
+    /// Whether request frames wait for the sink.
+    pub(crate) fn has_unsent(&self) -> bool {
+        !self.unsent.is_empty()
+    }
+
+    /// Enters a call; `false` when its caller is already gone.
+    fn insert(
+        &mut self,
+        id: MessageId,
+        reply: oneshot::Sender<Delivery>,
+        deadline: Instant,
+    ) -> bool {
+        if reply.is_closed() {
+            return false;
+        }
+        self.pending.insert(id, Waiting { reply, deadline });
+        if self.pending.len() > self.sweep_at {
+            self.pending.retain(|_, w| !w.reply.is_closed());
+            self.sweep_at = self.sweep_floor.max(self.pending.len().saturating_mul(2));
+        }
+        if self.armed.is_none_or(|at| deadline < at) {
+            self.arm(deadline);
+        }
+        true
+    }
+
+    fn arm(&mut self, at: Instant) {
+        self.armed = Some(at);
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().reset(at),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
+        }
+    }
+
+    /// Fails with [`Delivery::TimedOut`] every call whose time limit has passed, and sets the timer for the
+    /// earliest one left.
+    pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) {
+        loop {
+            let Some(timer) = self.timer.as_mut().filter(|_| self.armed.is_some()) else {
+                return;
+            };
+            if timer.as_mut().poll(cx).is_pending() {
+                return;
+            }
+            self.armed = None;
+            let now = Instant::now();
+            let expired: Vec<MessageId> = self
+                .pending
+                .iter()
+                .filter(|(_, w)| w.deadline <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in expired {
+                self.deliver(&id, Delivery::TimedOut);
+            }
+            match self.pending.values().map(|w| w.deadline).min() {
+                Some(next) => self.arm(next),
+                None => return,
+            }
+        }
     }
 
     /// Hands `delivery` to the caller of `id`; `false` if no such call is waiting.
     pub(crate) fn deliver(&mut self, id: &MessageId, delivery: Delivery) -> bool {
-        let Some(reply) = self.pending.remove(id) else {
+        let Some(waiting) = self.pending.remove(id) else {
             return false;
         };
         // A caller that gave up a moment ago is not an error: its answer is discarded.
-        let _ = reply.send(delivery);
+        let _ = waiting.reply.send(delivery);
         true
     }
 
@@ -110,9 +224,11 @@ impl Calls {
         self.pending.len()
     }
 
-    /// Fails every waiting call (their callers see the sender dropped).
+    /// Fails every waiting call (their callers see the sender dropped) and drops the frames not yet written.
     pub(crate) fn fail_all(&mut self) {
         self.pending.clear();
+        self.unsent.clear();
+        self.armed = None;
     }
 }
 
@@ -135,18 +251,53 @@ pub(super) fn null_result_beside_error(body: &Bytes) -> Option<Response> {
 mod tests {
     use super::*;
     use serde_json::Value;
+    use std::time::Duration;
 
     fn table() -> Calls {
         Calls::new(2)
     }
 
-    #[test]
-    fn an_answer_reaches_its_caller_once() {
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
+
+    /// Queues `items` and lets the table take them.
+    fn take(calls: &mut Calls, items: Vec<Outgoing>) -> Option<mpsc::Receiver<Outgoing>> {
+        let (tx, rx) = mpsc::channel(items.len().max(1));
+        for item in items {
+            tx.try_send(item).unwrap();
+        }
+        let mut rx = Some(rx);
+        calls.poll_outgoing(&mut rx, &mut Context::from_waker(std::task::Waker::noop()));
+        rx
+    }
+
+    fn call(
+        id: MessageId,
+        body: &'static str,
+        deadline: Instant,
+    ) -> (Outgoing, oneshot::Receiver<Delivery>) {
+        let (reply, rx) = oneshot::channel();
+        let body = Bytes::from_static(body.as_bytes());
+        (
+            Outgoing::Call {
+                id,
+                body,
+                reply,
+                deadline,
+            },
+            rx,
+        )
+    }
+
+    #[tokio::test]
+    async fn an_answer_reaches_its_caller_once() {
         let mut calls = table();
         let id = MessageId::new_v4();
-        let (tx, mut rx) = oneshot::channel();
-        calls.insert(id, tx);
+        let (item, mut rx) = call(id, "a", later());
+        take(&mut calls, vec![item]);
         assert_eq!(calls.len(), 1);
+        assert_eq!(calls.next_unsent().as_deref(), Some(&b"a"[..]));
         assert!(calls.deliver(&id, Outcome::Result(Value::Null).into()));
         assert!(!calls.deliver(&id, Delivery::Invalid("again".into())));
         assert!(matches!(
@@ -156,38 +307,106 @@ mod tests {
         assert_eq!(calls.len(), 0);
     }
 
-    #[test]
-    fn abandoned_calls_are_swept_when_the_table_grows() {
+    #[tokio::test]
+    async fn frames_wait_in_order_and_a_forget_writes_its_cancel() {
         let mut calls = table();
-        for _ in 0..10 {
-            let (tx, rx) = oneshot::channel();
-            drop(rx);
-            calls.insert(MessageId::new_v4(), tx);
-        }
-        // Callers that were already gone are never entered; none is left.
+        let (a, _ra) = call(MessageId::new_v4(), "a", later());
+        let (b, _rb) = call(MessageId::new_v4(), "b", later());
+        let forget = Outgoing::Forget {
+            id: MessageId::new_v4(),
+            cancel: Some(Bytes::from_static(b"c")),
+        };
+        take(&mut calls, vec![a, b, forget]);
+        let order: Vec<Bytes> = std::iter::from_fn(|| calls.next_unsent()).collect();
+        assert_eq!(
+            order,
+            ["a", "b", "c"].map(|s| Bytes::from_static(s.as_bytes()))
+        );
+    }
+
+    #[tokio::test]
+    async fn taking_stops_when_unwritten_frames_reach_their_bound() {
+        let mut calls = table();
+        let items: Vec<_> = (0..6)
+            .map(|_| call(MessageId::new_v4(), "x", later()))
+            .collect();
+        let (items, _replies): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let rx = take(&mut calls, items).expect("the queue stays open");
+        assert_eq!(calls.unsent.len(), 4);
+        assert_eq!(rx.len(), 2, "the rest stays in the caller's queue");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_past_their_time_limit_fail_and_the_timer_moves_to_the_next() {
+        let mut calls = Calls::new(8);
+        let start = Instant::now();
+        let (slow, mut slow_rx) = call(MessageId::new_v4(), "s", start + Duration::from_secs(30));
+        let (fast, mut fast_rx) = call(MessageId::new_v4(), "f", start + Duration::from_secs(1));
+        take(&mut calls, vec![slow, fast]);
+        assert_eq!(calls.armed, Some(start + Duration::from_secs(1)));
+        let mut polls = 0;
+        futures::future::poll_fn(|cx| {
+            polls += 1;
+            calls.poll_expired(cx);
+            if fast_rx.try_recv().is_ok() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        assert!(Instant::now() >= start + Duration::from_secs(1));
+        assert!(Instant::now() < start + Duration::from_secs(30));
+        assert!(polls >= 2, "the timer woke the table");
+        assert!(slow_rx.try_recv().is_err());
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls.armed, Some(start + Duration::from_secs(30)));
+        futures::future::poll_fn(|cx| {
+            calls.poll_expired(cx);
+            match slow_rx.try_recv() {
+                Ok(Delivery::TimedOut) => Poll::Ready(()),
+                Ok(other) => panic!("unexpected {other:?}"),
+                Err(_) => Poll::Pending,
+            }
+        })
+        .await;
         assert_eq!(calls.len(), 0);
-        let mut live = Vec::new();
-        for _ in 0..10 {
-            let (tx, rx) = oneshot::channel();
-            calls.insert(MessageId::new_v4(), tx);
-            live.push(rx);
-        }
-        live.clear();
-        let (tx, _rx) = oneshot::channel();
-        calls.insert(MessageId::new_v4(), tx);
+        assert_eq!(calls.armed, None);
+    }
+
+    #[tokio::test]
+    async fn abandoned_calls_are_swept_when_the_table_grows() {
+        let mut calls = Calls::new(5);
+        let gone: Vec<_> = (0..10)
+            .map(|_| call(MessageId::new_v4(), "x", later()).0)
+            .collect();
+        take(&mut calls, gone);
+        // Callers that were already gone are never entered, nor their frames written.
+        assert_eq!(calls.len(), 0);
+        assert!(!calls.has_unsent());
+        let (live, replies): (Vec<_>, Vec<_>) = (0..10)
+            .map(|_| call(MessageId::new_v4(), "x", later()))
+            .unzip();
+        take(&mut calls, live);
+        assert_eq!(calls.len(), 10);
+        while calls.next_unsent().is_some() {}
+        drop(replies);
+        let (one, _reply) = call(MessageId::new_v4(), "x", later());
+        take(&mut calls, vec![one]);
         assert_eq!(calls.len(), 1);
     }
 
-    #[test]
-    fn ending_fails_every_waiting_call() {
+    #[tokio::test]
+    async fn ending_fails_every_waiting_call() {
         let mut calls = table();
-        let (tx, mut rx) = oneshot::channel();
-        calls.insert(MessageId::new_v4(), tx);
+        let (item, mut rx) = call(MessageId::new_v4(), "a", later());
+        take(&mut calls, vec![item]);
         calls.fail_all();
         assert!(matches!(
             rx.try_recv(),
             Err(oneshot::error::TryRecvError::Closed)
         ));
         assert_eq!(calls.len(), 0);
+        assert!(!calls.has_unsent());
     }
 }

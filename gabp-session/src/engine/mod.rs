@@ -6,20 +6,23 @@
 //!
 //! 1. *Signals* from the role: stop reading (goodbye, wrong token, shutdown, hello deadline), close our side,
 //!    or end at once.
-//! 2. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
-//! 3. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
+//! 2. *Calls this side sends* enter the table of calls as soon as they are queued, so that their time limits run
+//!    whether or not the sink is ready; calls past their limit fail (SPEC/1.0 gabp.md §7).
+//! 3. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
+//! 4. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
 //!    flushed once per burst. Frames are whole bodies, so they never interleave.
-//! 4. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
+//! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
 //!    calls, events and requests to the role. A request waits for the role to be ready (its concurrency limit);
 //!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
 //!    fast one.
-//! 5. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
+//! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
 //!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer
 //!    is gone: the handlers still running are cancelled at once and the loop ends.
 //!
 //! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
-//! backlog's bounds in answers and in bytes, requests sent by the caller's channel, events by the role's event
+//! backlog's bounds in answers and in bytes, requests sent by the caller's channel and the table's bound on frames
+//! not yet written, events by the role's event
 //! queue.
 
 mod backlog;
@@ -163,6 +166,8 @@ impl<P: Role> Engine<P> {
             if let Some(ended) = self.poll_signals(cx) {
                 return Poll::Ready(ended);
             }
+            self.calls.poll_outgoing(&mut self.outgoing, cx);
+            self.calls.poll_expired(cx);
             while let Poll::Ready(Some(done)) = self.handling.poll_join_next_with_id(cx) {
                 let task = match &done {
                     Ok((task, _)) => *task,
@@ -230,7 +235,8 @@ impl<P: Role> Engine<P> {
     /// Ends once reading has stopped and everything owed is written, or the drain deadline passed.
     fn poll_finish(&mut self, cx: &mut Context<'_>) -> Option<Ended<P::Reason>> {
         let owed = self.waiting.is_some() || !self.handling.is_empty() || !self.backlog.is_empty();
-        let queued = self.outgoing.as_ref().is_some_and(|q| !q.is_empty());
+        let queued =
+            self.calls.has_unsent() || self.outgoing.as_ref().is_some_and(|q| !q.is_empty());
         let quiet = !owed && !self.unflushed && !queued;
         if quiet && (!self.reading || self.closing_writes) && !self.writer_closed {
             match Pin::new(&mut self.writer).poll_close(cx) {
@@ -280,7 +286,7 @@ impl<P: Role> Engine<P> {
         }
         loop {
             if self.backlog.is_empty()
-                && self.outgoing.is_none()
+                && !self.calls.has_unsent()
                 && self.events.is_none()
                 && self.progress.is_none()
             {
@@ -317,27 +323,8 @@ impl<P: Role> Engine<P> {
         if let Some(body) = self.backlog.pop() {
             return Some(body);
         }
-        if let Some(outgoing) = &mut self.outgoing {
-            loop {
-                match outgoing.poll_recv(cx) {
-                    Poll::Ready(Some(Outgoing::Call { id, body, reply })) => {
-                        self.calls.insert(id, reply);
-                        return Some(body);
-                    }
-                    Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
-                        self.calls.forget(&id);
-                        // SPEC/1.0 extensions.md §cancel: the mod stops work nobody waits for.
-                        if let Some(cancel) = cancel {
-                            return Some(cancel);
-                        }
-                    }
-                    Poll::Ready(None) => {
-                        self.outgoing = None;
-                        break;
-                    }
-                    Poll::Pending => break,
-                }
-            }
+        if let Some(body) = self.calls.next_unsent() {
+            return Some(body);
         }
         if let Some(events) = &mut self.events {
             match events.poll_next(cx) {

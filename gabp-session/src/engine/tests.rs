@@ -97,14 +97,28 @@ fn start() -> Harness {
 }
 
 async fn send_call(h: &Harness, method: &str) -> (MessageId, oneshot::Receiver<Delivery>) {
-    let request = Request::new(MethodName::new(method).unwrap(), None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    send_call_until(h, method, None, deadline).await
+}
+
+async fn send_call_until(
+    h: &Harness,
+    method: &str,
+    params: Option<Value>,
+    deadline: tokio::time::Instant,
+) -> (MessageId, oneshot::Receiver<Delivery>) {
+    let params = params.map(|p| gabp_types::Params::from_serialize(&p).unwrap());
+    let request = Request::with_raw_params(MethodName::new(method).unwrap(), params);
     let id = request.id;
     let (reply, rx) = oneshot::channel();
     let body = Bytes::from(Message::Request(request).to_vec());
-    h.outgoing
-        .send(Outgoing::Call { id, body, reply })
-        .await
-        .unwrap();
+    let call = Outgoing::Call {
+        id,
+        body,
+        reply,
+        deadline,
+    };
+    h.outgoing.send(call).await.unwrap();
     (id, rx)
 }
 
@@ -134,12 +148,12 @@ async fn a_call_is_written_and_its_answer_delivered() {
 async fn a_forgotten_call_discards_its_late_answer() {
     let mut h = start();
     let (id, rx) = send_call(&h, "game/slow").await;
+    let _ = next_message(&mut h.peer).await;
     drop(rx);
     h.outgoing
         .send(Outgoing::Forget { id, cancel: None })
         .await
         .unwrap();
-    let _ = next_message(&mut h.peer).await;
     answer(&mut h.peer, id, Value::from(1)).await;
     // The next call still gets its own answer.
     let (next, rx) = send_call(&h, "game/ping").await;
@@ -246,4 +260,42 @@ fn oversized_answers_become_errors() {
     };
     assert_eq!(r.error_object().unwrap().code, ErrorCode::INTERNAL_ERROR);
     assert!(body.len() <= 2048);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_unanswered_past_its_time_limit_fails_and_its_late_answer_is_discarded() {
+    let mut h = start();
+    let limit = tokio::time::Instant::now() + Duration::from_secs(2);
+    let (id, rx) = send_call_until(&h, "game/slow", None, limit).await;
+    let Message::Request(request) = next_message(&mut h.peer).await else {
+        panic!("expected the request");
+    };
+    assert_eq!(request.id, id);
+    assert!(matches!(rx.await, Ok(Delivery::TimedOut)));
+    assert!(tokio::time::Instant::now() >= limit);
+    answer(&mut h.peer, id, Value::from(1)).await;
+    // The engine goes on: the next call is answered.
+    let (next, rx) = send_call(&h, "game/next").await;
+    let _ = next_message(&mut h.peer).await;
+    answer(&mut h.peer, next, Value::from(2)).await;
+    assert!(matches!(rx.await, Ok(Delivery::Result(r)) if r.clone().into_value() == 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_behind_a_sink_that_is_not_ready_still_times_out() {
+    let h = start();
+    // The peer reads nothing: a call larger than the pipe leaves the sink not ready.
+    let far = tokio::time::Instant::now() + Duration::from_secs(60);
+    let big = serde_json::json!({ "pad": "x".repeat(200 * 1024) });
+    let (_, big_rx) = send_call_until(&h, "game/big", Some(big), far).await;
+    let limit = tokio::time::Instant::now() + Duration::from_secs(1);
+    let (_, rx) = send_call_until(&h, "game/stuck", None, limit).await;
+    assert!(matches!(rx.await, Ok(Delivery::TimedOut)));
+    let waited = tokio::time::Instant::now();
+    assert!(
+        waited >= limit && waited < far,
+        "timed out by its own limit"
+    );
+    drop(big_rx);
+    drop(h);
 }
