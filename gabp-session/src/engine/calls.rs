@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use gabp_types::decode::DecodeMode;
@@ -76,6 +76,8 @@ pub(crate) struct Calls {
     /// Fires at `armed`, the earliest time limit known when it was set (or later ones, never earlier).
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
+    /// The waker the timer holds since it was last set: until it fires, polling it again is not needed.
+    timer_waker: Option<Waker>,
     /// A sweep of abandoned entries runs when the table grows past this.
     sweep_at: usize,
     sweep_floor: usize,
@@ -91,6 +93,7 @@ impl Calls {
             unsent_max: floor,
             timer: None,
             armed: None,
+            timer_waker: None,
             sweep_at: floor,
             sweep_floor: floor,
         }
@@ -165,6 +168,7 @@ impl Calls {
 
     fn arm(&mut self, at: Instant) {
         self.armed = Some(at);
+        self.timer_waker = None;
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(at),
             None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
@@ -178,7 +182,16 @@ impl Calls {
             let Some(timer) = self.timer.as_mut().filter(|_| self.armed.is_some()) else {
                 return;
             };
+            if !timer.is_elapsed()
+                && self
+                    .timer_waker
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+            {
+                return;
+            }
             if timer.as_mut().poll(cx).is_pending() {
+                self.timer_waker = Some(cx.waker().clone());
                 return;
             }
             self.armed = None;
@@ -344,8 +357,10 @@ mod tests {
         let (fast, mut fast_rx) = call(MessageId::new_v4(), "f", start + Duration::from_secs(1));
         take(&mut calls, vec![slow, fast]);
         assert_eq!(calls.armed, Some(start + Duration::from_secs(1)));
+        // Polled first with another waker: the task below must still be the one woken.
+        calls.poll_expired(&mut Context::from_waker(Waker::noop()));
         let mut polls = 0;
-        futures::future::poll_fn(|cx| {
+        let woken = futures::future::poll_fn(|cx| {
             polls += 1;
             calls.poll_expired(cx);
             if fast_rx.try_recv().is_ok() {
@@ -353,23 +368,27 @@ mod tests {
             } else {
                 Poll::Pending
             }
-        })
-        .await;
+        });
+        tokio::time::timeout(Duration::from_secs(3600), woken)
+            .await
+            .expect("the timer wakes the task that polled the table last");
         assert!(Instant::now() >= start + Duration::from_secs(1));
         assert!(Instant::now() < start + Duration::from_secs(30));
         assert!(polls >= 2, "the timer woke the table");
         assert!(slow_rx.try_recv().is_err());
         assert_eq!(calls.len(), 1);
         assert_eq!(calls.armed, Some(start + Duration::from_secs(30)));
-        futures::future::poll_fn(|cx| {
+        let woken = futures::future::poll_fn(|cx| {
             calls.poll_expired(cx);
             match slow_rx.try_recv() {
                 Ok(Delivery::TimedOut) => Poll::Ready(()),
                 Ok(other) => panic!("unexpected {other:?}"),
                 Err(_) => Poll::Pending,
             }
-        })
-        .await;
+        });
+        tokio::time::timeout(Duration::from_secs(3600), woken)
+            .await
+            .expect("the timer set for the next call wakes the task");
         assert_eq!(calls.len(), 0);
         assert_eq!(calls.armed, None);
     }
