@@ -73,6 +73,8 @@ pub(crate) struct Calls {
     unsent: VecDeque<Bytes>,
     /// The most frames held in `unsent`; past it the caller's queue is left to fill.
     unsent_max: usize,
+    /// Taking stopped at that bound, so the caller's queue was not polled (nothing wakes the engine for it).
+    stalled: bool,
     /// Fires at `armed`, the earliest time limit known when it was set (or later ones, never earlier).
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
@@ -91,6 +93,7 @@ impl Calls {
             pending: HashMap::new(),
             unsent: VecDeque::new(),
             unsent_max: floor,
+            stalled: false,
             timer: None,
             armed: None,
             timer_waker: None,
@@ -109,7 +112,11 @@ impl Calls {
         let Some(queue) = outgoing else {
             return;
         };
-        while self.unsent.len() < self.unsent_max {
+        loop {
+            self.stalled = self.unsent.len() >= self.unsent_max;
+            if self.stalled {
+                return;
+            }
             match queue.poll_recv(cx) {
                 Poll::Ready(Some(Outgoing::Call {
                     id,
@@ -133,6 +140,12 @@ impl Calls {
                 Poll::Pending => return,
             }
         }
+    }
+
+    /// Whether taking stopped at the bound and there is room again: the engine must take another turn, as no
+    /// waker is registered with the caller's queue.
+    pub(crate) fn has_room_again(&self) -> bool {
+        self.stalled && self.unsent.len() < self.unsent_max
     }
 
     /// The next request frame to write.

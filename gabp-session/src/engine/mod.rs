@@ -22,8 +22,7 @@
 //!
 //! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
 //! backlog's bounds in answers and in bytes, requests sent by the caller's channel and the table's bound on frames
-//! not yet written, events by the role's event
-//! queue.
+//! not yet written, events by the role's event queue.
 
 mod backlog;
 mod body;
@@ -191,6 +190,9 @@ impl<P: Role> Engine<P> {
             if let Err(e) = self.poll_write(cx) {
                 tracing::debug!(error = %e, "writing to the peer failed");
                 return Poll::Ready(Ended::Io(e.to_string()));
+            }
+            if self.calls.has_room_again() {
+                cx.waker().wake_by_ref();
             }
             match self.poll_read(cx) {
                 Read::Progress => {

@@ -299,3 +299,21 @@ async fn a_call_behind_a_sink_that_is_not_ready_still_times_out() {
     drop(big_rx);
     drop(h);
 }
+
+#[tokio::test]
+async fn calls_queued_past_the_bound_on_unwritten_frames_are_all_written() {
+    let mut h = start();
+    // The table holds at most 8 unwritten frames (twice the 4 calls of `start`); 12 are queued at once.
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        let (id, rx) = send_call(&h, "game/queued").await;
+        ids.push((id, rx));
+    }
+    for (n, (id, _)) in ids.iter().enumerate() {
+        let read = tokio::time::timeout(Duration::from_secs(10), next_message(&mut h.peer)).await;
+        let Ok(Message::Request(request)) = read else {
+            panic!("request {n} of 12 was not written");
+        };
+        assert_eq!(request.id, *id, "requests are written in order");
+    }
+}
