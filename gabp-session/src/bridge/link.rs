@@ -278,9 +278,9 @@ pub(super) async fn exchange(
             method: request.method.as_str().to_owned(),
             reason,
         }),
-        Ok(Delivery::TimedOut) => {
-            // Still armed: the mod is asked to stop the call, as when a caller gives up.
-            guard.armed = true;
+        Ok(Delivery::TimedOut { written }) => {
+            // A request the mod has: it is asked to stop the call, as when a caller gives up.
+            guard.armed = written;
             Err(timed_out())
         }
         Err(_) => Err(link.lost()),

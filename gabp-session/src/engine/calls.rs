@@ -3,7 +3,8 @@
 //! The table lives inside the engine's loop and nowhere else: a call is entered as soon as its caller queues
 //! it (before its frame is written) and leaves it when its answer is read, when its caller gives up, when its
 //! time limit passes (gabp.md §7), or when the connection ends. No lock. One timer serves every call: it is
-//! set for the earliest time limit and only moved when a call with an earlier one arrives.
+//! set for the earliest time limit, moved when a call with an earlier one arrives, and set for the next one
+//! when it fires.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -28,8 +29,9 @@ pub(crate) enum Delivery {
     Error(ErrorObject),
     /// A frame with the call's id that is not a valid response.
     Invalid(String),
-    /// The call's time limit passed with no answer.
-    TimedOut,
+    /// The call's time limit passed with no answer; `written`: its request had been written (so the peer may
+    /// be working on it), else it was taken out unwritten.
+    TimedOut { written: bool },
 }
 
 impl From<Outcome> for Delivery {
@@ -69,16 +71,22 @@ struct Waiting {
 /// lazily, so the table stays bounded even when a `Forget` could not be queued.
 pub(crate) struct Calls {
     pending: HashMap<MessageId, Waiting>,
-    /// Frames taken from the caller's queue and not yet written, in order.
-    unsent: VecDeque<Bytes>,
-    /// The most frames held in `unsent`; past it the caller's queue is left to fill.
+    /// Frames taken from the caller's queue and not yet written, in order: a call's request (with its id) or a
+    /// `tools/cancel` (without). A call that fails or is forgotten before its frame is written takes it out.
+    unsent: VecDeque<(Option<MessageId>, Bytes)>,
+    /// The most frames held in `unsent`; past it the caller's queue is left to fill. Requests are at most the
+    /// calls allowed in flight (each holds a slot) and a keepalive ping; cancels are kept only below `expected`,
+    /// so the bound is a backstop.
     unsent_max: usize,
+    /// The calls allowed in flight.
+    expected: usize,
     /// Taking stopped at that bound, so the caller's queue was not polled (nothing wakes the engine for it).
     stalled: bool,
-    /// Fires at `armed`, the earliest time limit known when it was set (or later ones, never earlier).
+    /// Fires at `armed`, no later than the earliest time limit in the table.
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
-    /// The waker the timer holds since it was last set: until it fires, polling it again is not needed.
+    /// The waker the timer was registered with since it was last set (polled outside tokio's cooperative
+    /// budget, so a pending poll always registers): until it fires, polling it again is not needed.
     timer_waker: Option<Waker>,
     /// A sweep of abandoned entries runs when the table grows past this.
     sweep_at: usize,
@@ -88,11 +96,13 @@ pub(crate) struct Calls {
 impl Calls {
     /// A table that sweeps abandoned entries once it holds more than `expected` (the calls allowed in flight).
     pub(crate) fn new(expected: usize) -> Self {
-        let floor = expected.max(1).saturating_mul(2);
+        let expected = expected.max(1);
+        let floor = expected.saturating_mul(2);
         Calls {
             pending: HashMap::new(),
             unsent: VecDeque::new(),
-            unsent_max: floor,
+            unsent_max: floor.saturating_add(2),
+            expected,
             stalled: false,
             timer: None,
             armed: None,
@@ -110,6 +120,7 @@ impl Calls {
         cx: &mut Context<'_>,
     ) {
         let Some(queue) = outgoing else {
+            self.stalled = false;
             return;
         };
         loop {
@@ -125,16 +136,20 @@ impl Calls {
                     deadline,
                 })) => {
                     if self.insert(id, reply, deadline) {
-                        self.unsent.push_back(body);
+                        self.unsent.push_back((Some(id), body));
                     }
                 }
                 Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
                     self.pending.remove(&id);
-                    // SPEC/1.0 extensions.md §cancel: the mod stops work nobody waits for.
-                    self.unsent.extend(cancel);
+                    // Never written: nothing to cancel. Else SPEC/1.0 extensions.md §cancel: the mod stops work
+                    // nobody waits for (best effort: dropped when many cancels already wait).
+                    if !self.unwrite(&id) && self.unsent.len() < self.expected {
+                        self.unsent.extend(cancel.map(|c| (None, c)));
+                    }
                 }
                 Poll::Ready(None) => {
                     *outgoing = None;
+                    self.stalled = false;
                     return;
                 }
                 Poll::Pending => return,
@@ -150,7 +165,18 @@ impl Calls {
 
     /// The next request frame to write.
     pub(crate) fn next_unsent(&mut self) -> Option<Bytes> {
-        self.unsent.pop_front()
+        self.unsent.pop_front().map(|(_, body)| body)
+    }
+
+    /// Takes the request of `id` out of the frames not yet written; `false` if it is not there.
+    fn unwrite(&mut self, id: &MessageId) -> bool {
+        match self.unsent.iter().position(|(i, _)| i.as_ref() == Some(id)) {
+            Some(at) => {
+                self.unsent.remove(at);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Whether request frames wait for the sink.
@@ -203,7 +229,9 @@ impl Calls {
             {
                 return;
             }
-            if timer.as_mut().poll(cx).is_pending() {
+            // Outside the cooperative budget: a poll refused for budget would return pending unregistered.
+            let mut unbudgeted = tokio::task::unconstrained(timer.as_mut());
+            if Pin::new(&mut unbudgeted).poll(cx).is_pending() {
                 self.timer_waker = Some(cx.waker().clone());
                 return;
             }
@@ -216,7 +244,8 @@ impl Calls {
                 .map(|(id, _)| *id)
                 .collect();
             for id in expired {
-                self.deliver(&id, Delivery::TimedOut);
+                let written = !self.unwrite(&id);
+                self.deliver(&id, Delivery::TimedOut { written });
             }
             match self.pending.values().map(|w| w.deadline).min() {
                 Some(next) => self.arm(next),
@@ -254,6 +283,7 @@ impl Calls {
     pub(crate) fn fail_all(&mut self) {
         self.pending.clear();
         self.unsent.clear();
+        self.stalled = false;
         self.armed = None;
     }
 }
@@ -335,7 +365,7 @@ mod tests {
 
     #[tokio::test]
     async fn frames_wait_in_order_and_a_forget_writes_its_cancel() {
-        let mut calls = table();
+        let mut calls = Calls::new(8);
         let (a, _ra) = call(MessageId::new_v4(), "a", later());
         let (b, _rb) = call(MessageId::new_v4(), "b", later());
         let forget = Outgoing::Forget {
@@ -351,14 +381,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_call_forgotten_before_it_is_written_is_taken_out_and_not_cancelled() {
+        let mut calls = table();
+        let id = MessageId::new_v4();
+        let (a, _ra) = call(id, "a", later());
+        let (b, _rb) = call(MessageId::new_v4(), "b", later());
+        let forget = Outgoing::Forget {
+            id,
+            cancel: Some(Bytes::from_static(b"c")),
+        };
+        take(&mut calls, vec![a, b, forget]);
+        let order: Vec<Bytes> = std::iter::from_fn(|| calls.next_unsent()).collect();
+        assert_eq!(order, [Bytes::from_static(b"b")]);
+        assert_eq!(calls.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn ending_while_stalled_does_not_ask_for_another_turn() {
+        let mut calls = table();
+        let items: Vec<_> = (0..8)
+            .map(|_| call(MessageId::new_v4(), "x", later()))
+            .collect();
+        let (items, _replies): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let _queue = take(&mut calls, items);
+        assert!(calls.stalled);
+        calls.next_unsent();
+        assert!(calls.has_room_again());
+        calls.fail_all();
+        assert!(
+            !calls.has_room_again(),
+            "no busy turn after the calls failed"
+        );
+        take(&mut calls, Vec::new());
+        let mut gone = None;
+        calls.poll_outgoing(&mut gone, &mut Context::from_waker(Waker::noop()));
+        assert!(!calls.has_room_again(), "nor once the queue is gone");
+    }
+
+    #[tokio::test]
     async fn taking_stops_when_unwritten_frames_reach_their_bound() {
         let mut calls = table();
-        let items: Vec<_> = (0..6)
+        let items: Vec<_> = (0..8)
             .map(|_| call(MessageId::new_v4(), "x", later()))
             .collect();
         let (items, _replies): (Vec<_>, Vec<_>) = items.into_iter().unzip();
         let rx = take(&mut calls, items).expect("the queue stays open");
-        assert_eq!(calls.unsent.len(), 4);
+        assert_eq!(calls.unsent.len(), 6);
         assert_eq!(rx.len(), 2, "the rest stays in the caller's queue");
     }
 
@@ -394,7 +462,7 @@ mod tests {
         let woken = futures::future::poll_fn(|cx| {
             calls.poll_expired(cx);
             match slow_rx.try_recv() {
-                Ok(Delivery::TimedOut) => Poll::Ready(()),
+                Ok(Delivery::TimedOut { .. }) => Poll::Ready(()),
                 Ok(other) => panic!("unexpected {other:?}"),
                 Err(_) => Poll::Pending,
             }
@@ -404,6 +472,35 @@ mod tests {
             .expect("the timer set for the next call wakes the task");
         assert_eq!(calls.len(), 0);
         assert_eq!(calls.armed, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timer_is_set_even_when_the_task_has_spent_its_budget() {
+        let mut calls = table();
+        let limit = Instant::now() + Duration::from_secs(1);
+        let (item, mut rx) = call(MessageId::new_v4(), "a", limit);
+        take(&mut calls, vec![item]);
+        let mut first = true;
+        let woken = futures::future::poll_fn(|cx| {
+            if std::mem::take(&mut first) {
+                // Spend the task's cooperative budget, as a busy engine turn does.
+                loop {
+                    let spend = std::pin::pin!(tokio::task::consume_budget());
+                    if spend.poll(cx).is_pending() {
+                        break;
+                    }
+                }
+            }
+            calls.poll_expired(cx);
+            match rx.try_recv() {
+                Ok(_) => Poll::Ready(()),
+                Err(_) => Poll::Pending,
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(3600), woken)
+            .await
+            .expect("the call fails at its limit");
+        assert!(Instant::now() < limit + Duration::from_secs(1));
     }
 
     #[tokio::test]
