@@ -224,10 +224,7 @@ pub(super) async fn exchange(
         Slot::Take => Some(match link.in_flight.try_acquire() {
             Ok(permit) => permit,
             Err(TryAcquireError::NoPermits) => {
-                Box::pin(tokio::time::timeout_at(deadline, link.in_flight.acquire()))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|_| link.lost())?
+                waited(link.in_flight.acquire(), deadline, timed_out, link).await?
             }
             Err(TryAcquireError::Closed) => return Err(link.lost()),
         }),
@@ -252,10 +249,7 @@ pub(super) async fn exchange(
     match link.outgoing.try_send(call) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(call)) => {
-            Box::pin(tokio::time::timeout_at(deadline, link.outgoing.send(call)))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|_| link.lost())?
+            waited(link.outgoing.send(call), deadline, timed_out, link).await?
         }
         Err(mpsc::error::TrySendError::Closed(_)) => return Err(link.lost()),
     }
@@ -284,6 +278,27 @@ pub(super) async fn exchange(
             Err(timed_out())
         }
         Err(_) => Err(link.lost()),
+    }
+}
+
+/// A rare wait of a call (for a slot, for room in the queue), boxed so that the call's future stays small, within
+/// the call's `deadline`; the connection closing meanwhile is [`Link::lost`].
+fn waited<'a, T, E>(
+    wait: impl std::future::Future<Output = Result<T, E>> + Send + 'a,
+    deadline: Instant,
+    timed_out: impl FnOnce() -> Error + Send + 'a,
+    link: &'a Link,
+) -> impl std::future::Future<Output = Result<T, Error>> + Send + 'a
+where
+    T: Send + 'a,
+    E: 'a,
+{
+    // Boxed here, before the caller awaits: only the box is held in the call's future.
+    let wait = Box::pin(tokio::time::timeout_at(deadline, wait));
+    async move {
+        wait.await
+            .map_err(|_| timed_out())?
+            .map_err(|_| link.lost())
     }
 }
 

@@ -346,6 +346,13 @@ mod tests {
         )
     }
 
+    /// `n` calls with a distant limit, and the receivers of their answers.
+    fn calls_of(n: usize) -> (Vec<Outgoing>, Vec<oneshot::Receiver<Delivery>>) {
+        (0..n)
+            .map(|_| call(MessageId::new_v4(), "x", later()))
+            .unzip()
+    }
+
     #[tokio::test]
     async fn an_answer_reaches_its_caller_once() {
         let mut calls = table();
@@ -399,10 +406,7 @@ mod tests {
     #[tokio::test]
     async fn ending_while_stalled_does_not_ask_for_another_turn() {
         let mut calls = table();
-        let items: Vec<_> = (0..8)
-            .map(|_| call(MessageId::new_v4(), "x", later()))
-            .collect();
-        let (items, _replies): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let (items, _replies) = calls_of(8);
         let _queue = take(&mut calls, items);
         assert!(calls.stalled);
         calls.next_unsent();
@@ -421,10 +425,7 @@ mod tests {
     #[tokio::test]
     async fn taking_stops_when_unwritten_frames_reach_their_bound() {
         let mut calls = table();
-        let items: Vec<_> = (0..8)
-            .map(|_| call(MessageId::new_v4(), "x", later()))
-            .collect();
-        let (items, _replies): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        let (items, _replies) = calls_of(8);
         let rx = take(&mut calls, items).expect("the queue stays open");
         assert_eq!(calls.unsent.len(), 6);
         assert_eq!(rx.len(), 2, "the rest stays in the caller's queue");
@@ -506,16 +507,13 @@ mod tests {
     #[tokio::test]
     async fn abandoned_calls_are_swept_when_the_table_grows() {
         let mut calls = Calls::new(5);
-        let gone: Vec<_> = (0..10)
-            .map(|_| call(MessageId::new_v4(), "x", later()).0)
-            .collect();
+        let (gone, replies) = calls_of(10);
+        drop(replies);
         take(&mut calls, gone);
         // Callers that were already gone are never entered, nor their frames written.
         assert_eq!(calls.len(), 0);
         assert!(!calls.has_unsent());
-        let (live, replies): (Vec<_>, Vec<_>) = (0..10)
-            .map(|_| call(MessageId::new_v4(), "x", later()))
-            .unzip();
+        let (live, replies) = calls_of(10);
         take(&mut calls, live);
         assert_eq!(calls.len(), 10);
         while calls.next_unsent().is_some() {}
