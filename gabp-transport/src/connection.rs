@@ -204,6 +204,14 @@ impl FrameReader {
     pub fn codec(&self) -> &FrameCodec {
         self.inner.codec()
     }
+
+    /// Bytes already read from the stream and not yet returned as frames (the start of a frame, or frames that
+    /// arrived together): while there are some, the next [`poll_next`](Stream::poll_next) may yield a frame
+    /// without waiting for the stream.
+    #[must_use]
+    pub fn buffered_len(&self) -> usize {
+        self.inner.read_buffer().len()
+    }
 }
 
 impl fmt::Debug for FrameReader {
@@ -389,6 +397,29 @@ impl FrameSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn buffered_counts_what_was_read_and_not_yet_returned() {
+        use futures::{SinkExt, StreamExt};
+        let (a, b) = tokio::io::duplex(4096);
+        let (mut sender, (mut reader, _writer)) =
+            (Connection::new(a), Connection::new(b).into_split());
+        assert_eq!(reader.buffered_len(), 0);
+        sender.feed(Bytes::from_static(b"{}")).await.expect("feed");
+        sender.feed(Bytes::from_static(b"[1]")).await.expect("feed");
+        sender.flush().await.expect("flush");
+        // Both frames arrive in one read; the second stays buffered until it is asked for.
+        let first = reader.next().await.expect("a frame").expect("valid");
+        assert_eq!(first.into_body().as_deref(), Some(&b"{}"[..]));
+        let mut second_frame = BytesMut::new();
+        FrameCodec::new()
+            .encode(Bytes::from_static(b"[1]"), &mut second_frame)
+            .expect("within the limit");
+        assert_eq!(reader.buffered_len(), second_frame.len());
+        let second = reader.next().await.expect("a frame").expect("valid");
+        assert_eq!(second.into_body().as_deref(), Some(&b"[1]"[..]));
+        assert_eq!(reader.buffered_len(), 0);
+    }
 
     #[test]
     fn queued_frames_match_the_codec() {

@@ -10,7 +10,8 @@
 //!    whether or not the sink is ready; calls past their limit fail (SPEC/1.0 gabp.md §7).
 //! 3. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
 //! 4. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
-//!    flushed once per burst. Frames are whole bodies, so they never interleave.
+//!    flushed once the frames already read are handled, so that answers to requests that arrived together leave
+//!    together. Frames are whole bodies, so they never interleave.
 //! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
 //!    calls, events and requests to the role. A request waits for the role to be ready (its concurrency limit);
 //!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
@@ -198,13 +199,21 @@ impl<P: Role> Engine<P> {
                 Read::Progress => {
                     budget -= 1;
                     if budget == 0 {
+                        if let Err(e) = self.poll_flush(cx) {
+                            return Poll::Ready(Ended::Io(e.to_string()));
+                        }
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
                     continue;
                 }
                 Read::Failed(ended) => return Poll::Ready(ended),
-                Read::Idle => {}
+                Read::Idle => {
+                    if let Err(e) = self.poll_flush(cx) {
+                        tracing::debug!(error = %e, "writing to the peer failed");
+                        return Poll::Ready(Ended::Io(e.to_string()));
+                    }
+                }
             }
             if let Some(ended) = self.poll_finish(cx) {
                 return Poll::Ready(ended);
@@ -304,6 +313,15 @@ impl<P: Role> Engine<P> {
             Pin::new(&mut self.writer).start_send(body)?;
             self.unflushed = true;
         }
+        // Frames already read wait to be handled: their answers join this burst, flushed once it ends.
+        if self.reading && self.reader.buffered_len() > 0 {
+            return Ok(());
+        }
+        self.poll_flush(cx)
+    }
+
+    /// Flushes what was written since the last flush.
+    fn poll_flush(&mut self, cx: &mut Context<'_>) -> Result<(), CodecError> {
         if self.unflushed {
             if let Poll::Ready(result) = Pin::new(&mut self.writer).poll_flush(cx) {
                 result?;

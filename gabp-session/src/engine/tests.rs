@@ -66,6 +66,14 @@ struct Harness {
 
 fn start() -> Harness {
     let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    start_on(ours, theirs)
+}
+
+/// The engine over `ours`, the test's side of the pair over `theirs`.
+fn start_on<S>(ours: S, theirs: tokio::io::DuplexStream) -> Harness
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let (outgoing, queue) = mpsc::channel(16);
     let (end, ended) = oneshot::channel();
     let events = Arc::default();
@@ -325,4 +333,75 @@ async fn calls_queued_past_the_bound_on_unwritten_frames_are_all_written() {
         };
         assert_eq!(request.id, *id, "requests are written in order");
     }
+}
+
+/// A writer that counts the writes reaching the stream.
+struct Counted<W> {
+    inner: W,
+    writes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[tokio::test]
+async fn the_answers_to_requests_read_together_are_written_together() {
+    let (ours, theirs) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(ours);
+    let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Counted {
+        inner: write,
+        writes: Arc::clone(&writes),
+    };
+    let mut h = start_on(tokio::io::join(read, counted), theirs);
+    // Sixteen requests in one write: the engine reads them in one read and answers them in one burst.
+    let mut ids = Vec::new();
+    for _ in 0..16 {
+        let request = Request::with_raw_params(MethodName::new("game/burst").unwrap(), None);
+        ids.push(request.id);
+        h.peer
+            .feed(Bytes::from(Message::Request(request).to_vec()))
+            .await
+            .unwrap();
+    }
+    h.peer.flush().await.unwrap();
+    for id in &ids {
+        let Message::Response(response) = next_message(&mut h.peer).await else {
+            panic!("not a response")
+        };
+        assert_eq!(response.id, *id, "answers keep the order of the requests");
+    }
+    let writes = writes.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(writes <= 2, "16 answers took {writes} writes");
 }
