@@ -10,14 +10,16 @@
 //!    whether or not the sink is ready; calls past their limit fail (SPEC/1.0 gabp.md §7).
 //! 3. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
 //! 4. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
-//!    flushed once the frames already read are handled, so that answers to requests that arrived together leave
-//!    together. Frames are whole bodies, so they never interleave.
+//!    flushed once the bytes already read are handled (reading goes idle, or the turn's budget of frames is
+//!    spent), so that answers to requests that arrived together leave together. Frames are whole bodies, so they
+//!    never interleave.
 //! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
 //!    calls, events and requests to the role. A request waits for the role to be ready (its concurrency limit);
 //!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
 //!    fast one.
 //! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
-//!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
+//!    side owes are written, then the sink is closed. Ending at once (a signal, a failed read) flushes only what
+//!    the sink takes without waiting. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer
 //!    is gone: the handlers still running are cancelled at once and the loop ends.
 //!
@@ -164,7 +166,7 @@ impl<P: Role> Engine<P> {
         let mut budget = FRAMES_PER_POLL;
         loop {
             if let Some(ended) = self.poll_signals(cx) {
-                return Poll::Ready(ended);
+                return Poll::Ready(self.end(ended, cx));
             }
             self.calls.poll_outgoing(&mut self.outgoing, cx);
             self.calls.poll_expired(cx);
@@ -189,8 +191,7 @@ impl<P: Role> Engine<P> {
                 }
             }
             if let Err(e) = self.poll_write(cx) {
-                tracing::debug!(error = %e, "writing to the peer failed");
-                return Poll::Ready(Ended::Io(e.to_string()));
+                return Poll::Ready(write_failed(&e));
             }
             if self.calls.has_room_again() {
                 cx.waker().wake_by_ref();
@@ -198,20 +199,20 @@ impl<P: Role> Engine<P> {
             match self.poll_read(cx) {
                 Read::Progress => {
                     budget -= 1;
-                    if budget == 0 {
-                        if let Err(e) = self.poll_flush(cx) {
-                            return Poll::Ready(Ended::Io(e.to_string()));
-                        }
-                        cx.waker().wake_by_ref();
-                        return Poll::Pending;
+                    if budget > 0 {
+                        continue;
                     }
-                    continue;
+                    // Yielding to the runtime: what this turn wrote leaves now.
+                    if let Err(e) = self.poll_flush(cx) {
+                        return Poll::Ready(write_failed(&e));
+                    }
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
                 }
-                Read::Failed(ended) => return Poll::Ready(ended),
+                Read::Failed(ended) => return Poll::Ready(self.end(ended, cx)),
                 Read::Idle => {
                     if let Err(e) = self.poll_flush(cx) {
-                        tracing::debug!(error = %e, "writing to the peer failed");
-                        return Poll::Ready(Ended::Io(e.to_string()));
+                        return Poll::Ready(write_failed(&e));
                     }
                 }
             }
@@ -220,6 +221,15 @@ impl<P: Role> Engine<P> {
             }
             return Poll::Pending;
         }
+    }
+
+    /// Ends the loop at once: what was already written is flushed if the sink takes it now, nothing else is
+    /// waited for.
+    fn end(&mut self, ended: Ended<P::Reason>, cx: &mut Context<'_>) -> Ended<P::Reason> {
+        if let Err(e) = self.poll_flush(cx) {
+            tracing::debug!(error = %e, "flushing before the end failed");
+        }
+        ended
     }
 
     fn poll_signals(&mut self, cx: &mut Context<'_>) -> Option<Ended<P::Reason>> {
@@ -289,7 +299,8 @@ impl<P: Role> Engine<P> {
         self.ended.get_or_insert(why);
     }
 
-    /// Moves answers, then requests, then events into the sink while it accepts them; flushes.
+    /// Moves answers, then requests, then events into the sink while it accepts them; flushes unless bytes read
+    /// from the stream wait to be handled (their answers join this burst; every way out of the loop flushes).
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Result<(), CodecError> {
         if self.writer_closed {
             self.backlog.clear();
@@ -313,7 +324,6 @@ impl<P: Role> Engine<P> {
             Pin::new(&mut self.writer).start_send(body)?;
             self.unflushed = true;
         }
-        // Frames already read wait to be handled: their answers join this burst, flushed once it ends.
         if self.reading && self.reader.buffered_len() > 0 {
             return Ok(());
         }
@@ -539,6 +549,12 @@ impl<P: Role> Engine<P> {
             in_flight.register(id, handle);
         }
     }
+}
+
+/// Writing failed: the peer is gone.
+fn write_failed<R>(error: &CodecError) -> Ended<R> {
+    tracing::debug!(%error, "writing to the peer failed");
+    Ended::Io(error.to_string())
 }
 
 enum Read<R> {
