@@ -133,7 +133,10 @@ impl Role for BridgeRole {
     }
 
     fn on_frame(&mut self) {
-        self.link.touch();
+        // Only the keepalive reads when the mod last spoke: without one, no clock is read per frame.
+        if self.link.settings.keepalive.is_some() {
+            self.link.touch();
+        }
     }
 
     fn on_framing(&mut self, fault: &gabp_transport::FrameFault) {
