@@ -3,6 +3,8 @@
 //! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
 //! with nothing queued does not pay for the queue: the engine looks at the channel only when something was.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -84,7 +86,11 @@ impl FrameQueue {
         if self.listening && self.queued.frames.load(Ordering::Acquire) == 0 {
             return Poll::Pending;
         }
-        match self.rx.poll_recv(cx) {
+        // Outside the cooperative budget: a poll refused for budget would return pending without leaving the
+        // waker with the channel, and the quiet check above would then never poll it again.
+        let rx = &mut self.rx;
+        let mut recv = tokio::task::unconstrained(std::future::poll_fn(|cx| rx.poll_recv(cx)));
+        match Pin::new(&mut recv).poll(cx) {
             Poll::Ready(Some(body)) => {
                 self.taken(&body);
                 // The send that woke us took the waker: the next poll registers it again.
@@ -153,6 +159,30 @@ mod tests {
             queue.poll_next(&mut cx),
             Poll::Ready(Some(Bytes::from_static(b"two")))
         );
+    }
+
+    #[tokio::test]
+    async fn a_send_wakes_the_engine_even_after_a_poll_in_a_turn_that_spent_its_budget() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        std::future::poll_fn(|cx| {
+            // A busy turn spends the task's cooperative budget before it looks at the queue.
+            loop {
+                let spend = std::pin::pin!(tokio::task::consume_budget());
+                if spend.poll(cx).is_pending() {
+                    break;
+                }
+            }
+            assert!(queue.poll_next(&mut Context::from_waker(&waker)).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        // The next turn finds the queue quiet; a send must still wake the engine.
+        assert!(queue.poll_next(&mut Context::from_waker(&waker)).is_pending());
+        flag.0.store(false, Ordering::SeqCst);
+        assert!(tx.try_send(Bytes::from_static(b"late")));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
     }
 
     #[test]
