@@ -18,10 +18,10 @@
 //!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
 //!    fast one.
 //! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
-//!    side owes are written, then the sink is closed. Ending at once (a signal, a failed read) flushes only what
-//!    the sink takes without waiting. While handlers still run, the stream is still polled and
+//!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer
-//!    is gone: the handlers still running are cancelled at once and the loop ends.
+//!    is gone: the handlers still running are cancelled at once and the loop ends. Ending at once (a signal, a
+//!    failed read) flushes only what the sink takes without waiting.
 //!
 //! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
 //! backlog's bounds in answers and in bytes, requests sent by the caller's channel and the table's bound on frames

@@ -174,12 +174,16 @@ mod tests {
                     break;
                 }
             }
-            assert!(queue.poll_next(&mut Context::from_waker(&waker)).is_pending());
+            assert!(queue
+                .poll_next(&mut Context::from_waker(&waker))
+                .is_pending());
             Poll::Ready(())
         })
         .await;
         // The next turn finds the queue quiet; a send must still wake the engine.
-        assert!(queue.poll_next(&mut Context::from_waker(&waker)).is_pending());
+        assert!(queue
+            .poll_next(&mut Context::from_waker(&waker))
+            .is_pending());
         flag.0.store(false, Ordering::SeqCst);
         assert!(tx.try_send(Bytes::from_static(b"late")));
         assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
