@@ -426,20 +426,26 @@ async fn measure_echo(
     }
 
     let done = Arc::new(AtomicU64::new(0));
+    // The floor's client runs on the runtime's workers, as the bridge's callers do (`measure_calls`), so that
+    // neither side pays for waking the thread that awaits the results.
     if concurrency == 1 {
         // One at a time: the tightest loop there is, one task writing and reading.
-        let run = async {
-            let mut latencies = Vec::with_capacity(calls as usize);
-            let started = Instant::now();
-            for _ in 0..calls {
-                let start = Instant::now();
-                echo_once(&mut writer, &mut reader, &body).await?;
-                latencies.push(start.elapsed());
-                done.fetch_add(1, Ordering::Relaxed);
+        let run = tokio::spawn({
+            let done = done.clone();
+            async move {
+                let mut latencies = Vec::with_capacity(calls as usize);
+                let started = Instant::now();
+                for _ in 0..calls {
+                    let start = Instant::now();
+                    echo_once(&mut writer, &mut reader, &body).await?;
+                    latencies.push(start.elapsed());
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok::<_, String>((latencies, started.elapsed()))
             }
-            Ok::<_, String>((latencies, started.elapsed()))
-        };
-        let (latencies, elapsed) = with_progress(progress, "floor", offset, &done, run).await?;
+        });
+        let ran = with_progress(progress, "floor", offset, &done, run).await;
+        let (latencies, elapsed) = ran.map_err(|e| echo_error(&e))??;
         echo.abort();
         return Ok(Stats::from_latencies(latencies, elapsed));
     }
@@ -464,7 +470,7 @@ async fn measure_echo(
             Ok(writer)
         })
     };
-    let receiver = {
+    let receiver = tokio::spawn({
         let done = done.clone();
         async move {
             let mut latencies = Vec::with_capacity(calls as usize);
@@ -483,8 +489,10 @@ async fn measure_echo(
             }
             Ok(latencies)
         }
-    };
-    let latencies = with_progress(progress, "floor", offset, &done, receiver).await;
+    });
+    let latencies = with_progress(progress, "floor", offset, &done, receiver)
+        .await
+        .map_err(|e| echo_error(&e))?;
     let elapsed = started.elapsed();
     let writer = sender
         .await
