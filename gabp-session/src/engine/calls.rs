@@ -7,7 +7,6 @@
 //! when it fires.
 
 use std::collections::{HashMap, VecDeque};
-use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -229,9 +228,7 @@ impl Calls {
             {
                 return;
             }
-            // Outside the cooperative budget: a poll refused for budget would return pending unregistered.
-            let mut unbudgeted = tokio::task::unconstrained(timer.as_mut());
-            if Pin::new(&mut unbudgeted).poll(cx).is_pending() {
+            if super::poll_registered(timer.as_mut(), cx).is_pending() {
                 self.timer_waker = Some(cx.waker().clone());
                 return;
             }
@@ -485,12 +482,7 @@ mod tests {
         let woken = futures::future::poll_fn(|cx| {
             if std::mem::take(&mut first) {
                 // Spend the task's cooperative budget, as a busy engine turn does.
-                loop {
-                    let spend = std::pin::pin!(tokio::task::consume_budget());
-                    if spend.poll(cx).is_pending() {
-                        break;
-                    }
-                }
+                super::super::spend_budget(cx);
             }
             calls.poll_expired(cx);
             match rx.try_recv() {

@@ -551,6 +551,25 @@ impl<P: Role> Engine<P> {
     }
 }
 
+/// Polls `future` outside tokio's cooperative budget, so that a pending poll always leaves `cx`'s waker with
+/// what it waits for (a poll refused for budget returns pending without it). For the parts of the loop that are
+/// not polled again until they wake it.
+fn poll_registered<F: Future + Unpin>(future: F, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let mut future = tokio::task::unconstrained(future);
+    Pin::new(&mut future).poll(cx)
+}
+
+/// Spends the task's cooperative budget, as a busy turn of the loop does.
+#[cfg(test)]
+fn spend_budget(cx: &mut Context<'_>) {
+    loop {
+        let spend = std::pin::pin!(tokio::task::consume_budget());
+        if spend.poll(cx).is_pending() {
+            return;
+        }
+    }
+}
+
 /// Writing failed: the peer is gone.
 fn write_failed<R>(error: &CodecError) -> Ended<R> {
     tracing::debug!(%error, "writing to the peer failed");

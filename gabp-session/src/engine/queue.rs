@@ -3,8 +3,6 @@
 //! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
 //! with nothing queued does not pay for the queue: the engine looks at the channel only when something was.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -86,11 +84,9 @@ impl FrameQueue {
         if self.listening && self.queued.frames.load(Ordering::Acquire) == 0 {
             return Poll::Pending;
         }
-        // Outside the cooperative budget: a poll refused for budget would return pending without leaving the
-        // waker with the channel, and the quiet check above would then never poll it again.
+        // The quiet check above relies on the waker being left with the channel.
         let rx = &mut self.rx;
-        let mut recv = tokio::task::unconstrained(std::future::poll_fn(|cx| rx.poll_recv(cx)));
-        match Pin::new(&mut recv).poll(cx) {
+        match super::poll_registered(std::future::poll_fn(|cx| rx.poll_recv(cx)), cx) {
             Poll::Ready(Some(body)) => {
                 self.taken(&body);
                 // The send that woke us took the waker: the next poll registers it again.
@@ -168,12 +164,7 @@ mod tests {
         let waker = Waker::from(flag.clone());
         std::future::poll_fn(|cx| {
             // A busy turn spends the task's cooperative budget before it looks at the queue.
-            loop {
-                let spend = std::pin::pin!(tokio::task::consume_budget());
-                if spend.poll(cx).is_pending() {
-                    break;
-                }
-            }
+            super::super::spend_budget(cx);
             assert!(queue
                 .poll_next(&mut Context::from_waker(&waker))
                 .is_pending());
