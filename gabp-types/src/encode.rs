@@ -1,9 +1,13 @@
 //! Serializing through one reused buffer per thread, so that what is kept of a serialization (a message body,
-//! params) costs one allocation of exactly its size instead of a growing buffer's several.
+//! params) costs one allocation of exactly its size instead of a growing buffer's several; and the envelopes
+//! written without serde's escaping of the member names and values that never need it.
 
 use std::cell::RefCell;
+use std::io::Write as _;
 
 use serde::Serialize;
+
+use crate::{Event, Message, MessageId, Outcome, Request, Response, PROTOCOL_VERSION};
 
 /// A buffer that grew past this is given back after use, so no thread keeps a large one.
 const KEEP: usize = 64 * 1024;
@@ -27,18 +31,148 @@ pub fn with_json<T, R>(value: &T, take: impl FnOnce(&[u8]) -> R) -> Result<R, se
 where
     T: Serialize + ?Sized,
 {
+    with_scratch(|buf| serde_json::to_writer(buf, value), take)
+}
+
+/// Writes `envelope` as compact JSON into this thread's buffer and hands the bytes to `take`: the same bytes
+/// as [`with_json`] gives, with less work.
+///
+/// ```
+/// use gabp_types::{MessageId, Response};
+///
+/// let response = Response::success(MessageId::new_v4(), serde_json::json!({"ok": true}));
+/// let fast = gabp_types::encode::with_envelope(&response, <[u8]>::to_vec).unwrap();
+/// assert_eq!(fast, serde_json::to_vec(&response).unwrap());
+/// ```
+///
+/// # Errors
+///
+/// When a value inside does not serialize (an error's `data` or a result cannot fail to; kept for symmetry
+/// with [`with_json`]).
+pub fn with_envelope<E, R>(
+    envelope: &E,
+    take: impl FnOnce(&[u8]) -> R,
+) -> Result<R, serde_json::Error>
+where
+    E: Envelope + ?Sized,
+{
+    with_scratch(|buf| envelope.write_json(buf), take)
+}
+
+fn with_scratch<R>(
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+    take: impl FnOnce(&[u8]) -> R,
+) -> Result<R, serde_json::Error> {
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut buf) => {
             buf.clear();
-            let written = serde_json::to_writer(&mut *buf, value).map(|()| take(&buf));
+            let written = write(&mut buf).map(|()| take(&buf));
             if buf.capacity() > KEEP {
                 *buf = Vec::new();
             }
             written
         }
         // Only a `Serialize` impl that itself serializes through here lands in this arm.
-        Err(_) => serde_json::to_vec(value).map(|json| take(&json)),
+        Err(_) => {
+            let mut buf = Vec::new();
+            write(&mut buf).map(|()| take(&buf))
+        }
     })
+}
+
+/// A GABP message (SPEC/1.0 gabp.md §3) that writes itself as compact JSON: byte for byte what its
+/// `Serialize` impl gives `serde_json`, with the member names, `v`, `type` and the id written as they are
+/// (they never need escapes).
+pub trait Envelope: Serialize {
+    /// Appends the message's JSON to `out`.
+    ///
+    /// # Errors
+    ///
+    /// When a value inside does not serialize.
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+}
+
+impl Envelope for Message {
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match self {
+            Message::Request(r) => r.write_json(out),
+            Message::Response(r) => r.write_json(out),
+            Message::Event(e) => e.write_json(out),
+        }
+    }
+}
+
+impl Envelope for Request {
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        head(out, &self.id, "request");
+        out.extend_from_slice(br#","method":"#);
+        string(out, self.method.as_str())?;
+        if let Some(params) = &self.params {
+            out.extend_from_slice(br#","params":"#);
+            out.extend_from_slice(params.as_json().as_bytes());
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+impl Envelope for Response {
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        head(out, &self.id, "response");
+        match &self.outcome {
+            Outcome::Result(v) => {
+                out.extend_from_slice(br#","result":"#);
+                serde_json::to_writer(&mut *out, v)?;
+            }
+            Outcome::Error(e) => {
+                out.extend_from_slice(br#","error":"#);
+                serde_json::to_writer(&mut *out, e)?;
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+impl Envelope for Event {
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        head(out, &self.id, "event");
+        out.extend_from_slice(br#","channel":"#);
+        string(out, self.channel.as_str())?;
+        // Writing to a Vec cannot fail.
+        let _ = write!(out, r#","seq":{},"payload":"#, self.seq);
+        serde_json::to_writer(&mut *out, &self.payload)?;
+        if let Some(ts) = &self.timestamp {
+            out.extend_from_slice(br#","timestamp":"#);
+            string(out, ts.as_str())?;
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
+/// `{"v":"gabp/1","id":"<id>","type":"<kind>"`: an id is hex digits and hyphens.
+fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
+    out.extend_from_slice(br#"{"v":""#);
+    out.extend_from_slice(PROTOCOL_VERSION.as_bytes());
+    out.extend_from_slice(br#"","id":""#);
+    out.extend_from_slice(id.as_str().as_bytes());
+    out.extend_from_slice(br#"","type":""#);
+    out.extend_from_slice(kind.as_bytes());
+    out.push(b'"');
+}
+
+/// A JSON string: as it is when nothing in it needs an escape (names are validated so), else through
+/// serde_json, which escapes exactly `"`, `\` and control characters.
+fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, s)
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +194,58 @@ mod tests {
     fn nested_serialization_does_not_share_the_buffer() {
         let json = with_json(&[Nested], <[u8]>::to_vec).unwrap();
         assert_eq!(json, b"[7]");
+    }
+
+    #[test]
+    fn envelopes_are_written_as_serde_writes_them() {
+        use crate::{ChannelName, ErrorCode, ErrorObject, MethodName, Params, Timestamp};
+        use serde_json::json;
+
+        let say = MethodName::new("game/say").unwrap();
+        let mut event = Event::new(
+            ChannelName::new("world/tick").unwrap(),
+            7,
+            json!([1, "two"]),
+        );
+        let plain = event.clone();
+        event.timestamp = Some(Timestamp::new("2026-11-27T05:00:00Z").unwrap());
+        let messages = [
+            Message::Request(Request::new(say.clone(), None)),
+            Message::Request(Request::with_raw_params(
+                say,
+                Some(Params::from_serialize(&json!({"name": "a/b", "arguments": {}})).unwrap()),
+            )),
+            Message::Request(Request::new(
+                MethodName::new("game/say").unwrap(),
+                json!({"text": "\"q\"\\\u{1}é\n"}).as_object().cloned(),
+            )),
+            Message::Response(Response::success(
+                MessageId::new_v4(),
+                json!({"k": "\u{7f}\""}),
+            )),
+            Message::Response(Response::error(
+                MessageId::new_v4(),
+                ErrorObject::new(ErrorCode::INTERNAL_ERROR, "bad \"thing\"").with_data(json!(1)),
+            )),
+            Message::Event(event),
+            Message::Event(plain),
+        ];
+        for message in messages {
+            let fast = with_envelope(&message, <[u8]>::to_vec).unwrap();
+            assert_eq!(
+                String::from_utf8(fast).unwrap(),
+                serde_json::to_string(&message).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn strings_that_need_escapes_are_escaped() {
+        for s in ["plain/name", "\"q\"", "back\\slash", "\u{1}\n", "é\u{7f}"] {
+            let mut out = Vec::new();
+            string(&mut out, s).unwrap();
+            assert_eq!(out, serde_json::to_vec(s).unwrap(), "{s:?}");
+        }
     }
 
     #[test]

@@ -81,7 +81,7 @@ impl Message {
     pub fn to_vec(&self) -> Vec<u8> {
         // Serializing our own types into a Vec cannot fail: every map key is a string and no Serialize impl
         // here returns an error.
-        crate::encode::with_json(self, <[u8]>::to_vec).unwrap_or_default()
+        crate::encode::with_envelope(self, <[u8]>::to_vec).unwrap_or_default()
     }
 }
 

@@ -280,6 +280,8 @@ proptest! {
             static VALIDATORS: HashMap<String, jsonschema::Validator> = validators();
         }
         let bytes = message.to_vec();
+        // The envelope writer and the `Serialize` impl agree byte for byte.
+        prop_assert_eq!(&bytes, &serde_json::to_vec(&message).expect("serialize"));
         let decoded = decode(&bytes, DecodeMode::Strict)
             .map_err(|e| TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&bytes))))?;
         prop_assert_eq!(&decoded, &message);

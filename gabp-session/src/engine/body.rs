@@ -2,12 +2,12 @@
 //! the engine writes itself: a panicked handler's, and one standing in for an answer over the size limit.
 
 use bytes::Bytes;
+use gabp_types::encode::Envelope;
 use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
-use serde::Serialize;
 
-/// Serializes `value` as compact JSON into a body of exactly its size.
-pub(crate) fn to_body<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, serde_json::Error> {
-    gabp_types::encode::with_json(value, Bytes::copy_from_slice)
+/// Writes a message as compact JSON into a body of exactly its size.
+pub(crate) fn to_body<E: Envelope + ?Sized>(message: &E) -> Result<Bytes, serde_json::Error> {
+    gabp_types::encode::with_envelope(message, Bytes::copy_from_slice)
 }
 
 pub(super) fn panicked(id: MessageId) -> Response {
@@ -46,8 +46,8 @@ mod tests {
 
     #[test]
     fn bodies_are_exact() {
-        let body = to_body(&json!({"a": [1, 2, 3]})).unwrap();
-        assert_eq!(&body[..], br#"{"a":[1,2,3]}"#);
-        assert_eq!(body.len(), 13);
+        let response = Response::success(MessageId::new_v4(), json!({"a": [1, 2, 3]}));
+        let body = to_body(&response).unwrap();
+        assert_eq!(body, serde_json::to_vec(&response).unwrap());
     }
 }
