@@ -97,6 +97,13 @@ pub use error::BridgeError;
 pub use error::Error;
 pub use server::{ModServer, ModServerBuilder};
 
+/// A table keyed by what this side chose (call ids it generated, names it registered or serves): hashed with
+/// foldhash, which costs a fraction of SipHash on these short keys. Tables keyed by what a peer sends keep
+/// the standard library's SipHash.
+pub(crate) type OwnKeyMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// A set of what this side chose, hashed as [`OwnKeyMap`] is.
+pub(crate) type OwnKeySet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
 /// The schemars this crate's tools take schemas from (1.x), so that tool argument types can derive
 /// `JsonSchema` without a schemars dependency of their own.
 pub use schemars;

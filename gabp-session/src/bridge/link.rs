@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use std::time::Duration;
 
-use gabp_types::methods::{Method, SessionPing};
+use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
 use tokio::sync::{mpsc, oneshot, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
@@ -25,8 +25,37 @@ use crate::Error;
 /// What the welcome of a connection says, once it has arrived.
 pub(super) struct LinkInfo {
     /// `None`: the welcome lists no methods, so everything is allowed.
-    pub(super) advertised: Option<HashSet<String>>,
+    advertised: Option<HashSet<String>>,
+    /// Whether `tools/call` is allowed and `tools/cancel` advertised: asked on every call, so looked up once.
+    tools_call: bool,
+    tools_cancel: bool,
     pub(super) max_body: usize,
+}
+
+impl LinkInfo {
+    pub(super) fn new(advertised: Option<HashSet<String>>, max_body: usize) -> Self {
+        let lists = |method: &str| advertised.as_ref().map(|a| a.contains(method));
+        LinkInfo {
+            tools_call: lists(ToolsCall::NAME).unwrap_or(true),
+            tools_cancel: lists(ToolsCancel::NAME).unwrap_or(false),
+            advertised,
+            max_body,
+        }
+    }
+
+    fn allows(&self, method: &str) -> bool {
+        if method == ToolsCall::NAME {
+            return self.tools_call;
+        }
+        self.advertised.as_ref().is_none_or(|a| a.contains(method))
+    }
+
+    fn advertises(&self, method: &str) -> bool {
+        if method == ToolsCancel::NAME {
+            return self.tools_cancel;
+        }
+        self.advertised.as_ref().is_some_and(|a| a.contains(method))
+    }
 }
 
 /// One connection to the mod.
@@ -96,16 +125,7 @@ impl Link {
     }
 
     pub(super) fn allows(&self, method: &str) -> bool {
-        if method.starts_with("session/") {
-            return true;
-        }
-        match self.info.get() {
-            Some(LinkInfo {
-                advertised: Some(methods),
-                ..
-            }) => methods.contains(method),
-            _ => true,
-        }
+        method.starts_with("session/") || self.info.get().is_none_or(|i| i.allows(method))
     }
 
     /// Refuses new calls; the engine has ended, so the calls still waiting have failed.
@@ -115,10 +135,7 @@ impl Link {
 
     /// Whether the mod's welcome lists `method` (an extension method, such as `tools/cancel`).
     pub(super) fn advertises(&self, method: &str) -> bool {
-        matches!(
-            self.info.get(),
-            Some(LinkInfo { advertised: Some(methods), .. }) if methods.contains(method)
-        )
+        self.info.get().is_some_and(|i| i.advertises(method))
     }
 
     /// Tells the engine that the caller of `id` gave up; with `cancel`, the mod is asked to stop the call
@@ -131,7 +148,7 @@ impl Link {
 
 /// A `tools/cancel` request for call `id`, serialized.
 fn cancel_body(id: MessageId) -> Option<bytes::Bytes> {
-    use gabp_types::methods::{ToolsCancel, ToolsCancelParams};
+    use gabp_types::methods::ToolsCancelParams;
     let method = MethodName::from_static(ToolsCancel::NAME).ok()?;
     let params = Params::from_serialize(&ToolsCancelParams { id }).ok()?;
     crate::engine::to_body(&gabp_types::Request::with_raw_params(method, Some(params))).ok()
@@ -154,8 +171,7 @@ impl<'a> PendingGuard<'a> {
             link,
             id,
             armed: true,
-            cancel: method == gabp_types::methods::ToolsCall::NAME
-                && link.advertises(gabp_types::methods::ToolsCancel::NAME),
+            cancel: method == ToolsCall::NAME && link.advertises(ToolsCancel::NAME),
         }
     }
 }
@@ -335,5 +351,33 @@ pub(super) async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
     }
     if let Some(ping) = ping {
         ping.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(methods: &[&str]) -> LinkInfo {
+        LinkInfo::new(
+            Some(methods.iter().map(|m| (*m).to_owned()).collect()),
+            1024,
+        )
+    }
+
+    #[test]
+    fn the_methods_asked_on_every_call_follow_the_welcome_like_the_others() {
+        let both = listing(&["tools/call", "tools/cancel", "state/get"]);
+        let neither = listing(&["state/get"]);
+        let unlisted = LinkInfo::new(None, 1024);
+        for method in ["tools/call", "state/get"] {
+            assert!(both.allows(method) && unlisted.allows(method), "{method}");
+        }
+        assert!(!neither.allows("tools/call"));
+        assert!(neither.allows("state/get") && !neither.allows("state/set"));
+        assert!(both.advertises("tools/cancel") && both.advertises("state/get"));
+        assert!(!neither.advertises("tools/cancel") && !neither.advertises("tools/call"));
+        // A welcome without a list allows every method and advertises none.
+        assert!(!unlisted.advertises("tools/cancel") && !unlisted.advertises("state/get"));
     }
 }

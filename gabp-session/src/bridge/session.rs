@@ -218,10 +218,7 @@ pub(super) async fn handshake(
         .methods
         .as_ref()
         .map(|m| m.iter().map(|n| n.as_str().to_owned()).collect());
-    let _ = link.info.set(LinkInfo {
-        advertised,
-        max_body,
-    });
+    let _ = link.info.set(LinkInfo::new(advertised, max_body));
     // Restore (or establish) subscriptions, then publish the connection, all under the subscription lock so no
     // local subscription can slip between the two. A subscribe holds the lock during its round trip; should a
     // layer hold that request back, this attempt fails after the handshake timeout instead of waiting forever.

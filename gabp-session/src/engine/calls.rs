@@ -6,7 +6,7 @@
 //! set for the earliest time limit, moved when a call with an earlier one arrives, and set for the next one
 //! when it fires.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -69,7 +69,7 @@ struct Waiting {
 /// The table of calls in flight and the frames of those not yet written. Calls whose caller is gone are swept
 /// lazily, so the table stays bounded even when a `Forget` could not be queued.
 pub(crate) struct Calls {
-    pending: HashMap<MessageId, Waiting>,
+    pending: crate::OwnKeyMap<MessageId, Waiting>,
     /// Frames taken from the caller's queue and not yet written, in order: a call's request (with its id) or a
     /// `tools/cancel` (without). A call that fails or is forgotten before its frame is written takes it out.
     unsent: VecDeque<(Option<MessageId>, Bytes)>,
@@ -98,7 +98,7 @@ impl Calls {
         let expected = expected.max(1);
         let floor = expected.saturating_mul(2);
         Calls {
-            pending: HashMap::new(),
+            pending: crate::OwnKeyMap::default(),
             unsent: VecDeque::new(),
             unsent_max: floor.saturating_add(2),
             expected,

@@ -31,7 +31,7 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct Snapshot {
     entries: Vec<Entry>,
-    index: HashMap<String, usize>,
+    index: crate::OwnKeyMap<String, usize>,
     /// The longest time limit a tool was registered with.
     longest_timeout: Option<Duration>,
 }

@@ -1,6 +1,5 @@
 //! [`CapabilityLayer`]: only the methods the welcome advertises are served.
 
-use std::collections::HashSet;
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
@@ -12,6 +11,7 @@ use tower::{Layer, Service};
 
 use super::{answer_now, passed_on, Answered};
 use crate::server::ServerRequest;
+use crate::OwnKeySet;
 
 /// The capability rule: a request for a method that is not in the welcome's `capabilities.methods` is
 /// answered `-32601` (Method Not Found) with `data.method`, and never reaches the inner service. A mod
@@ -39,7 +39,7 @@ use crate::server::ServerRequest;
 /// ```
 #[derive(Clone)]
 pub struct CapabilityLayer {
-    methods: Arc<HashSet<String>>,
+    methods: Arc<OwnKeySet<String>>,
 }
 
 impl CapabilityLayer {
@@ -80,7 +80,7 @@ impl<S> Layer<S> for CapabilityLayer {
 #[derive(Clone)]
 pub struct Capability<S> {
     inner: S,
-    methods: Arc<HashSet<String>>,
+    methods: Arc<OwnKeySet<String>>,
 }
 
 impl<S> fmt::Debug for Capability<S> {
