@@ -261,4 +261,28 @@ async fn the_whole_stack_is_usable_without_a_transport() {
         .await
         .unwrap();
     assert_eq!(result(&r), json!({"value": 3}));
+    // `tools/call` params that did not come through the decoder are checked as the decoder checks them
+    // (SPEC/1.0 gabp.md §4.5), each fault named by its member.
+    for (params, pointer) in [
+        (json!({"arguments": {"value": 3}}), "/params"),
+        (
+            json!({"name": "demo/echo", "arguments": [3]}),
+            "/params/arguments",
+        ),
+        (json!({"name": "Demo Echo"}), "/params/name"),
+        (json!({"name": "demo/echo", "extra": 1}), "/params"),
+        (json!({"name": "demo/echo", "_meta": 1}), "/params/_meta"),
+    ] {
+        let r = service
+            .ready()
+            .await
+            .unwrap()
+            .call(call("tools/call", Some(params.clone())))
+            .await
+            .unwrap();
+        let error = r.error_object().expect("refused");
+        assert_eq!(error.code.0, -32602, "{params}");
+        let data = error.data.as_ref().expect("data");
+        assert_eq!(data["errors"][0]["path"], pointer, "{params}");
+    }
 }

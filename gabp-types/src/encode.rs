@@ -156,7 +156,7 @@ fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
     out.extend_from_slice(br#"{"v":""#);
     out.extend_from_slice(PROTOCOL_VERSION.as_bytes());
     out.extend_from_slice(br#"","id":""#);
-    out.extend_from_slice(id.as_str().as_bytes());
+    out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(br#"","type":""#);
     out.extend_from_slice(kind.as_bytes());
     out.push(b'"');

@@ -72,6 +72,11 @@ impl MessageId {
         Ok(MessageId { text })
     }
 
+    /// The id's text as bytes (ASCII hex digits and hyphens), without the UTF-8 check of [`MessageId::as_str`].
+    pub(crate) fn as_bytes(&self) -> &[u8; 36] {
+        &self.text
+    }
+
     /// The id exactly as it was received or generated.
     pub fn as_str(&self) -> &str {
         // The constructors only store ASCII hex digits and hyphens, so this never fails; the fallback keeps the

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::num::NonZeroU64;
 
 use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -26,14 +27,53 @@ use serde_json::{Map, Value};
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Params(Box<RawValue>);
+pub struct Params(Box<RawValue>, Option<CallRecord>);
+
+/// Where `arguments` lies in `tools/call` params, recorded by the decoder's check so that the mod does not read
+/// the params again (SPEC/1.0 gabp.md §4.5). Recorded only for params whose `name` leads, written plainly (as
+/// bridges write it), and without `_meta`: the rest are read again. Packed in 8 bytes (start and end of
+/// `arguments`; start equal to end when there is none; a member starts past the `{`, so never 0) so that
+/// every request stays small.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CallRecord(NonZeroU64);
+
+impl CallRecord {
+    /// The record of `arguments`, a slice of `text` (or none); `None` when it is not a slice of it, or lies
+    /// beyond 4 GiB.
+    pub(crate) fn new(text: &str, arguments: Option<&str>) -> Option<CallRecord> {
+        let (start, end) = match arguments {
+            None => (1, 1),
+            Some(part) => {
+                let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+                let end = start.checked_add(part.len())?;
+                if start == 0 || start == end || end > text.len() {
+                    return None;
+                }
+                (u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+            }
+        };
+        NonZeroU64::new(u64::from(start) << 32 | u64::from(end)).map(CallRecord)
+    }
+
+    /// The leading `name` and the `arguments` of `text`, the params this record was made for.
+    pub(crate) fn members(self, text: &str) -> Option<(&str, Option<&str>)> {
+        let name = leading_str(text, "name")?;
+        let (start, end) = ((self.0.get() >> 32) as usize, self.0.get() as u32 as usize);
+        let arguments = if start == end {
+            None
+        } else {
+            Some(text.get(start..end)?)
+        };
+        Some((name, arguments))
+    }
+}
 
 impl Params {
     /// The params of a map.
     #[must_use]
     pub fn from_map(map: &Map<String, Value>) -> Params {
         // A map of JSON values always serializes.
-        Params(raw_json(map).unwrap_or_else(|_| empty()))
+        Params(raw_json(map).unwrap_or_else(|_| empty()), None)
     }
 
     /// The serialization of `value`, which must be a JSON object.
@@ -52,7 +92,7 @@ impl Params {
     /// When `raw` is not an object.
     pub fn from_raw(raw: Box<RawValue>) -> Result<Params, serde_json::Error> {
         if raw.get().starts_with('{') {
-            Ok(Params(raw))
+            Ok(Params(raw, None))
         } else {
             Err(serde_json::Error::custom(format!(
                 "params must be a JSON object, not {}",
@@ -107,6 +147,15 @@ impl Params {
         found
     }
 
+    /// Where the decoder's check found the `arguments` of `tools/call` params, if it recorded it.
+    pub(crate) fn call_record(&self) -> Option<CallRecord> {
+        self.1
+    }
+
+    pub(crate) fn set_call_record(&mut self, record: Option<CallRecord>) {
+        self.1 = record;
+    }
+
     /// The raw values of the members `keys`, found in one pass over the text (the first of repeated keys).
     #[must_use]
     pub fn members<const N: usize>(&self, keys: [&str; N]) -> [Option<&RawValue>; N] {
@@ -127,7 +176,7 @@ impl Params {
 
 /// The string member `key` when it is the first member, written compactly and without escapes (as writers put
 /// a `tools/call`'s `name`): found without a pass over the other members.
-fn leading_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn leading_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     if key.contains(['"', '\\']) {
         return None;
     }
@@ -249,7 +298,7 @@ impl fmt::Debug for Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params(empty())
+        Params(empty(), None)
     }
 }
 
@@ -276,6 +325,20 @@ impl<'de> Deserialize<'de> for Params {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_record_of_call_arguments_costs_params_8_bytes() {
+        assert_eq!(std::mem::size_of::<Option<CallRecord>>(), 8);
+        let text = r#"{"name":"a/b","arguments":{"x":1}}"#;
+        let record = CallRecord::new(text, Some(&text[26..33])).unwrap();
+        assert_eq!(record.members(text), Some(("a/b", Some(r#"{"x":1}"#))));
+        let none = CallRecord::new(text, None).unwrap();
+        assert_eq!(none.members(text), Some(("a/b", None)));
+        assert_eq!(CallRecord::new(text, Some("elsewhere")), None);
+        assert_eq!(CallRecord::new(text, Some(&text[0..1])), None);
+        // Text whose name does not lead gives no members.
+        assert_eq!(none.members(r#"{"arguments":{},"name":"a/b"}"#), None);
+    }
 
     #[test]
     fn members_are_found_without_reading_the_rest() {

@@ -3,15 +3,14 @@
 
 use gabp_types::ErrorCode;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use super::error::ToolError;
 
 /// The arguments as the router hands them to a handler.
 pub(crate) enum Arguments<'a> {
-    /// Straight from the request's text: the tool's type checks everything its schema says.
-    Raw(&'a RawValue),
+    /// Straight from the request's text (a JSON object): the tool's type checks everything its schema says.
+    Raw(&'a str),
     /// Parsed and already checked by the tool's validator.
     Value(Value),
 }
@@ -20,7 +19,7 @@ impl Arguments<'_> {
     /// Decodes the arguments into the handler's type.
     pub(crate) fn decode<In: DeserializeOwned>(self) -> Result<In, ToolError> {
         match self {
-            Arguments::Raw(raw) => serde_json::from_str(raw.get()),
+            Arguments::Raw(raw) => serde_json::from_str(raw),
             Arguments::Value(value) => serde_json::from_value(value),
         }
         .map_err(|e| invalid_arguments(&e))
@@ -190,11 +189,11 @@ mod tests {
 
     #[test]
     fn raw_and_parsed_arguments_decode_alike() {
-        let raw: Box<RawValue> = serde_json::from_str(r#"{"x": 7}"#).unwrap();
-        let from_raw: Inner = Arguments::Raw(&raw).decode().unwrap();
+        let raw = r#"{"x": 7}"#;
+        let from_raw: Inner = Arguments::Raw(raw).decode().unwrap();
         let from_value: Inner = Arguments::Value(json!({"x": 7})).decode().unwrap();
         assert_eq!((from_raw.x, from_value.x), (7, 7));
-        let err = Arguments::Raw(&raw).decode::<Plain>().unwrap_err();
+        let err = Arguments::Raw(raw).decode::<Plain>().unwrap_err();
         let err = err.into_error_object();
         assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
         assert!(!err.message.contains("line"), "{}", err.message);

@@ -3,12 +3,13 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use gabp_types::decode::{tools_call_members, ToolsCallMembers};
 use gabp_types::methods::{
     CallMeta, ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
     ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
@@ -18,7 +19,6 @@ use gabp_types::methods::{
 use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -144,15 +144,9 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
 }
 
 /// `{}`, for a call without `arguments`.
-fn no_arguments() -> &'static RawValue {
-    static EMPTY: OnceLock<Box<RawValue>> = OnceLock::new();
-    EMPTY.get_or_init(|| serde_json::value::to_raw_value(&Map::new()).unwrap_or_default())
-}
-
 /// The arguments as a value, for a validator (they are valid JSON: the decoder read them).
-fn parse_arguments(arguments: &RawValue) -> Result<Value, ErrorObject> {
-    serde_json::from_str(arguments.get())
-        .map_err(|e| invalid_params("/params/arguments", &e.to_string()))
+fn parse_arguments(arguments: &str) -> Result<Value, ErrorObject> {
+    serde_json::from_str(arguments).map_err(|e| invalid_params("/params/arguments", &e.to_string()))
 }
 
 fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
@@ -228,18 +222,15 @@ impl Router {
         let Some(params) = &req.request.params else {
             return Err(invalid_params("/params", "`tools/call` requires params"));
         };
-        // One pass over the params finds the members (SPEC/1.0 gabp.md §4.5).
-        let [name, arguments, meta] = params.members(["name", "arguments", "_meta"]);
-        let name = match name {
-            None => return Err(invalid_params("/params", "missing field `name`")),
-            Some(raw) => gabp_types::params::json_str(raw.get())
-                .ok_or_else(|| invalid_params("/params/name", "must be a tool name string"))?,
-        };
-        let arguments = match arguments {
-            None => no_arguments(),
-            Some(raw) if raw.get().starts_with('{') => raw,
-            Some(_) => return Err(invalid_params("/params/arguments", "must be an object")),
-        };
+        // Where the decoder's check found the members (SPEC/1.0 gabp.md §4.5); params that did not come
+        // through the decoder are checked here the same way.
+        let ToolsCallMembers {
+            name,
+            arguments,
+            meta,
+            ..
+        } = tools_call_members(params).map_err(|e| invalid_params(e.pointer(), e.reason()))?;
+        let arguments = arguments.unwrap_or("{}");
         let Some(tool) = self.routes.tools.get(&name) else {
             return Err(ErrorObject::new(
                 ErrorCode::TOOL_NOT_FOUND,
@@ -267,7 +258,7 @@ impl Router {
             }
         };
         let session = &req.session;
-        let progress = meta.and_then(|meta| progress_of(session, meta.get()));
+        let progress = meta.and_then(|meta| progress_of(session, meta));
         let future = self.run_tool(&tool, &req, args, progress.clone(), explain)?;
         Ok(match progress {
             // The handler's reports end before its answer exists (SPEC/1.0 extensions.md §progress).

@@ -25,7 +25,9 @@ use serde_json::{Map, Value};
 
 pub use self::error::DecodeError;
 pub(crate) use self::params::escape_pointer;
-pub use self::params::{check_params, check_result, check_result_in};
+pub use self::params::{
+    check_params, check_result, check_result_in, tools_call_members, ToolsCallMembers,
+};
 use self::params::{typed, typed_answer};
 use crate::methods::{self, Method};
 use crate::{
@@ -349,7 +351,12 @@ fn request_named(
             ))
         }
     };
-    let checked = check_params(method.as_str(), params.as_ref(), mode);
+    // The check of `tools/call` params records where their members lie, for the mod (SPEC/1.0 gabp.md §4.5).
+    let check = |params: &mut Option<Params>| match method.as_str() {
+        methods::ToolsCall::NAME => params::check_tools_call(params.as_mut()),
+        other => check_params(other, params.as_ref(), mode),
+    };
+    let checked = check(&mut params);
     // Lib.GAB names the arguments `parameters` (SPEC/1.0 gabp.md §3.5), a member the check refuses: only then is
     // it looked for, renamed, and the params checked again.
     let libgab = checked.is_err()
@@ -357,7 +364,7 @@ fn request_named(
         && method.as_str() == methods::ToolsCall::NAME
         && rename_parameters(&mut params);
     if libgab {
-        check_params(method.as_str(), params.as_ref(), mode)?;
+        check(&mut params)?;
     } else {
         checked?;
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{DecodeError, DecodeMode};
 use crate::methods::{self, Method};
-use crate::params::{json_str, raw_type_name, Key};
+use crate::params::{json_str, raw_type_name, CallRecord, Key};
 use crate::{shorten, without_json_position, ErrorCode, ExtraMembers, Params};
 
 /// Escapes a JSON pointer reference token (RFC 6901).
@@ -40,18 +40,76 @@ fn typed_params<T: DeserializeOwned>(params: &Params) -> Result<T, DecodeError> 
     })
 }
 
+/// The members of `tools/call` params (SPEC/1.0 gabp.md §4.5), as [`tools_call_members`] finds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolsCallMembers<'a> {
+    /// The tool's name.
+    pub name: Cow<'a, str>,
+    /// `arguments` as JSON text (an object), when present.
+    pub arguments: Option<&'a str>,
+    /// `_meta` as JSON text (an object), when present.
+    pub meta: Option<&'a str>,
+}
+
+/// The members of `tools/call` params, checked as the decoder checks them: read from where the decoder's check
+/// recorded them, or checked now (params that did not come through the decoder).
+///
+/// ```
+/// use gabp_types::decode::{decode, tools_call_members, DecodeMode};
+/// use gabp_types::Message;
+///
+/// let body = br#"{"v":"gabp/1","id":"7f9c2a4e-1b3d-4c5e-8f6a-0b1c2d3e4f5a","type":"request",
+///     "method":"tools/call","params":{"name":"world/place","arguments":{"x":1}}}"#;
+/// let Message::Request(request) = decode(body, DecodeMode::Strict)? else { unreachable!() };
+/// let call = tools_call_members(request.params.as_ref().unwrap())?;
+/// assert_eq!((call.name.as_ref(), call.arguments), ("world/place", Some(r#"{"x":1}"#)));
+/// # Ok::<(), gabp_types::DecodeError>(())
+/// ```
+///
+/// # Errors
+///
+/// A `-32602` [`DecodeError`] naming the member, as the decoder refuses such params.
+pub fn tools_call_members(params: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
+    let text = params.as_json();
+    if let Some((name, arguments)) = params.call_record().and_then(|r| r.members(text)) {
+        return Ok(ToolsCallMembers {
+            name: Cow::Borrowed(name),
+            arguments,
+            meta: None,
+        });
+    }
+    tools_call_check(params)
+}
+
 /// `tools/call` params, checked member by member without building [`methods::ToolsCallParams`]: this is the
 /// hot path of every session, and the typed struct would copy the whole `arguments` object just to drop it.
-fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
-    let invalid = |pointer: &str, reason: String| {
-        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
-    };
+/// The decoder records where the members lie (`Params::set_call_record`).
+pub(super) fn check_tools_call(params: Option<&mut Params>) -> Result<(), DecodeError> {
     let Some(p) = params else {
-        return Err(invalid(
+        return Err(DecodeError::new(
+            ErrorCode::INVALID_PARAMS,
             "/params",
             format!("`{}` requires params", methods::ToolsCall::NAME),
         ));
     };
+    let found = tools_call_check(p)?;
+    let text = p.as_json();
+    // Recorded for the common shape only: see `CallRecord`.
+    let plain = found.meta.is_none() && crate::params::leading_str(text, "name").is_some();
+    let record = plain
+        .then(|| CallRecord::new(text, found.arguments))
+        .flatten();
+    p.set_call_record(record);
+    Ok(())
+}
+
+/// Checks the params and finds their members.
+fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
+    let invalid = |pointer: &str, reason: String| {
+        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
+    };
+    let (mut name, mut arguments, mut meta) = (None, None, None);
     let mut de = serde_json::Deserializer::from_str(p.as_json());
     let members = serde::Deserializer::deserialize_map(&mut de, Members)
         .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
@@ -76,7 +134,7 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
         seen |= bit;
         match key {
             "name" => match json_str(text) {
-                Some(name) if crate::format::is_registry_name(&name) => {}
+                Some(found) if crate::format::is_registry_name(&found) => name = Some(found),
                 Some(name) => {
                     return Err(invalid(
                         "/params/name",
@@ -96,14 +154,17 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
                     ))
                 }
             },
-            "arguments" if text.starts_with('{') => {}
+            "arguments" if text.starts_with('{') => arguments = Some(text),
             "arguments" => {
                 return Err(invalid(
                     "/params/arguments",
                     format!("invalid type: {}, expected an object", raw_type_name(text)),
                 ))
             }
-            "_meta" => check_call_meta(text)?,
+            "_meta" => {
+                check_call_meta(text)?;
+                meta = Some(text);
+            }
             other => {
                 return Err(invalid(
                     "/params",
@@ -112,10 +173,13 @@ fn check_tools_call(params: Option<&Params>) -> Result<(), DecodeError> {
             }
         }
     }
-    if seen & 1 != 0 {
-        Ok(())
-    } else {
-        Err(invalid("/params", "missing field `name`".to_owned()))
+    match name {
+        Some(name) => Ok(ToolsCallMembers {
+            name,
+            arguments,
+            meta,
+        }),
+        None => Err(invalid("/params", "missing field `name`".to_owned())),
     }
 }
 
@@ -267,7 +331,10 @@ pub fn check_params(
         SessionPing::NAME => check::<SessionPing>(params),
         SessionGoodbye::NAME => check::<SessionGoodbye>(params),
         ToolsList::NAME => check::<ToolsList>(params),
-        ToolsCall::NAME => check_tools_call(params),
+        ToolsCall::NAME => match params {
+            Some(p) => tools_call_check(p).map(drop),
+            None => check_tools_call(None),
+        },
         ToolsCancel::NAME => check::<ToolsCancel>(params),
         TimeStatus::NAME => check::<TimeStatus>(params),
         TimePause::NAME => check::<TimePause>(params),

@@ -120,3 +120,65 @@ fn libgab_parameters_are_renamed_only_where_the_check_refuses_them() {
     let plain = request(r#"{"name":"a/b","arguments":{"y":2}}"#);
     assert!(decode(plain.as_bytes(), DecodeMode::Lenient).is_ok());
 }
+
+/// The check of `tools/call` params records where their members lie, and `tools_call_members` reads them from
+/// there; params that did not come through the decoder are checked as the decoder checks them.
+#[test]
+fn tools_call_members_are_read_where_the_check_found_them() {
+    let request = |params: &str| {
+        format!(
+            r#"{{"v":"gabp/1","id":"6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11","type":"request","method":"tools/call","params":{params}}}"#
+        )
+    };
+    for params in [
+        r#"{"name":"a/b","arguments":{"x":1}}"#,
+        r#"{ "_meta" : {"progressToken":"t"}, "arguments" : { "y" : [1, "}"] } , "name" : "a\/b" }"#,
+        r#"{"name":"a/b"}"#,
+    ] {
+        for mode in [DecodeMode::Strict, DecodeMode::Lenient] {
+            let Ok(Message::Request(r)) = decode(request(params).as_bytes(), mode) else {
+                panic!("valid: {params}");
+            };
+            let p = r.params.expect("params");
+            assert_eq!(
+                p.call_record().is_some(),
+                !params.contains("_meta"),
+                "{params}"
+            );
+            let members = tools_call_members(&p).expect("members");
+            assert_eq!(members.name, "a/b");
+            assert_eq!(members.arguments, p.member("arguments").map(RawValue::get));
+            assert_eq!(members.meta, p.member("_meta").map(RawValue::get));
+            // The same params, not decoded: no record, the same members.
+            let fresh = Params::from_raw(RawValue::from_string(p.as_json().to_owned()).unwrap());
+            let fresh = fresh.expect("object");
+            assert!(fresh.call_record().is_none());
+            assert_eq!(tools_call_members(&fresh), Ok(members));
+        }
+    }
+    for (params, pointer) in [
+        (r#"{"arguments":{}}"#, "/params"),
+        (r#"{"name":"a/b","arguments":[1]}"#, "/params/arguments"),
+        (r#"{"name":"A"}"#, "/params/name"),
+        (r#"{"name":"a/b","x":1}"#, "/params"),
+        (r#"{"name":"a/b","name":"a/c"}"#, "/params/name"),
+    ] {
+        let p = Params::from_raw(RawValue::from_string(params.to_owned()).unwrap()).unwrap();
+        let error = tools_call_members(&p).expect_err(params);
+        assert_eq!(
+            (error.code(), error.pointer()),
+            (ErrorCode::INVALID_PARAMS, pointer),
+            "{params}"
+        );
+    }
+    // Lib.GAB's `parameters`, renamed: the params are written again and checked again.
+    let libgab = request(r#"{"name":"a/b","parameters":{"x":1}}"#);
+    let Ok(Message::Request(r)) = decode(libgab.as_bytes(), DecodeMode::Lenient) else {
+        panic!("a liberal read accepts `parameters`");
+    };
+    let p = r.params.expect("params");
+    assert_eq!(
+        tools_call_members(&p).unwrap().arguments,
+        Some(r#"{"x":1}"#)
+    );
+}
