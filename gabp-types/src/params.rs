@@ -177,15 +177,18 @@ impl Params {
 /// The string member `key` when it is the first member, written compactly and without escapes (as writers put
 /// a `tools/call`'s `name`): found without a pass over the other members.
 pub(crate) fn leading_str<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    if key.contains(['"', '\\']) {
+    // Byte searches: a pattern of two chars goes through the general char searcher, several times slower.
+    let quote_or_escape = |b: u8| b == b'"' || b == b'\\';
+    if key.bytes().any(quote_or_escape) {
         return None;
     }
     let value = text
         .strip_prefix("{\"")?
         .strip_prefix(key)?
         .strip_prefix("\":\"")?;
-    let end = value.find(['"', '\\'])?;
-    value[end..].starts_with('"').then(|| &value[..end])
+    let end = value.bytes().position(quote_or_escape)?;
+    // Both are ASCII, so `end` is a char boundary.
+    (value.as_bytes().get(end) == Some(&b'"')).then(|| &value[..end])
 }
 
 /// The JSON string `text`, borrowed unless it has escapes; `None` when `text` is not a string.
