@@ -47,8 +47,8 @@ where
 ///
 /// # Errors
 ///
-/// When a value inside does not serialize (an error's `data` or a result cannot fail to; kept for symmetry
-/// with [`with_json`]).
+/// Never in practice: a result, an error and a payload are JSON values, which always serialize; kept for
+/// symmetry with [`with_json`].
 pub fn with_envelope<E, R>(
     envelope: &E,
     take: impl FnOnce(&[u8]) -> R,
@@ -163,7 +163,7 @@ fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
 }
 
 /// A JSON string: as it is when nothing in it needs an escape (names are validated so), else through
-/// serde_json, which escapes exactly `"`, `\` and control characters.
+/// serde_json, which escapes exactly `"`, `\` and the characters below U+0020.
 fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');

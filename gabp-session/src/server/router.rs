@@ -143,7 +143,6 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
     })
 }
 
-/// `{}`, for a call without `arguments`.
 /// The arguments as a value, for a validator (they are valid JSON: the decoder read them).
 fn parse_arguments(arguments: &str) -> Result<Value, ErrorObject> {
     serde_json::from_str(arguments).map_err(|e| invalid_params("/params/arguments", &e.to_string()))

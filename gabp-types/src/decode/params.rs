@@ -139,7 +139,8 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
                     return Err(invalid(
                         "/params/name",
                         format!(
-                            "tool name {name:?} does not match {}",
+                            "tool name {:?} does not match {}",
+                            crate::quoted_name(&name),
                             crate::format::NAME_PATTERN
                         ),
                     ))
@@ -168,7 +169,10 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
             other => {
                 return Err(invalid(
                     "/params",
-                    format!("unknown field `{other}`, expected `name`, `arguments` or `_meta`"),
+                    format!(
+                        "unknown field `{}`, expected `name`, `arguments` or `_meta`",
+                        crate::quoted_name(other)
+                    ),
                 ))
             }
         }

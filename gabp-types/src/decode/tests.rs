@@ -135,16 +135,25 @@ fn tools_call_members_are_read_where_the_check_found_them() {
         r#"{ "_meta" : {"progressToken":"t"}, "arguments" : { "y" : [1, "}"] } , "name" : "a\/b" }"#,
         r#"{"name":"a/b"}"#,
     ] {
-        for mode in [DecodeMode::Strict, DecodeMode::Lenient] {
-            let Ok(Message::Request(r)) = decode(request(params).as_bytes(), mode) else {
-                panic!("valid: {params}");
+        // The last: an envelope member the fast path does not take sends the request down the general path.
+        let general = request(params).replacen('{', r#"{"x-extra":1,"#, 1);
+        for (body, mode, fast) in [
+            (request(params), DecodeMode::Strict, true),
+            (request(params), DecodeMode::Lenient, true),
+            (general, DecodeMode::Lenient, false),
+        ] {
+            let Ok(Message::Request(r)) = decode(body.as_bytes(), mode) else {
+                panic!("valid: {body}");
             };
             let p = r.params.expect("params");
-            assert_eq!(
-                p.call_record().is_some(),
-                !params.contains("_meta"),
-                "{params}"
-            );
+            if fast {
+                // Kept as received: recorded unless `_meta` is there.
+                assert_eq!(
+                    p.call_record().is_some(),
+                    !params.contains("_meta"),
+                    "{params}"
+                );
+            }
             let members = tools_call_members(&p).expect("members");
             assert_eq!(members.name, "a/b");
             assert_eq!(members.arguments, p.member("arguments").map(RawValue::get));
@@ -155,6 +164,16 @@ fn tools_call_members_are_read_where_the_check_found_them() {
             assert!(fresh.call_record().is_none());
             assert_eq!(tools_call_members(&fresh), Ok(members));
         }
+    }
+    // A peer's long name or member is quoted short.
+    let long = "x".repeat(50_000);
+    for params in [
+        format!(r#"{{"name":"{long}"}}"#),
+        format!(r#"{{"name":"a/b","{long}":1}}"#),
+    ] {
+        let p = Params::from_raw(RawValue::from_string(params).unwrap()).unwrap();
+        let error = tools_call_members(&p).expect_err("refused");
+        assert!(error.reason().len() < 200, "{}", error.reason());
     }
     for (params, pointer) in [
         (r#"{"arguments":{}}"#, "/params"),
