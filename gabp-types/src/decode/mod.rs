@@ -351,7 +351,7 @@ fn request_named(
             ))
         }
     };
-    // The check of `tools/call` params records where their members lie, for the mod (SPEC/1.0 gabp.md §4.5).
+    // The check of `tools/call` params records where their `arguments` lie, for the mod (SPEC/1.0 gabp.md §4.5).
     let check = |params: &mut Option<Params>| match method.as_str() {
         methods::ToolsCall::NAME => params::check_tools_call(params.as_mut()),
         other => check_params(other, params.as_ref(), mode),
