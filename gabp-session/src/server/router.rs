@@ -222,13 +222,13 @@ impl Router {
             return Err(invalid_params("/params", "`tools/call` requires params"));
         };
         // Where the decoder's check found the members (SPEC/1.0 gabp.md §4.5); params that did not come
-        // through the decoder are checked here the same way.
+        // through the decoder are checked here the same way and refused with the same answer.
         let ToolsCallMembers {
             name,
             arguments,
             meta,
             ..
-        } = tools_call_members(params).map_err(|e| invalid_params(e.pointer(), e.reason()))?;
+        } = tools_call_members(params).map_err(|e| e.to_error_object())?;
         let arguments = arguments.unwrap_or("{}");
         let Some(tool) = self.routes.tools.get(&name) else {
             return Err(ErrorObject::new(
