@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Clone)]
-pub struct Params(Box<RawValue>, Option<CallRecord>);
+pub struct Params(Box<str>, Option<CallRecord>);
 
 /// Where `arguments` lies in `tools/call` params, recorded by the decoder's check so that the mod does not read
 /// the params again (SPEC/1.0 gabp.md §4.5). Recorded only for params whose `name` leads, written plainly (as
@@ -73,7 +73,7 @@ impl Params {
     #[must_use]
     pub fn from_map(map: &Map<String, Value>) -> Params {
         // A map of JSON values always serializes.
-        Params(raw_json(map).unwrap_or_else(|_| empty()), None)
+        Params(json_text(map).unwrap_or_else(|_| "{}".into()), None)
     }
 
     /// The serialization of `value`, which must be a JSON object.
@@ -82,7 +82,7 @@ impl Params {
     ///
     /// When `value` does not serialize, or not to an object.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
-        Params::from_raw(raw_json(value)?)
+        Params::from_text(json_text(value)?)
     }
 
     /// Params from raw JSON, which must be an object.
@@ -91,12 +91,17 @@ impl Params {
     ///
     /// When `raw` is not an object.
     pub fn from_raw(raw: Box<RawValue>) -> Result<Params, serde_json::Error> {
-        if raw.get().starts_with('{') {
-            Ok(Params(raw, None))
+        Params::from_text(raw.into())
+    }
+
+    /// Params from JSON text that is known to be valid: what serde_json wrote or read.
+    fn from_text(text: Box<str>) -> Result<Params, serde_json::Error> {
+        if text.starts_with('{') {
+            Ok(Params(text, None))
         } else {
             Err(serde_json::Error::custom(format!(
                 "params must be a JSON object, not {}",
-                raw_type_name(raw.get())
+                raw_type_name(&text)
             )))
         }
     }
@@ -104,19 +109,23 @@ impl Params {
     /// Whether the object has no members.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.0.get()[1..].trim_start().starts_with('}')
+        self.0
+            .get(1..)
+            .unwrap_or_default()
+            .trim_start()
+            .starts_with('}')
     }
 
     /// The JSON text.
     #[must_use]
     pub fn as_json(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
-    /// The raw JSON value.
+    /// The raw JSON value (reads the text through serde_json).
     #[must_use]
     pub fn as_raw(&self) -> &RawValue {
-        &self.0
+        serde_json::from_str(&self.0).unwrap_or_else(|_| empty_raw())
     }
 
     /// Deserializes the params into `T`, straight from the text.
@@ -125,13 +134,13 @@ impl Params {
     ///
     /// When the params do not fit `T`.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(self.0.get())
+        serde_json::from_str(&self.0)
     }
 
     /// The params as a map (parses the text).
     #[must_use]
     pub fn to_map(&self) -> Map<String, Value> {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
+        serde_json::from_str(&self.0).unwrap_or_default()
     }
 
     /// The params as a JSON value (parses the text).
@@ -159,14 +168,14 @@ impl Params {
     /// The raw values of the members `keys`, found in one pass over the text (the first of repeated keys).
     #[must_use]
     pub fn members<const N: usize>(&self, keys: [&str; N]) -> [Option<&RawValue>; N] {
-        let mut de = serde_json::Deserializer::from_str(self.0.get());
+        let mut de = serde_json::Deserializer::from_str(&self.0);
         de.deserialize_map(Members { keys }).unwrap_or([None; N])
     }
 
     /// The string member `key`, if present and a string.
     #[must_use]
     pub fn str_member(&self, key: &str) -> Option<Cow<'_, str>> {
-        if let Some(first) = leading_str(self.0.get(), key) {
+        if let Some(first) = leading_str(&self.0, key) {
             return Some(Cow::Borrowed(first));
         }
         let raw = self.member(key)?;
@@ -233,22 +242,19 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 /// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
-/// two reallocations for params of a typical tool call.) The copy is read once more to make it a `RawValue`.
-fn raw_json<T: Serialize + ?Sized>(value: &T) -> Result<Box<RawValue>, serde_json::Error> {
-    let text = crate::encode::with_json(value, |json| String::from_utf8(json.to_vec()))?;
-    // serde_json writes UTF-8 only.
-    let text = text.map_err(serde_json::Error::custom)?;
-    RawValue::from_string(text)
+/// two reallocations for params of a typical tool call.) serde_json's writer produces valid JSON, as
+/// `to_raw_value` trusts: the text is not read again.
+fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
+    crate::encode::with_json(value, |json| std::str::from_utf8(json).map(Box::from))?
+        // serde_json writes UTF-8 only.
+        .map_err(serde_json::Error::custom)
 }
 
-fn empty() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable_empty())
-}
-
+/// `{}` as a raw value, for text that serde_json does not read back (never the case for valid params).
 #[cold]
-fn unreachable_empty() -> Box<RawValue> {
-    // `{}` is valid JSON; `from_string` cannot fail on it.
-    serde_json::from_str("{}").unwrap_or_else(|_| Box::<RawValue>::default())
+fn empty_raw() -> &'static RawValue {
+    static EMPTY: std::sync::OnceLock<Box<RawValue>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| RawValue::from_string("{}".to_owned()).unwrap_or_default())
 }
 
 /// The JSON type of raw text, for messages.
@@ -289,19 +295,19 @@ impl<'de, const N: usize> Visitor<'de> for Members<'_, N> {
 
 impl PartialEq for Params {
     fn eq(&self, other: &Self) -> bool {
-        self.0.get() == other.0.get() || self.to_map() == other.to_map()
+        self.0 == other.0 || self.to_map() == other.to_map()
     }
 }
 
 impl fmt::Debug for Params {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Params").field(&self.0.get()).finish()
+        f.debug_tuple("Params").field(&&*self.0).finish()
     }
 }
 
 impl Default for Params {
     fn default() -> Self {
-        Params(empty(), None)
+        Params("{}".into(), None)
     }
 }
 
@@ -313,7 +319,7 @@ impl From<Map<String, Value>> for Params {
 
 impl Serialize for Params {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        self.as_raw().serialize(serializer)
     }
 }
 
