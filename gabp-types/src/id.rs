@@ -27,8 +27,11 @@ use crate::format;
 /// ```
 #[derive(Clone, Copy)]
 pub struct MessageId {
-    text: [u8; 36],
+    text: [u8; ID_LEN],
 }
+
+/// The length of an id's text: a hyphenated UUID.
+pub(crate) const ID_LEN: usize = 36;
 
 /// Error returned when a string is not a hyphenated UUID.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

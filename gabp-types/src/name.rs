@@ -167,6 +167,13 @@ registry_name!(
 );
 
 impl MethodName {
+    /// `tools/call`, without a search of the methods.
+    pub(crate) fn tools_call() -> MethodName {
+        MethodName(Cow::Borrowed(
+            <crate::methods::ToolsCall as crate::methods::Method>::NAME,
+        ))
+    }
+
     /// `name` when it is a method this crate defines, kept without a copy.
     pub(crate) fn known(name: &str) -> Option<MethodName> {
         let methods = crate::methods::CORE_METHODS.iter();

@@ -106,6 +106,11 @@ impl Params {
         }
     }
 
+    /// Params from the text of a JSON object that a check of the caller has parsed.
+    pub(crate) fn from_checked(text: &str) -> Params {
+        Params(text.into(), None)
+    }
+
     /// Whether the object has no members.
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gabp_types::decode::{decode, decode_value, DecodeMode};
+use gabp_types::decode::{decode, decode_value, success_result, DecodeMode};
+use gabp_types::{Message, Outcome, Response};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -231,4 +232,120 @@ proptest! {
         let fields: Vec<_> = fields.into_iter().skip(drop_first % 2).collect();
         agree(object_text(&fields).as_bytes());
     }
+}
+
+/// `success_result` agrees with both decoders: a result it finds is the success both read.
+fn success_agrees(body: &[u8]) {
+    let Some((id, range)) = success_result(body) else {
+        return;
+    };
+    let found: Value = serde_json::from_slice(&body[range]).expect("the result is JSON");
+    for mode in MODES {
+        match decode(body, mode) {
+            Ok(Message::Response(Response {
+                id: read,
+                outcome: Outcome::Result(result),
+                ..
+            })) => assert_eq!((read, &result), (id, &found), "{}", lossy(body)),
+            other => panic!("{mode:?} reads {other:?} from {}", lossy(body)),
+        }
+    }
+}
+
+fn lossy(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
+}
+
+/// Bodies as gabp-rs writes a `tools/call` and a success, which `decode` and `success_result` match as bytes,
+/// and bodies that look like them.
+fn plainly_written() -> Vec<String> {
+    const ID: &str = "550e8400-e29b-41d4-a716-446655440000";
+    let call = |params: &str| {
+        format!(
+            r#"{{"v":"gabp/1","id":"{ID}","type":"request","method":"tools/call","params":{params}}}"#
+        )
+    };
+    let success = |result: &str| {
+        format!(r#"{{"v":"gabp/1","id":"{ID}","type":"response","result":{result}}}"#)
+    };
+    let mut bodies = Vec::new();
+    for params in [
+        r#"{"name":"demo/echo","arguments":{"value":"0123456789abcdef"}}"#,
+        r#"{"name":"demo/echo"}"#,
+        r#"{"name":"demo/echo","arguments":{}}"#,
+        r#"{"arguments":{"x":[1,2,{"y":null}]},"name":"world/place"}"#,
+        r#"{"name":"demo/echo","arguments":{"x":1},"_meta":{"progressToken":"p"}}"#,
+        r#"{"name":"demo/echo","parameters":{"x":1}}"#,
+        r#"{"name":"demo\/echo","arguments":{"s":"\"\\\u00e9\n"}}"#,
+        r#"{"name":"Demo/Echo"}"#,
+        r#"{"name":"demo/echo","name":"demo/other"}"#,
+        r#"{"name":"demo/echo","arguments":[]}"#,
+        r#"{"name":"demo/echo","extra":1}"#,
+        r#"{ "name" : "demo/echo" , "arguments" : { "x" : 1 } }"#,
+        r#"{}"#,
+        r#"[]"#,
+        r#""x""#,
+    ] {
+        bodies.push(call(params));
+        bodies.push(format!("{} \r\n", call(params)));
+    }
+    for result in [
+        r#"{"value":"0123456789abcdef"}"#,
+        r#"{"content":[{"type":"text","text":"é \u2028"}],"isError":false}"#,
+        r#"null"#,
+        r#"[1,2,3]"#,
+        r#""text""#,
+        r#"-1.5e3"#,
+        r#"{"a":{"b":{"c":[[[]]]}}}"#,
+    ] {
+        bodies.push(success(result));
+        bodies.push(success(&format!(" {result}\t")));
+    }
+    bodies
+}
+
+/// Every byte of `body` deleted, replaced and preceded by bytes that matter to JSON.
+fn byte_mutations(body: &[u8]) -> Vec<Vec<u8>> {
+    const BYTES: &[u8] = b"\"\\{}[],: \t\x0c\x01\xffa0";
+    let mut out = Vec::new();
+    for i in 0..body.len() {
+        let mut deleted = body.to_vec();
+        deleted.remove(i);
+        out.push(deleted);
+        for &b in BYTES {
+            let mut replaced = body.to_vec();
+            replaced[i] = b;
+            out.push(replaced);
+            let mut inserted = body.to_vec();
+            inserted.insert(i, b);
+            out.push(inserted);
+        }
+    }
+    out
+}
+
+#[test]
+fn plainly_written_bodies_and_their_byte_mutations_read_as_the_general_path_reads_them() {
+    let (mut cases, mut decoded, mut found) = (0usize, 0usize, 0usize);
+    for body in plainly_written() {
+        let mut all = byte_mutations(body.as_bytes());
+        all.push(body.into_bytes());
+        for body in all {
+            cases += 1;
+            if serde_json::from_slice::<Value>(&body).is_ok() {
+                decoded += agree(&body);
+            } else {
+                // Not JSON: refused by both decoders, and no result is found in it.
+                for mode in MODES {
+                    assert!(decode(&body, mode).is_err(), "{}", lossy(&body));
+                }
+            }
+            found += usize::from(success_result(&body).is_some());
+            success_agrees(&body);
+        }
+    }
+    assert!(
+        decoded > 1000 && found > 500,
+        "{decoded} decoded, {found} results of {cases}"
+    );
 }

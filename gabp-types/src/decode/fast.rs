@@ -5,6 +5,10 @@
 //! fields that the shared helpers accept. Anything else (unknown or repeated fields, wrong types, any error)
 //! returns `None` and goes through the general path, which then produces exactly the message or the error it
 //! always did; for the plain case both paths call the same helpers with the same values.
+//!
+//! Before that, a `tools/call` request or a success response written exactly as gabp-rs writes it (`v`, `id`,
+//! `type`, then `method` and `params` or `result`, compact) is matched as bytes, and only its params or result
+//! is parsed.
 
 use std::borrow::Cow;
 
@@ -65,6 +69,9 @@ fn present_raw<'de, D: Deserializer<'de>>(
 }
 
 pub(super) fn decode(body: &[u8], mode: DecodeMode) -> Option<Message> {
+    if let Some(call) = plain_call(body) {
+        return Some(call);
+    }
     let text = std::str::from_utf8(body).ok()?;
     let e: Envelope<'_> = serde_json::from_str(text).ok()?;
     if e.v != PROTOCOL_VERSION {
@@ -135,6 +142,9 @@ struct Success<'a> {
 }
 
 pub(super) fn success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
+    if let Some(found) = plain_success(body) {
+        return Some(found);
+    }
     let text = std::str::from_utf8(body).ok()?;
     let s: Success<'_> = serde_json::from_str(text).ok()?;
     if s.v != PROTOCOL_VERSION || s.kind != "response" {
@@ -150,6 +160,60 @@ pub(super) fn success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
     let start = (s.result.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
     let range = start..start + s.result.get().len();
     (text.get(range.clone()) == Some(s.result.get())).then_some((id, range))
+}
+
+/// How gabp-rs writes the start of every envelope (SPEC/1.0 gabp.md §3): `v`, then `id`, compact.
+const HEAD: &[u8] = br#"{"v":"gabp/1","id":""#;
+/// What follows the id of a `tools/call` request written that way, up to its params.
+const CALL: &[u8] = br#"","type":"request","method":"tools/call","params":"#;
+/// What follows the id of a success response written that way, up to its result.
+const SUCCESS: &[u8] = br#"","type":"response","result":"#;
+
+/// A body written as `HEAD`, an id, `kind`, one last member's value and `}`: its id and that value's text,
+/// whitespace around it aside. `None` for a body written any other way; the value is not read here.
+fn written_plainly<'a>(body: &'a [u8], kind: &[u8]) -> Option<(MessageId, &'a str)> {
+    let rest = body.strip_prefix(HEAD)?;
+    let (id, rest) = rest.split_at_checked(crate::id::ID_LEN)?;
+    let value = trim_end(trim_end(rest.strip_prefix(kind)?).strip_suffix(b"}")?);
+    // A quote or backslash in the id fails the UUID check: the id's text is the string's value.
+    let id = MessageId::parse(std::str::from_utf8(id).ok()?).ok()?;
+    Some((id, std::str::from_utf8(value).ok()?))
+}
+
+/// `bytes` without the JSON whitespace at its end (RFC 8259 §2: space, tab, line feed, carriage return).
+fn trim_end(bytes: &[u8]) -> &[u8] {
+    let end = bytes
+        .iter()
+        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        .map_or(0, |last| last + 1);
+    &bytes[..end]
+}
+
+/// A `tools/call` request as bridges write it: the envelope is matched as bytes and the params are read once,
+/// by the check of their members, which parses them whole. What both decoders would read, for a request that
+/// the check accepts; anything else takes the other paths.
+fn plain_call(body: &[u8]) -> Option<Message> {
+    let (id, text) = written_plainly(body, CALL)?;
+    if !text.starts_with('{') {
+        return None;
+    }
+    // Dropped unless the check, which parses the text whole, accepts it.
+    let mut params = Some(crate::Params::from_checked(text));
+    super::params::check_tools_call(params.as_mut()).ok()?;
+    let method = MethodName::tools_call();
+    Some(Message::Request(crate::Request { id, method, params }))
+}
+
+/// A success response as gabp-rs writes it: the envelope is matched as bytes, the result read once.
+fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
+    let (id, text) = written_plainly(body, SUCCESS)?;
+    let result: &RawValue = serde_json::from_str(text).ok()?;
+    if !nested_at_most(result.get().as_bytes(), SHALLOW) {
+        return None;
+    }
+    let start = (result.get().as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let range = start..start + result.get().len();
+    (body.get(range.clone()) == Some(result.get().as_bytes())).then_some((id, range))
 }
 
 /// Nesting that is read here; deeper results take the general path.
@@ -191,7 +255,44 @@ fn nested_at_most(text: &[u8], limit: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::nested_at_most;
+    use super::{nested_at_most, plain_call, plain_success};
+    use crate::{Message, MethodName, Request, Response};
+
+    #[test]
+    fn what_gabp_rs_writes_is_matched_as_bytes() {
+        let params = serde_json::json!({"name": "demo/echo", "arguments": {"value": "x"}});
+        let call = Request::with_params(MethodName::tools_call(), &params).unwrap();
+        let id = call.id;
+        let body = Message::from(call.clone()).to_vec();
+        assert_eq!(plain_call(&body), Some(Message::Request(call)));
+        let answer = Message::from(Response::success(id, params)).to_vec();
+        let (found, range) = plain_success(&answer).expect("matched");
+        assert_eq!(
+            (found, &answer[range]),
+            (
+                id,
+                &br#"{"arguments":{"value":"x"},"name":"demo/echo"}"#[..]
+            )
+        );
+        // Another method, an error, or another order of members is read by the other paths.
+        let ping = Request::new(MethodName::new("session/ping").unwrap(), None);
+        assert_eq!(plain_call(&Message::from(ping).to_vec()), None);
+        let error = Response::error(
+            id,
+            crate::ErrorObject::new(crate::ErrorCode::INTERNAL_ERROR, "no"),
+        );
+        assert_eq!(plain_success(&Message::from(error).to_vec()), None);
+        let (v, swapped) = (
+            r#""v":"gabp/1","id":"#,
+            format!(r#""id":"{id}","v":"gabp/1""#),
+        );
+        let reordered =
+            String::from_utf8(body)
+                .unwrap()
+                .replacen(&format!(r#"{v}"{id}""#), &swapped, 1);
+        assert!(reordered.starts_with(r#"{"id""#));
+        assert_eq!(plain_call(reordered.as_bytes()), None);
+    }
 
     #[test]
     fn nesting_is_measured_past_the_count_of_brackets() {

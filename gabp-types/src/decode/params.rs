@@ -112,6 +112,7 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
     let (mut name, mut arguments, mut meta) = (None, None, None);
     let mut de = serde_json::Deserializer::from_str(p.as_json());
     let members = serde::Deserializer::deserialize_map(&mut de, Members)
+        .and_then(|members| de.end().map(|()| members))
         .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
     // Bits of `name`, `arguments` and `_meta` seen: a repeated member is refused, so that the general path,
     // which keeps the last one, reads these params, as it does those of the other methods.
