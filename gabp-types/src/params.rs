@@ -247,12 +247,15 @@ impl<'de> Deserialize<'de> for Key<'de> {
 
 /// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
-/// two reallocations for params of a typical tool call.) serde_json's writer produces valid JSON, as
-/// `to_raw_value` trusts: the text is not read again.
+/// two reallocations for params of a typical tool call.)
 fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
-    crate::encode::with_json(value, |json| std::str::from_utf8(json).map(Box::from))?
-        // serde_json writes UTF-8 only.
-        .map_err(serde_json::Error::custom)
+    crate::encode::with_json(value, |json| {
+        let text = std::str::from_utf8(json).map_err(serde_json::Error::custom)?;
+        // serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract (a key without its
+        // value) makes it write invalid JSON, which is refused here.
+        serde_json::from_str::<&RawValue>(text)?;
+        Ok(Box::from(text))
+    })?
 }
 
 /// `{}` as a raw value, for text that serde_json does not read back (never the case for valid params).
@@ -388,6 +391,29 @@ mod tests {
         let compact = Params::from_serialize(&json!({"b": [true], "a": 1})).unwrap();
         assert_eq!(spaced, compact);
         assert_ne!(spaced, Params::default());
+    }
+
+    #[test]
+    fn a_serialize_that_breaks_serdes_contract_gives_no_params() {
+        /// Two keys in a row: serde_json writes `{"a","b":1}`.
+        struct KeyWithoutValue;
+        impl Serialize for KeyWithoutValue {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(None)?;
+                map.serialize_key("a")?;
+                map.serialize_key("b")?;
+                map.serialize_value(&1)?;
+                map.end()
+            }
+        }
+        assert_eq!(
+            serde_json::to_string(&KeyWithoutValue).unwrap(),
+            r#"{"a","b":1}"#
+        );
+        assert!(Params::from_serialize(&KeyWithoutValue).is_err());
+        let call = json!({"name": "a/b", "arguments": {"x": [1, "}"]}});
+        assert_eq!(Params::from_serialize(&call).unwrap().to_value(), call);
     }
 
     #[test]
