@@ -90,6 +90,34 @@ fn success_result_agrees_with_the_decoders() {
         success_result(quoted.as_bytes()).is_some(),
         "brackets in strings do not nest"
     );
+    // Results a raw read skips but a `Value` refuses: both decoders refuse these bodies, so no result is found.
+    // Any `\u` escape takes the general path too; numbers that cannot leave `f64`'s range do not.
+    let digits = "1".repeat(340);
+    let numbers = format!("[{}]", ["12"; 200].join(","));
+    for (result, found) in [
+        ("1e400", false),
+        ("[1.5E+308]", false),
+        (r#""\ud800""#, false),
+        (digits.as_str(), false),
+        (r#"{"a":"\u00e9"}"#, false),
+        ("[1e99,2E-9]", true),
+        (r#""1e40, 2E+9, \" and \\n""#, true),
+        (r#""1e400 in a string""#, false),
+        (numbers.as_str(), true),
+    ] {
+        for body in [
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{result}}}"#),
+            format!(r#"{{"id":"{id}","v":"gabp/1","type":"response","result":{result}}}"#),
+        ] {
+            assert_eq!(success_result(body.as_bytes()).is_some(), found, "{body}");
+            if serde_json::from_str::<Value>(&body).is_err() {
+                assert!(
+                    decode(body.as_bytes(), DecodeMode::Lenient).is_err(),
+                    "{body}"
+                );
+            }
+        }
+    }
 }
 
 /// Lib.GAB's `parameters` reads as `arguments` in a liberal read only; a member the check refuses beside it
