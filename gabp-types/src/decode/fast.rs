@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -150,7 +151,7 @@ pub(super) fn success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
     if s.v != PROTOCOL_VERSION || s.kind != "response" {
         return None;
     }
-    if !value_reads(s.result.get().as_bytes()) {
+    if !value_reads(s.result.get()) {
         return None;
     }
     let id = MessageId::parse(&s.id).ok()?;
@@ -172,19 +173,21 @@ const SUCCESS: &[u8] = br#"","type":"response","result":"#;
 fn written_plainly<'a>(body: &'a [u8], kind: &[u8]) -> Option<(MessageId, &'a str)> {
     let rest = body.strip_prefix(HEAD)?;
     let (id, rest) = rest.split_at_checked(crate::id::ID_LEN)?;
-    let value = trim_end(trim_end(rest.strip_prefix(kind)?).strip_suffix(b"}")?);
+    let value = trim(trim(rest.strip_prefix(kind)?).strip_suffix(b"}")?);
     // A quote or backslash in the id fails the UUID check: the id's text is the string's value.
     let id = MessageId::parse(std::str::from_utf8(id).ok()?).ok()?;
     Some((id, std::str::from_utf8(value).ok()?))
 }
 
-/// `bytes` without the JSON whitespace at its end (RFC 8259 §2: space, tab, line feed, carriage return).
-fn trim_end(bytes: &[u8]) -> &[u8] {
+/// `bytes` without JSON whitespace at either end (RFC 8259 §2: space, tab, line feed, carriage return).
+fn trim(bytes: &[u8]) -> &[u8] {
+    let space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let start = bytes.iter().position(|b| !space(b)).unwrap_or(bytes.len());
     let end = bytes
         .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        .map_or(0, |last| last + 1);
-    &bytes[..end]
+        .rposition(|b| !space(b))
+        .map_or(start, |last| last + 1);
+    &bytes[start..end]
 }
 
 /// A `tools/call` request as bridges write it: the envelope is matched as bytes and the params are read once,
@@ -204,90 +207,99 @@ fn plain_call(body: &[u8]) -> Option<Message> {
 
 /// A success response as gabp-rs writes it: the envelope is matched as bytes, the result read once.
 fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
-    let (id, text) = written_plainly(body, SUCCESS)?;
-    let result: &RawValue = serde_json::from_str(text).ok()?;
-    if !value_reads(result.get().as_bytes()) {
+    let (id, result) = written_plainly(body, SUCCESS)?;
+    if !value_reads(result) {
         return None;
     }
-    let start = (result.get().as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
-    let range = start..start + result.get().len();
-    (body.get(range.clone()) == Some(result.get().as_bytes())).then_some((id, range))
+    let start = (result.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let range = start..start + result.len();
+    (body.get(range.clone()) == Some(result.as_bytes())).then_some((id, range))
 }
 
-/// Whether a `serde_json::Value` reads `raw`, JSON that serde_json skipped as a raw value, as both decoders do.
-/// Skipping checks the syntax only: a number beyond the range of `f64`, a lone surrogate escape and nesting
-/// beyond serde_json's limit pass it, and `Value` refuses them. Cautious: any `\u` escape, exponent of three
-/// digits, run of 300 digits or nesting deeper than [`SHALLOW`] sends the result to the general path.
-fn value_reads(raw: &[u8]) -> bool {
-    if !nested_at_most(raw, SHALLOW) {
-        return false;
-    }
-    // Counts the compiler vectorizes settle most results without the scan below.
-    if raw.iter().filter(|b| b.is_ascii_digit()).count() < 3 && !raw.contains(&b'\\') {
-        return true;
-    }
-    let mut run = 0;
-    for (i, pair) in raw.windows(2).enumerate() {
-        run = if pair[0].is_ascii_digit() { run + 1 } else { 0 };
-        let exponent_digits = || {
-            let rest = raw.get(i + 2..).unwrap_or_default();
-            let rest = rest
-                .strip_prefix(b"+")
-                .or_else(|| rest.strip_prefix(b"-"))
-                .unwrap_or(rest);
-            rest.iter().take_while(|b| b.is_ascii_digit()).count()
-        };
-        match pair {
-            [b'\\', b'u'] => return false,
-            [b'0'..=b'9', b'e' | b'E'] if exponent_digits() >= 3 => return false,
-            _ if run >= 300 => return false,
-            _ => {}
-        }
-    }
-    true
+/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`SHALLOW`] deep. A raw value
+/// only has its syntax checked: a number beyond the range of `f64`, a lone surrogate escape and nesting beyond
+/// serde_json's limit pass, and `Value` refuses them. This reads it as `Value` does, building nothing.
+fn value_reads(raw: &str) -> bool {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    serde::de::DeserializeSeed::deserialize(Reads(SHALLOW), &mut de).is_ok() && de.end().is_ok()
 }
 
 /// Nesting that is read here; deeper results take the general path.
 const SHALLOW: usize = 64;
 
-/// Whether the arrays and objects of the JSON `text` nest at most `limit` deep.
-fn nested_at_most(text: &[u8], limit: usize) -> bool {
-    // No deeper than the brackets that open: a count the compiler vectorizes settles most texts without the
-    // scan below, which follows strings byte by byte.
-    let opening = text.iter().filter(|&&b| b == b'[' || b == b'{').count();
-    if opening <= limit {
-        return true;
+/// Reads a JSON value the way `Value` reads it (`deserialize_any`), keeping nothing; the count is the nesting
+/// still allowed.
+#[derive(Clone, Copy)]
+struct Reads(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Reads {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
     }
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > limit {
-                    return false;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
+}
+
+impl<'de> Visitor<'de> for Reads {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
     }
-    true
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
+        Ok(())
+    }
+}
+
+impl Reads {
+    fn inner<E: serde::de::Error>(self) -> Result<Reads, E> {
+        self.0
+            .checked_sub(1)
+            .map(Reads)
+            .ok_or_else(|| E::custom("nested too deeply"))
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{nested_at_most, plain_call, plain_success};
+    use super::{plain_call, plain_success, value_reads, SHALLOW};
     use crate::{Message, MethodName, Request, Response};
+    use serde_json::Value;
 
     #[test]
     fn what_gabp_rs_writes_is_matched_as_bytes() {
@@ -326,17 +338,27 @@ mod tests {
     }
 
     #[test]
-    fn nesting_is_measured_past_the_count_of_brackets() {
+    fn results_read_as_a_value_reads_them() {
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        assert!(nested_at_most(deep(4).as_bytes(), 4));
-        assert!(!nested_at_most(deep(5).as_bytes(), 4));
-        // More brackets than the limit, none deeper than it: the scan decides.
-        let wide = format!("[{}]", ["[]"; 10].join(","));
-        assert!(nested_at_most(wide.as_bytes(), 2));
-        assert!(!nested_at_most(wide.as_bytes(), 1));
+        assert!(value_reads(&deep(SHALLOW)));
+        assert!(!value_reads(&deep(SHALLOW + 1)));
+        let wide = format!("[{}]", ["[]"; 100].join(","));
+        assert!(value_reads(&wide));
         // Brackets inside strings, escaped quotes included, do not nest.
-        let quoted = r#"[{"a":"[[[[\"{{{{"}]"#;
-        assert!(nested_at_most(quoted.as_bytes(), 2));
-        assert!(!nested_at_most(quoted.as_bytes(), 1));
+        let quoted = format!(r#"[{{"a":"{}\"{{{{"}}]"#, "[".repeat(200));
+        assert!(value_reads(&quoted));
+        for refused in ["1e400", r#""\ud800""#, r#"{"\udc00":1}"#, "[1,]", "1 2", ""] {
+            assert!(!value_reads(refused), "{refused}");
+            assert!(serde_json::from_str::<Value>(refused).is_err(), "{refused}");
+        }
+        for read in [
+            "1e308",
+            r#""\ud83d\ude00""#,
+            r#"{"a":1,"a":2}"#,
+            "-0",
+            "null",
+        ] {
+            assert!(value_reads(read), "{read}");
+        }
     }
 }
