@@ -279,12 +279,43 @@ impl<'de> Visitor<'de> for Reads {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let inner = self.inner()?;
-        while map.next_key_seed(inner)?.is_some() {
+        while map.next_key_seed(Key)?.is_some() {
             map.next_value_seed(inner)?;
         }
         Ok(())
     }
 }
+
+/// A member name, which `Value` reads as `deserialize_any` does, save one: with serde_json's `raw_value` feature
+/// (on in this workspace), `Value` reads an object whose first member is named with serde_json's private raw
+/// value token as the JSON text in its value. That name is refused here, so that the general path reads it.
+struct Key;
+
+impl<'de> serde::de::DeserializeSeed<'de> for Key {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<(), E> {
+        if key == RAW_VALUE_TOKEN {
+            return Err(E::custom("serde_json's raw value token"));
+        }
+        Ok(())
+    }
+}
+
+/// The name by which serde_json marks a raw value.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl Reads {
     fn inner<E: serde::de::Error>(self) -> Result<Reads, E> {
@@ -347,7 +378,16 @@ mod tests {
         // Brackets inside strings, escaped quotes included, do not nest.
         let quoted = format!(r#"[{{"a":"{}\"{{{{"}}]"#, "[".repeat(200));
         assert!(value_reads(&quoted));
-        for refused in ["1e400", r#""\ud800""#, r#"{"\udc00":1}"#, "[1,]", "1 2", ""] {
+        let token = r#"{"$serde_json::private::RawValue":"[1,"}"#;
+        for refused in [
+            "1e400",
+            r#""\ud800""#,
+            r#"{"\udc00":1}"#,
+            "[1,]",
+            "1 2",
+            "",
+            token,
+        ] {
             assert!(!value_reads(refused), "{refused}");
             assert!(serde_json::from_str::<Value>(refused).is_err(), "{refused}");
         }
@@ -360,5 +400,10 @@ mod tests {
         ] {
             assert!(value_reads(read), "{read}");
         }
+        // Read by `Value` as the JSON in the string, not as an object: left to the general path.
+        let token = r#"[{"\u0024serde_json::private::RawValue":"[1,2]"}]"#;
+        let read = serde_json::from_str::<Value>(token).unwrap();
+        assert_eq!(read, serde_json::json!([[1, 2]]));
+        assert!(!value_reads(token));
     }
 }

@@ -122,6 +122,12 @@ fn success_result_agrees_with_the_decoders() {
             );
         }
     }
+    // serde_json's raw value token as a member name: `Value` reads the JSON in the string, so the general path
+    // reads this result, as `[1,2]`.
+    let token = format!(
+        r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{{"$serde_json::private::RawValue":"[1,2]"}}}}"#
+    );
+    assert_eq!(success_result(token.as_bytes()), None);
 }
 
 /// Lib.GAB's `parameters` reads as `arguments` in a liberal read only; a member the check refuses beside it
