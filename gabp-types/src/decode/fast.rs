@@ -263,7 +263,13 @@ impl<'de> Visitor<'de> for Reads {
         Ok(())
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+    /// Member names are read here too. With serde_json's `raw_value` feature (on in this workspace), `Value`
+    /// reads an object whose first member is named with serde_json's raw value token as the JSON text in its
+    /// value: the token, wherever it is, sends the result to the general path.
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
+        if text == RAW_VALUE_TOKEN {
+            return Err(E::custom("serde_json's raw value token"));
+        }
         Ok(())
     }
 
@@ -279,36 +285,8 @@ impl<'de> Visitor<'de> for Reads {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let inner = self.inner()?;
-        while map.next_key_seed(Key)?.is_some() {
+        while map.next_key_seed(inner)?.is_some() {
             map.next_value_seed(inner)?;
-        }
-        Ok(())
-    }
-}
-
-/// A member name, which `Value` reads as `deserialize_any` does, save one: with serde_json's `raw_value` feature
-/// (on in this workspace), `Value` reads an object whose first member is named with serde_json's private raw
-/// value token as the JSON text in its value. That name is refused here, so that the general path reads it.
-struct Key;
-
-impl<'de> serde::de::DeserializeSeed<'de> for Key {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Key {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<(), E> {
-        if key == RAW_VALUE_TOKEN {
-            return Err(E::custom("serde_json's raw value token"));
         }
         Ok(())
     }
