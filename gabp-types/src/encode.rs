@@ -7,7 +7,7 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::{Event, Message, MessageId, Outcome, Request, Response, PROTOCOL_VERSION};
+use crate::{Event, Message, MessageId, Outcome, Request, Response};
 
 /// A buffer that grew past this is given back after use, so no thread keeps a large one.
 const KEEP: usize = 64 * 1024;
@@ -151,11 +151,12 @@ impl Envelope for Event {
     }
 }
 
+/// How every envelope starts, up to its id (SPEC/1.0 gabp.md §3); the decoder matches it as bytes.
+pub(crate) const HEAD: &[u8] = br#"{"v":"gabp/1","id":""#;
+
 /// `{"v":"gabp/1","id":"<id>","type":"<kind>"`: an id is hex digits and hyphens.
 fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
-    out.extend_from_slice(br#"{"v":""#);
-    out.extend_from_slice(PROTOCOL_VERSION.as_bytes());
-    out.extend_from_slice(br#"","id":""#);
+    out.extend_from_slice(HEAD);
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(br#"","type":""#);
     out.extend_from_slice(kind.as_bytes());
@@ -178,6 +179,12 @@ fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_head_carries_the_protocol_version() {
+        let expected = format!(r#"{{"v":"{}","id":""#, crate::PROTOCOL_VERSION);
+        assert_eq!(HEAD, expected.as_bytes());
+    }
 
     /// A value whose serialization serializes another value through the same buffer.
     struct Nested;

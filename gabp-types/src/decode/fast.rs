@@ -155,23 +155,25 @@ pub(super) fn success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
         return None;
     }
     let id = MessageId::parse(&s.id).ok()?;
-    // `result` borrows from `text`: its place in the body is the distance between the two.
-    let start = (s.result.get().as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
-    let range = start..start + s.result.get().len();
-    (text.get(range.clone()) == Some(s.result.get())).then_some((id, range))
+    Some((id, range_in(body, s.result.get())?))
 }
 
-/// How gabp-rs writes the start of every envelope (SPEC/1.0 gabp.md §3): `v`, then `id`, compact.
-const HEAD: &[u8] = br#"{"v":"gabp/1","id":""#;
+/// Where `part`, which borrows from `body`, lies in it: the distance between the two.
+fn range_in(body: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let range = start..start.checked_add(part.len())?;
+    (body.get(range.clone()) == Some(part.as_bytes())).then_some(range)
+}
+
 /// What follows the id of a `tools/call` request written that way, up to its params.
 const CALL: &[u8] = br#"","type":"request","method":"tools/call","params":"#;
 /// What follows the id of a success response written that way, up to its result.
 const SUCCESS: &[u8] = br#"","type":"response","result":"#;
 
-/// A body written as `HEAD`, an id, `kind`, one last member's value and `}`: its id and that value's text,
+/// A body written as the encoder's `HEAD`, an id, `kind`, one last member's value and `}`: its id and that value's text,
 /// whitespace around it aside. `None` for a body written any other way; the value is not read here.
 fn written_plainly<'a>(body: &'a [u8], kind: &[u8]) -> Option<(MessageId, &'a str)> {
-    let rest = body.strip_prefix(HEAD)?;
+    let rest = body.strip_prefix(crate::encode::HEAD)?;
     let (id, rest) = rest.split_at_checked(crate::id::ID_LEN)?;
     let value = trim(trim(rest.strip_prefix(kind)?).strip_suffix(b"}")?);
     // A quote or backslash in the id fails the UUID check: the id's text is the string's value.
@@ -211,9 +213,7 @@ fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
     if !value_reads(result) {
         return None;
     }
-    let start = (result.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
-    let range = start..start + result.len();
-    (body.get(range.clone()) == Some(result.as_bytes())).then_some((id, range))
+    Some((id, range_in(body, result)?))
 }
 
 /// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`SHALLOW`] deep. A raw value
