@@ -1,20 +1,27 @@
 //! The queues of frames a connection writes besides its answers: the events of its subscriptions and the
 //! progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is bounded by frames
 //! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
-//! with nothing queued does not pay for the queue: the engine looks at the channel only when something was.
+//! with nothing queued does not pay for the queue: the engine registers its waker only after a send woke it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
+use futures::task::AtomicWaker;
 use tokio::sync::mpsc;
 
-/// What is queued, shared by both ends.
+/// What is queued, and the engine's waker, shared by both ends.
 #[derive(Default)]
 struct Queued {
     frames: AtomicUsize,
     bytes: AtomicUsize,
+    /// The engine's waker while it waits with nothing queued. The channel's own wake is not used: a send can
+    /// wake after the engine has already taken its frame, and that late wake would take a registration the
+    /// engine could not tell was gone.
+    waker: AtomicWaker,
+    /// Whether `waker` is registered: set by the engine, cleared by the send that wakes it.
+    armed: AtomicBool,
 }
 
 /// The sending end (cloneable).
@@ -29,8 +36,8 @@ pub(crate) struct FrameSender {
 pub(crate) struct FrameQueue {
     rx: mpsc::Receiver<Bytes>,
     queued: Arc<Queued>,
-    /// Whether the channel holds the engine's waker (it does from the first `Pending` until a send wakes it).
-    listening: bool,
+    /// The waker last registered, to tell whether the engine's waker changed since.
+    registered: Option<Waker>,
 }
 
 /// A queue of at most `frames` frames and `max_bytes` bytes; one frame is always let into an empty queue,
@@ -47,7 +54,7 @@ pub(crate) fn frame_queue(frames: usize, max_bytes: usize) -> (FrameSender, Fram
         FrameQueue {
             rx,
             queued,
-            listening: false,
+            registered: None,
         },
     )
 }
@@ -55,20 +62,38 @@ pub(crate) fn frame_queue(frames: usize, max_bytes: usize) -> (FrameSender, Fram
 impl FrameSender {
     /// Queues `body`; `false` when the queue is full (in frames or bytes) or the connection is gone.
     pub(crate) fn try_send(&self, body: Bytes) -> bool {
+        if !self.enqueue(body) {
+            return false;
+        }
+        self.wake();
+        true
+    }
+
+    /// Counts `body`, then puts it in the channel (counted first, so that an engine that sees no count has
+    /// nothing to take).
+    fn enqueue(&self, body: Bytes) -> bool {
         let len = body.len();
         let before = self.queued.bytes.fetch_add(len, Ordering::AcqRel);
         if before > 0 && before.saturating_add(len) > self.max_bytes {
             self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
             return false;
         }
-        // Counted before the send wakes the engine, so the engine that wakes sees it.
-        self.queued.frames.fetch_add(1, Ordering::AcqRel);
+        self.queued.frames.fetch_add(1, Ordering::SeqCst);
         if self.tx.try_send(body).is_ok() {
             return true;
         }
         self.queued.frames.fetch_sub(1, Ordering::AcqRel);
         self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
         false
+    }
+
+    /// Wakes the engine if it waits, once the frame is in the channel.
+    fn wake(&self) {
+        // Pairs with the fence in `FrameQueue::wait`: either the engine sees this frame or this sees it armed.
+        fence(Ordering::SeqCst);
+        if self.queued.armed.swap(false, Ordering::SeqCst) {
+            self.queued.waker.wake();
+        }
     }
 
     /// The most frames the queue holds.
@@ -78,27 +103,55 @@ impl FrameSender {
 }
 
 impl FrameQueue {
-    /// The next queued frame. Without one queued, the channel is left alone once it holds the waker.
+    /// The next queued frame; without one, the engine's waker is left with the queue (registered again only
+    /// when a send has woken it since, or the waker changed).
     #[inline]
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
-        if self.listening && self.queued.frames.load(Ordering::Acquire) == 0 {
-            return Poll::Pending;
+        if self.queued.frames.load(Ordering::SeqCst) == 0 {
+            if self.rx.is_closed() {
+                return Poll::Ready(None);
+            }
+            if !self.wait(cx) {
+                return Poll::Pending;
+            }
         }
-        // The quiet check above relies on the waker being left with the channel.
+        if let Poll::Ready(next) = self.take(cx) {
+            return Poll::Ready(next);
+        }
+        // Counted but not in the channel yet: its send wakes the engine once it is.
+        self.wait(cx);
+        self.take(cx)
+    }
+
+    /// Leaves `cx`'s waker with the queue unless it is still there; `true` if a frame was counted meanwhile.
+    fn wait(&mut self, cx: &mut Context<'_>) -> bool {
+        let in_place = self.queued.armed.load(Ordering::SeqCst)
+            && self
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()));
+        if !in_place {
+            self.queued.waker.register(cx.waker());
+            self.registered = Some(cx.waker().clone());
+            self.queued.armed.store(true, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+        }
+        self.queued.frames.load(Ordering::SeqCst) > 0
+    }
+
+    /// Takes a frame already in the channel, without waiting.
+    fn take(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let rx = &mut self.rx;
-        match super::poll_registered(std::future::poll_fn(|cx| rx.poll_recv(cx)), cx) {
-            Poll::Ready(Some(body)) => {
-                self.taken(&body);
-                // The send that woke us took the waker: the next poll registers it again.
-                self.listening = false;
-                Poll::Ready(Some(body))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => {
-                self.listening = true;
-                Poll::Pending
-            }
+        // Polled with a no-op waker (the queue wakes the engine itself), outside the cooperative budget: a poll
+        // refused for budget would leave a frame in the channel that no send wakes the engine for.
+        let next = super::poll_registered(
+            std::future::poll_fn(|_| rx.poll_recv(&mut Context::from_waker(Waker::noop()))),
+            cx,
+        );
+        if let Poll::Ready(Some(body)) = &next {
+            self.taken(body);
         }
+        next
     }
 
     fn taken(&self, body: &Bytes) {
@@ -178,6 +231,69 @@ mod tests {
         flag.0.store(false, Ordering::SeqCst);
         assert!(tx.try_send(Bytes::from_static(b"late")));
         assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+    }
+
+    #[test]
+    fn a_wake_that_comes_after_its_frame_was_taken_leaves_the_engine_registered() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // A send puts its frame in, and the engine (running for another reason) takes it before that send's wake.
+        assert!(tx.enqueue(Bytes::from_static(b"early")));
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"early")))
+        );
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // The late wake takes the registration; the turn it causes finds nothing queued.
+        tx.wake();
+        assert!(flag.0.swap(false, Ordering::SeqCst));
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // The next send must still wake the engine.
+        assert!(tx.try_send(Bytes::from_static(b"next")));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"next")))
+        );
+    }
+
+    #[test]
+    fn a_frame_counted_but_not_yet_in_the_channel_wakes_the_engine_once_it_is() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // Counted, as a send does first, but not in the channel yet.
+        queue.queued.frames.fetch_add(1, Ordering::SeqCst);
+        assert!(queue.poll_next(&mut cx).is_pending());
+        queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
+        assert!(tx.try_send(Bytes::from_static(b"in")));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"in")))
+        );
+    }
+
+    #[test]
+    fn a_new_waker_is_registered_even_while_the_old_one_is() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let old = Arc::new(Flag(AtomicBool::new(false)));
+        let new = Arc::new(Flag(AtomicBool::new(false)));
+        let old_waker = Waker::from(old.clone());
+        let new_waker = Waker::from(new.clone());
+        assert!(queue
+            .poll_next(&mut Context::from_waker(&old_waker))
+            .is_pending());
+        assert!(queue
+            .poll_next(&mut Context::from_waker(&new_waker))
+            .is_pending());
+        assert!(tx.try_send(Bytes::from_static(b"x")));
+        assert!(new.0.load(Ordering::SeqCst), "the current waker is woken");
     }
 
     #[test]
