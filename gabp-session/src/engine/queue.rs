@@ -1,14 +1,14 @@
 //! The queues of frames a connection writes besides its answers: the events of its subscriptions and the
 //! progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is bounded by frames
 //! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
-//! with nothing queued does not pay for the queue: the engine registers its waker only after a send woke it.
+//! with nothing queued pays a few loads per turn: the engine leaves its waker once and sets it again only after a
+//! send woke it or the waker changed.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use futures::task::AtomicWaker;
 use tokio::sync::mpsc;
 
 /// What is queued, and the engine's waker, shared by both ends.
@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 struct Queued {
     frames: AtomicUsize,
     bytes: AtomicUsize,
-    /// The engine's waker while it waits with nothing queued. The channel's own wake is not used: a send can
-    /// wake after the engine has already taken its frame, and that late wake would take a registration the
-    /// engine could not tell was gone.
-    waker: AtomicWaker,
-    /// Whether `waker` is registered: set by the engine, cleared by the send that wakes it.
+    /// The engine's waker, kept when woken. The channel's own wake is not used: a send can wake after the engine
+    /// has already taken its frame, and that late wake would take a registration the engine could not tell was
+    /// gone.
+    waker: parking_lot::Mutex<Option<Waker>>,
+    /// Whether the engine waits for a send's wake: set by the engine, cleared by the send that wakes it.
     armed: AtomicBool,
 }
 
@@ -92,7 +92,10 @@ impl FrameSender {
         // Pairs with the fence in `FrameQueue::wait`: either the engine sees this frame or this sees it armed.
         fence(Ordering::SeqCst);
         if self.queued.armed.swap(false, Ordering::SeqCst) {
-            self.queued.waker.wake();
+            // Woken by reference: a late wake leaves the waker in place for the next one.
+            if let Some(waker) = &*self.queued.waker.lock() {
+                waker.wake_by_ref();
+            }
         }
     }
 
@@ -109,7 +112,7 @@ impl FrameQueue {
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
             if self.rx.is_closed() {
-                return Poll::Ready(None);
+                return self.take(cx);
             }
             if !self.wait(cx) {
                 return Poll::Pending;
@@ -123,19 +126,23 @@ impl FrameQueue {
         self.take(cx)
     }
 
-    /// Leaves `cx`'s waker with the queue unless it is still there; `true` if a frame was counted meanwhile.
+    /// Arms the queue to wake `cx`'s waker, unless it is armed for it already; `true` if a frame is counted.
     fn wait(&mut self, cx: &mut Context<'_>) -> bool {
-        let in_place = self.queued.armed.load(Ordering::SeqCst)
-            && self
-                .registered
-                .as_ref()
-                .is_some_and(|w| w.will_wake(cx.waker()));
-        if !in_place {
-            self.queued.waker.register(cx.waker());
-            self.registered = Some(cx.waker().clone());
-            self.queued.armed.store(true, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
+        let same = self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()));
+        if same && self.queued.armed.load(Ordering::SeqCst) {
+            // Still armed: the next send wakes this waker.
+            return false;
         }
+        if !same {
+            *self.queued.waker.lock() = Some(cx.waker().clone());
+            self.registered = Some(cx.waker().clone());
+        }
+        self.queued.armed.store(true, Ordering::SeqCst);
+        // Pairs with the fence in `FrameSender::wake`.
+        fence(Ordering::SeqCst);
         self.queued.frames.load(Ordering::SeqCst) > 0
     }
 
@@ -294,6 +301,67 @@ mod tests {
             .is_pending());
         assert!(tx.try_send(Bytes::from_static(b"x")));
         assert!(new.0.load(Ordering::SeqCst), "the current waker is woken");
+    }
+
+    #[test]
+    fn a_wake_that_comes_after_the_engine_armed_again_leaves_it_armed() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // A send disarms the queue, then stops before it wakes the engine.
+        assert!(tx.enqueue(Bytes::from_static(b"a")));
+        fence(Ordering::SeqCst);
+        assert!(tx.queued.armed.swap(false, Ordering::SeqCst));
+        // The engine, running for another reason, takes its frame and arms the queue again.
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"a")))
+        );
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // The send wakes the engine now; the turn it causes finds nothing queued.
+        if let Some(w) = &*tx.queued.waker.lock() {
+            w.wake_by_ref();
+        }
+        assert!(flag.0.swap(false, Ordering::SeqCst));
+        assert!(queue.poll_next(&mut cx).is_pending());
+        // The next send must still wake the engine.
+        assert!(tx.try_send(Bytes::from_static(b"b")));
+        assert!(
+            flag.0.load(Ordering::SeqCst),
+            "the next send woke the engine"
+        );
+    }
+
+    #[test]
+    fn a_frame_counted_before_the_first_poll_wakes_the_engine_once_it_is_in() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        // The first poll: counted but not in the channel yet, and the queue not armed.
+        queue.queued.frames.fetch_add(1, Ordering::SeqCst);
+        assert!(queue.poll_next(&mut cx).is_pending());
+        queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
+        assert!(tx.try_send(Bytes::from_static(b"in")));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+    }
+
+    #[test]
+    fn a_frame_still_in_a_closed_queue_is_taken_before_the_end() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        assert!(tx.enqueue(Bytes::from_static(b"last")));
+        drop(tx);
+        // The engine read the count just before this frame was counted.
+        queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"last")))
+        );
+        queue.queued.frames.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
     }
 
     #[test]
