@@ -1,8 +1,8 @@
 //! The queues of frames a connection writes besides its answers: the events of its subscriptions and the
 //! progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is bounded by frames
 //! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
-//! with nothing queued pays a few loads per turn: the engine leaves its waker once and sets it again only after a
-//! send woke it or the waker changed.
+//! with nothing queued pays a few loads per turn: the engine arms the queue once, and again only after a send
+//! woke it or its waker changed.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -106,8 +106,8 @@ impl FrameSender {
 }
 
 impl FrameQueue {
-    /// The next queued frame; without one, the engine's waker is left with the queue (registered again only
-    /// when a send has woken it since, or the waker changed).
+    /// The next queued frame; without one, the queue is armed to wake the engine (again only when a send has
+    /// woken it since, or the engine's waker changed).
     #[inline]
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_that_comes_after_its_frame_was_taken_leaves_the_engine_registered() {
+    fn a_wake_that_comes_after_its_frame_was_taken_leaves_the_engine_armed() {
         let (tx, mut queue) = frame_queue(4, 1024);
         let flag = Arc::new(Flag(AtomicBool::new(false)));
         let waker = Waker::from(flag.clone());
@@ -254,7 +254,7 @@ mod tests {
             Poll::Ready(Some(Bytes::from_static(b"early")))
         );
         assert!(queue.poll_next(&mut cx).is_pending());
-        // The late wake takes the registration; the turn it causes finds nothing queued.
+        // The late wake disarms the queue; the turn it causes finds nothing queued.
         tx.wake();
         assert!(flag.0.swap(false, Ordering::SeqCst));
         assert!(queue.poll_next(&mut cx).is_pending());
