@@ -192,11 +192,16 @@ mod tests {
         }
     }
 
+    /// A waker that raises a flag.
+    fn flagged() -> (Arc<Flag>, Waker) {
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        (flag.clone(), Waker::from(flag))
+    }
+
     #[test]
     fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
+        let (flag, waker) = flagged();
         let mut cx = Context::from_waker(&waker);
         assert!(queue.poll_next(&mut cx).is_pending());
         // Quiet: polled again without touching the channel.
@@ -220,8 +225,7 @@ mod tests {
     #[tokio::test]
     async fn a_send_wakes_the_engine_even_after_a_poll_in_a_turn_that_spent_its_budget() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
+        let (flag, waker) = flagged();
         std::future::poll_fn(|cx| {
             // A busy turn spends the task's cooperative budget before it looks at the queue.
             super::super::spend_budget(cx);
@@ -243,8 +247,7 @@ mod tests {
     #[test]
     fn a_wake_that_comes_after_its_frame_was_taken_leaves_the_engine_armed() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
+        let (flag, waker) = flagged();
         let mut cx = Context::from_waker(&waker);
         assert!(queue.poll_next(&mut cx).is_pending());
         // A send puts its frame in, and the engine (running for another reason) takes it before that send's wake.
@@ -269,30 +272,32 @@ mod tests {
 
     #[test]
     fn a_frame_counted_but_not_yet_in_the_channel_wakes_the_engine_once_it_is() {
-        let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
-        let mut cx = Context::from_waker(&waker);
-        assert!(queue.poll_next(&mut cx).is_pending());
-        // Counted, as a send does first, but not in the channel yet.
-        queue.queued.frames.fetch_add(1, Ordering::SeqCst);
-        assert!(queue.poll_next(&mut cx).is_pending());
-        queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
-        assert!(tx.try_send(Bytes::from_static(b"in")));
-        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
-        assert_eq!(
-            queue.poll_next(&mut cx),
-            Poll::Ready(Some(Bytes::from_static(b"in")))
-        );
+        // Whether the queue was armed before (a quiet queue) or not (its first poll).
+        for armed_before in [true, false] {
+            let (tx, mut queue) = frame_queue(4, 1024);
+            let (flag, waker) = flagged();
+            let mut cx = Context::from_waker(&waker);
+            if armed_before {
+                assert!(queue.poll_next(&mut cx).is_pending());
+            }
+            // Counted, as a send does first, but not in the channel yet.
+            queue.queued.frames.fetch_add(1, Ordering::SeqCst);
+            assert!(queue.poll_next(&mut cx).is_pending());
+            queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
+            assert!(tx.try_send(Bytes::from_static(b"in")));
+            assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+            assert_eq!(
+                queue.poll_next(&mut cx),
+                Poll::Ready(Some(Bytes::from_static(b"in")))
+            );
+        }
     }
 
     #[test]
     fn a_new_waker_is_registered_even_while_the_old_one_is() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        let old = Arc::new(Flag(AtomicBool::new(false)));
-        let new = Arc::new(Flag(AtomicBool::new(false)));
-        let old_waker = Waker::from(old.clone());
-        let new_waker = Waker::from(new.clone());
+        let (_, old_waker) = flagged();
+        let (new, new_waker) = flagged();
         assert!(queue
             .poll_next(&mut Context::from_waker(&old_waker))
             .is_pending());
@@ -306,8 +311,7 @@ mod tests {
     #[test]
     fn a_wake_that_comes_after_the_engine_armed_again_leaves_it_armed() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
+        let (flag, waker) = flagged();
         let mut cx = Context::from_waker(&waker);
         assert!(queue.poll_next(&mut cx).is_pending());
         // A send disarms the queue, then stops before it wakes the engine.
@@ -332,20 +336,6 @@ mod tests {
             flag.0.load(Ordering::SeqCst),
             "the next send woke the engine"
         );
-    }
-
-    #[test]
-    fn a_frame_counted_before_the_first_poll_wakes_the_engine_once_it_is_in() {
-        let (tx, mut queue) = frame_queue(4, 1024);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = Waker::from(flag.clone());
-        let mut cx = Context::from_waker(&waker);
-        // The first poll: counted but not in the channel yet, and the queue not armed.
-        queue.queued.frames.fetch_add(1, Ordering::SeqCst);
-        assert!(queue.poll_next(&mut cx).is_pending());
-        queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
-        assert!(tx.try_send(Bytes::from_static(b"in")));
-        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
     }
 
     #[test]
