@@ -89,7 +89,8 @@ impl FrameSender {
 
     /// Wakes the engine if it waits, once the frame is in the channel.
     fn wake(&self) {
-        // Pairs with the fence in `FrameQueue::wait`: either the engine sees this frame or this sees it armed.
+        // Pairs with the fence in `FrameQueue::wait`: either the engine sees this frame, or this send or an
+        // earlier one sees the queue armed and wakes it.
         fence(Ordering::SeqCst);
         if self.queued.armed.swap(false, Ordering::SeqCst) {
             // Woken by reference: a late wake leaves the waker in place for the next one.
@@ -107,12 +108,17 @@ impl FrameSender {
 
 impl FrameQueue {
     /// The next queued frame; without one, the queue is armed to wake the engine (again only when a send has
-    /// woken it since, or the engine's waker changed).
+    /// woken it since, or the engine's waker changed), or `None` once every sender is gone.
     #[inline]
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
             if self.rx.is_closed() {
-                return self.take(cx);
+                // Every sender is gone, so every frame is in the channel already: none there is the end, even
+                // before the channel's own end marker is written.
+                return match self.take(cx) {
+                    Poll::Pending => Poll::Ready(None),
+                    next => next,
+                };
             }
             if !self.wait(cx) {
                 return Poll::Pending;
@@ -121,19 +127,20 @@ impl FrameQueue {
         if let Poll::Ready(next) = self.take(cx) {
             return Poll::Ready(next);
         }
-        // Counted but not in the channel yet: its send wakes the engine once it is.
+        // Counted but not in the channel yet: the send still putting it in wakes the engine once it has.
         self.wait(cx);
         self.take(cx)
     }
 
-    /// Arms the queue to wake `cx`'s waker, unless it is armed for it already; `true` if a frame is counted.
+    /// Arms the queue to wake `cx`'s waker, unless it is armed for it already; `true` if it armed the queue and
+    /// then found a frame counted.
     fn wait(&mut self, cx: &mut Context<'_>) -> bool {
         let same = self
             .registered
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()));
         if same && self.queued.armed.load(Ordering::SeqCst) {
-            // Still armed: the next send wakes this waker.
+            // Still armed, by an earlier turn's fenced arming: the next send wakes this waker.
             return false;
         }
         if !same {
@@ -245,7 +252,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_that_comes_after_its_frame_was_taken_leaves_the_engine_armed() {
+    fn a_wake_that_comes_after_its_frame_was_taken_does_not_silence_the_next_send() {
         let (tx, mut queue) = frame_queue(4, 1024);
         let (flag, waker) = flagged();
         let mut cx = Context::from_waker(&waker);
