@@ -205,6 +205,23 @@ mod tests {
         (flag.clone(), Waker::from(flag))
     }
 
+    /// Sends `body`: the send must wake the engine, and the engine's next poll must read it.
+    fn send_wakes_and_is_read(
+        tx: &FrameSender,
+        queue: &mut FrameQueue,
+        flag: &Flag,
+        cx: &mut Context<'_>,
+        body: &'static [u8],
+    ) {
+        flag.0.store(false, Ordering::SeqCst);
+        assert!(tx.try_send(Bytes::from_static(body)));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+        assert_eq!(
+            queue.poll_next(cx),
+            Poll::Ready(Some(Bytes::from_static(body)))
+        );
+    }
+
     #[test]
     fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
         let (tx, mut queue) = frame_queue(4, 1024);
@@ -213,20 +230,9 @@ mod tests {
         assert!(queue.poll_next(&mut cx).is_pending());
         // Quiet: polled again without touching the channel.
         assert!(queue.poll_next(&mut cx).is_pending());
-        assert!(tx.try_send(Bytes::from_static(b"one")));
-        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
-        assert_eq!(
-            queue.poll_next(&mut cx),
-            Poll::Ready(Some(Bytes::from_static(b"one")))
-        );
+        send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"one");
         assert!(queue.poll_next(&mut cx).is_pending());
-        flag.0.store(false, Ordering::SeqCst);
-        assert!(tx.try_send(Bytes::from_static(b"two")));
-        assert!(flag.0.load(Ordering::SeqCst), "woken again");
-        assert_eq!(
-            queue.poll_next(&mut cx),
-            Poll::Ready(Some(Bytes::from_static(b"two")))
-        );
+        send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"two");
     }
 
     #[tokio::test]
@@ -269,12 +275,7 @@ mod tests {
         assert!(flag.0.swap(false, Ordering::SeqCst));
         assert!(queue.poll_next(&mut cx).is_pending());
         // The next send must still wake the engine.
-        assert!(tx.try_send(Bytes::from_static(b"next")));
-        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
-        assert_eq!(
-            queue.poll_next(&mut cx),
-            Poll::Ready(Some(Bytes::from_static(b"next")))
-        );
+        send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"next");
     }
 
     #[test]
@@ -291,12 +292,7 @@ mod tests {
             queue.queued.frames.fetch_add(1, Ordering::SeqCst);
             assert!(queue.poll_next(&mut cx).is_pending());
             queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
-            assert!(tx.try_send(Bytes::from_static(b"in")));
-            assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
-            assert_eq!(
-                queue.poll_next(&mut cx),
-                Poll::Ready(Some(Bytes::from_static(b"in")))
-            );
+            send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"in");
         }
     }
 
