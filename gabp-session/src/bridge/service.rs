@@ -174,18 +174,16 @@ impl BridgeRequest {
     ///
     /// [`Error::InvalidRequest`] for an invalid tool name or arguments that are not an object.
     pub fn tool_call(name: &str, arguments: Value) -> Result<Self, Error> {
-        if !gabp_types::format::is_registry_name(name) {
-            return Err(Error::invalid_request(format!(
-                "tool name {name:?} does not match {}",
-                gabp_types::format::NAME_PATTERN
-            )));
-        }
+        // The name is checked once, by the request's builder, and before the arguments.
         match arguments {
             Value::Null => BridgeRequest::tool_call_params::<Value>(name, None),
             Value::Object(args) => BridgeRequest::tool_call_as(name, &args),
-            other => Err(Error::invalid_request(format!(
-                "tool arguments must be a JSON object or null, not {other}"
-            ))),
+            other => {
+                check_tool_name(name)?;
+                Err(Error::invalid_request(format!(
+                    "tool arguments must be a JSON object or null, not {other}"
+                )))
+            }
         }
     }
 
@@ -210,12 +208,7 @@ impl BridgeRequest {
             #[serde(skip_serializing_if = "Option::is_none")]
             arguments: Option<&'a A>,
         }
-        if !gabp_types::format::is_registry_name(name) {
-            return Err(Error::invalid_request(format!(
-                "tool name {name:?} does not match {}",
-                gabp_types::format::NAME_PATTERN
-            )));
-        }
+        check_tool_name(name)?;
         let params = to_params(&Call { name, arguments })?;
         // The arguments follow `{"name":"<name>","arguments":` (a valid tool name needs no escapes).
         let at = name.len() + r#"{"name":"","arguments":"#.len();
@@ -475,6 +468,18 @@ impl Service<BridgeRequest> for BridgeService {
     }
 }
 
+/// A tool name matches the name pattern (SPEC/1.0 registry.md §1.1); anything else is refused before the request is
+/// built.
+fn check_tool_name(name: &str) -> Result<(), Error> {
+    if gabp_types::format::is_registry_name(name) {
+        return Ok(());
+    }
+    Err(Error::invalid_request(format!(
+        "tool name {name:?} does not match {}",
+        gabp_types::format::NAME_PATTERN
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,7 +498,11 @@ mod tests {
     #[test]
     fn tool_calls_validate_name_and_arguments() {
         assert!(BridgeRequest::tool_call("Bad Name", Value::Null).is_err());
+        assert!(BridgeRequest::tool_call("Bad Name", json!({})).is_err());
         assert!(BridgeRequest::tool_call("a/b", json!(5)).is_err());
+        // A bad name is what is reported, whatever the arguments.
+        let both = BridgeRequest::tool_call("Bad Name", json!(5)).unwrap_err();
+        assert!(both.to_string().contains("Bad Name"), "{both}");
         let r = BridgeRequest::tool_call("a/b", Value::Null).unwrap();
         assert_eq!(r.tool_name().as_deref(), Some("a/b"));
         assert_eq!(r.params().unwrap().as_json(), r#"{"name":"a/b"}"#);
