@@ -75,14 +75,23 @@ fn is_segment(seg: &[u8]) -> bool {
 
 /// Whether `s` matches [`NAME_PATTERN`]: two or more `/`-separated segments of `[a-z][a-z0-9_-]*`.
 pub fn is_registry_name(s: &str) -> bool {
-    let mut segments = 0usize;
-    for seg in s.as_bytes().split(|&c| c == b'/') {
-        if !is_segment(seg) {
+    // One pass over the bytes: checked on every call a mod reads or a bridge writes.
+    let mut slashes = 0usize;
+    let mut segment_start = true;
+    for &c in s.as_bytes() {
+        if segment_start {
+            if !c.is_ascii_lowercase() {
+                return false;
+            }
+            segment_start = false;
+        } else if c == b'/' {
+            slashes += 1;
+            segment_start = true;
+        } else if !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-') {
             return false;
         }
-        segments += 1;
     }
-    segments >= 2
+    !segment_start && slashes > 0
 }
 
 /// Whether `s` matches [`EXTENSION_KEY_PATTERN`].
@@ -335,6 +344,15 @@ mod tests {
             "a/b c",
         ] {
             assert!(!is_registry_name(bad), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn registry_names_are_segments_joined_by_slashes(s in "[ab0_/A. -]{0,12}") {
+            let segments: Vec<&[u8]> = s.as_bytes().split(|&c| c == b'/').collect();
+            let expected = segments.len() >= 2 && segments.iter().all(|seg| is_segment(seg));
+            proptest::prop_assert_eq!(is_registry_name(&s), expected);
         }
     }
 
