@@ -349,7 +349,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn registry_names_are_segments_joined_by_slashes(s in "[ab0_/A. -]{0,12}") {
+        fn registry_names_are_segments_joined_by_slashes(s in "[ab0_/A. é-]{0,12}") {
             let segments: Vec<&[u8]> = s.as_bytes().split(|&c| c == b'/').collect();
             let expected = segments.len() >= 2 && segments.iter().all(|seg| is_segment(seg));
             proptest::prop_assert_eq!(is_registry_name(&s), expected);
