@@ -1,8 +1,10 @@
-//! State and custom-method handlers take extractors and typed input, as tool handlers do.
+//! State and custom-method handlers take extractors and typed input, as tool handlers do, and their call's
+//! token fires when the call is dropped (SPEC/1.0 gabp.md §7).
 
 mod server_support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use gabp_session::server::{CallContext, ServerRequest, State};
 use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult};
@@ -12,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use server_support::{code, connect_hello, result};
+use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Default)]
 struct World {
@@ -105,4 +108,56 @@ async fn custom_methods_take_extractors_and_typed_params() {
     assert_eq!(result(&whoami), json!(whoami.id.to_string()));
     let raw = client.call("world/raw", Some(json!({}))).await;
     assert_eq!(result(&raw), json!({"method": "world/raw"}));
+}
+
+/// Handlers that never answer, each keeping its call's token where the test can see it.
+fn stuck_server(tokens: Arc<Mutex<Vec<CancellationToken>>>) -> gabp_session::server::ModServer {
+    let keep = |tokens: &Arc<Mutex<Vec<CancellationToken>>>, context: &CallContext| {
+        tokens.lock().push(context.cancellation().clone());
+    };
+    let (get, set, method) = (tokens.clone(), tokens.clone(), tokens);
+    server_support::builder()
+        .limits(server_support::limits().with_request_timeout(Duration::from_secs(1)))
+        .state(
+            move |context: CallContext, _: StateGetParams| {
+                keep(&get, &context);
+                std::future::pending::<Result<Map<String, Value>, ErrorObject>>()
+            },
+            move |context: CallContext, _: StateSetParams| {
+                keep(&set, &context);
+                std::future::pending::<Result<StateSetResult, ErrorObject>>()
+            },
+        )
+        .method(
+            "world/stuck",
+            move |context: CallContext, _: Map<String, Value>| {
+                keep(&method, &context);
+                std::future::pending::<Result<Value, ErrorObject>>()
+            },
+        )
+        .build()
+        .expect("build")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_state_or_method_call_past_its_time_limit_sees_its_token_fire() {
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let mut client = connect_hello(&stuck_server(tokens.clone())).await;
+    client.set_patience(Duration::from_secs(3600));
+    for (method, params) in [
+        ("state/get", None),
+        ("state/set", Some(json!({"updates": {"time": 1}}))),
+        ("world/stuck", Some(json!({}))),
+    ] {
+        let answer = client.call(method, params).await;
+        assert!(code(&answer).is_some(), "{method}: {answer:?}");
+    }
+    let fired: Vec<bool> = tokens.lock().iter().map(|t| t.is_cancelled()).collect();
+    assert_eq!(
+        fired, [true; 3],
+        "each handler's token fires at its time limit"
+    );
+    // Each call had a token of its own: the session goes on.
+    let again = client.call("state/get", None).await;
+    assert!(code(&again).is_some());
 }

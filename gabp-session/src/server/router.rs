@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tower::Service;
 
 use super::arguments::Arguments;
@@ -146,6 +146,13 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
 /// The arguments as a value, for a validator (they are valid JSON: the decoder read them).
 fn parse_arguments(arguments: &str) -> Result<Value, ErrorObject> {
     serde_json::from_str(arguments).map_err(|e| invalid_params("/params/arguments", &e.to_string()))
+}
+
+/// A call's own token, and the guard that fires it when the call's future is dropped: answered, past its time
+/// limit, or its connection gone (SPEC/1.0 gabp.md §7). The session's end fires it too.
+fn call_token(req: &ServerRequest) -> (CancellationToken, DropGuard) {
+    let token = req.session.cancellation().child_token();
+    (token.clone(), token.drop_guard())
 }
 
 fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
@@ -387,10 +394,10 @@ impl Router {
             .with_data(json!({ "uri": p.uri.as_str() })));
         };
         let id = req.id();
-        let cancellation = req.session.cancellation().child_token();
-        let context = self.context(req.session.clone(), id, cancellation.clone());
+        let (cancellation, cancel_on_drop) = call_token(req);
+        let context = self.context(req.session.clone(), id, cancellation);
         Ok(async move {
-            let _cancel_on_drop = cancellation.drop_guard();
+            let _cancel_on_drop = cancel_on_drop;
             Ok(match resource.read(&context).await {
                 Ok(content) => Response::success(id, content),
                 Err(e) => Response::error(id, e),
@@ -407,9 +414,10 @@ impl Router {
         let p: StateGetParams = params(req)?;
         let components = p.components.clone();
         let id = req.id();
-        let cancellation = req.session.cancellation().child_token();
+        let (cancellation, cancel_on_drop) = call_token(req);
         let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
         Ok(async move {
+            let _cancel_on_drop = cancel_on_drop;
             let mut state = match fut.await {
                 Ok(state) => state,
                 Err(e) => return Ok(Response::error(id, e)),
@@ -433,9 +441,10 @@ impl Router {
     ) -> Result<ResponseFuture, ErrorObject> {
         let p: StateSetParams = required_params(req)?;
         let id = req.id();
-        let cancellation = req.session.cancellation().child_token();
+        let (cancellation, cancel_on_drop) = call_token(req);
         let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
         Ok(async move {
+            let _cancel_on_drop = cancel_on_drop;
             Ok(match fut.await.and_then(to_value) {
                 Ok(v) => Response::success(id, v),
                 Err(e) => Response::error(id, e),
@@ -495,10 +504,11 @@ impl Router {
             method => match self.routes.methods.get(method) {
                 Some(handler) => {
                     let id = req.id();
-                    let cancellation = req.session.cancellation().child_token();
+                    let (cancellation, cancel_on_drop) = call_token(&req);
                     let context = self.context(req.session.clone(), id, cancellation);
                     let fut = handler(&context, req);
                     return Ok(async move {
+                        let _cancel_on_drop = cancel_on_drop;
                         Ok(match fut.await {
                             Ok(v) => Response::success(id, v),
                             Err(e) => Response::error(id, e),
