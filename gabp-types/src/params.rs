@@ -29,42 +29,61 @@ use serde_json::{Map, Value};
 #[derive(Clone)]
 pub struct Params(Box<str>, Option<CallRecord>);
 
-/// Where `arguments` lies in `tools/call` params, recorded by the decoder's check so that the mod does not read
-/// the params again (SPEC/1.0 gabp.md §4.5). Recorded only for params whose `name` leads, written plainly (as
-/// bridges write it), and without `_meta`: the rest are read again. Packed in 8 bytes (start and end of
-/// `arguments`; start equal to end when there is none; a member starts past the `{`, so never 0) so that
-/// every request stays small.
+/// Where the `name` and the `arguments` of `tools/call` params lie, recorded by the decoder's check so that the
+/// mod does not read the params again (SPEC/1.0 gabp.md §4.5). Recorded only for params whose `name` leads,
+/// written plainly (`{"name":"` then its text, no escapes: as bridges write it), and without `_meta`: the rest
+/// are read again. Packed in 8 bytes so that every request stays small: the end of the name (16 bits), and the
+/// start and end of `arguments` (24 bits each; equal when there is none). Params too large for that are read
+/// again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CallRecord(NonZeroU64);
 
+/// What precedes the text of a `name` that leads the params, written plainly.
+const LEADING_NAME: &str = "{\"name\":\"";
+
 impl CallRecord {
-    /// The record of `arguments`, a slice of `text` (or none); `None` when it is not a slice of it, or lies
-    /// beyond 4 GiB.
-    pub(crate) fn new(text: &str, arguments: Option<&str>) -> Option<CallRecord> {
+    /// The record of `name` and `arguments` (or none), both slices of `text` (the name's decoded text, borrowed
+    /// from it). `None` unless the name leads, written plainly, and both fit the record.
+    pub(crate) fn new(text: &str, name: &str, arguments: Option<&str>) -> Option<CallRecord> {
+        let offset = |part: &str| (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+        // The name's text starts right after `{"name":"`: a string borrowed from there has no escapes, so it
+        // ends at the closing quote.
+        if !text.starts_with(LEADING_NAME) || offset(name)? != LEADING_NAME.len() {
+            return None;
+        }
+        let name_end = u16::try_from(LEADING_NAME.len() + name.len()).ok()?;
         let (start, end) = match arguments {
-            None => (1, 1),
+            None => (0, 0),
             Some(part) => {
-                let start = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+                let start = offset(part)?;
                 let end = start.checked_add(part.len())?;
-                if start == 0 || start == end || end > text.len() {
+                if start <= usize::from(name_end) || start == end || end > text.len() {
                     return None;
                 }
-                (u32::try_from(start).ok()?, u32::try_from(end).ok()?)
+                (start, end)
             }
         };
-        NonZeroU64::new(u64::from(start) << 32 | u64::from(end)).map(CallRecord)
+        let fits = |n: usize| u64::try_from(n).ok().filter(|&n| n < 1 << 24);
+        let packed = u64::from(name_end) << 48 | fits(start)? << 24 | fits(end)?;
+        NonZeroU64::new(packed).map(CallRecord)
+    }
+
+    /// The name, as the record found it in `text`.
+    fn name(self, text: &str) -> Option<&str> {
+        text.get(LEADING_NAME.len()..(self.0.get() >> 48) as usize)
     }
 
     /// The leading `name` and the `arguments` of `text`, the params this record was made for.
     pub(crate) fn members(self, text: &str) -> Option<(&str, Option<&str>)> {
-        let name = leading_str(text, "name")?;
-        let (start, end) = ((self.0.get() >> 32) as usize, self.0.get() as u32 as usize);
+        let bits = self.0.get();
+        let mask = (1 << 24) - 1;
+        let (start, end) = ((bits >> 24 & mask) as usize, (bits & mask) as usize);
         let arguments = if start == end {
             None
         } else {
             Some(text.get(start..end)?)
         };
-        Some((name, arguments))
+        Some((self.name(text)?, arguments))
     }
 }
 
@@ -180,6 +199,13 @@ impl Params {
     /// The string member `key`, if present and a string.
     #[must_use]
     pub fn str_member(&self, key: &str) -> Option<Cow<'_, str>> {
+        if let Some(name) = self
+            .1
+            .filter(|_| key == "name")
+            .and_then(|r| r.name(&self.0))
+        {
+            return Some(Cow::Borrowed(name));
+        }
         if let Some(first) = leading_str(&self.0, key) {
             return Some(Cow::Borrowed(first));
         }
@@ -344,17 +370,39 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn the_record_of_call_arguments_costs_params_8_bytes() {
+    fn the_record_of_call_members_costs_params_8_bytes() {
         assert_eq!(std::mem::size_of::<Option<CallRecord>>(), 8);
         let text = r#"{"name":"a/b","arguments":{"x":1}}"#;
-        let record = CallRecord::new(text, Some(&text[26..33])).unwrap();
+        let (name, arguments) = (&text[9..12], &text[26..33]);
+        let record = CallRecord::new(text, name, Some(arguments)).unwrap();
         assert_eq!(record.members(text), Some(("a/b", Some(r#"{"x":1}"#))));
-        let none = CallRecord::new(text, None).unwrap();
+        let none = CallRecord::new(text, name, None).unwrap();
         assert_eq!(none.members(text), Some(("a/b", None)));
-        assert_eq!(CallRecord::new(text, Some("elsewhere")), None);
-        assert_eq!(CallRecord::new(text, Some(&text[0..1])), None);
-        // Text whose name does not lead gives no members.
-        assert_eq!(none.members(r#"{"arguments":{},"name":"a/b"}"#), None);
+        assert_eq!(CallRecord::new(text, name, Some("elsewhere")), None);
+        assert_eq!(CallRecord::new(text, name, Some(&text[0..1])), None);
+        // `arguments` before the end of the name, or a name that is not the text right after `{"name":"`.
+        assert_eq!(CallRecord::new(text, name, Some(&text[8..13])), None);
+        assert_eq!(CallRecord::new(text, &text[10..12], None), None);
+        assert_eq!(CallRecord::new(text, "a/b", None), None);
+        let spaced = r#"{ "name":"a/b"}"#;
+        assert_eq!(CallRecord::new(spaced, &spaced[10..13], None), None);
+        // A name or arguments beyond what the record holds: the params are read again.
+        let long_name = format!(r#"{{"name":"{}"}}"#, "a".repeat(70_000));
+        let long = &long_name[9..long_name.len() - 2];
+        assert_eq!(CallRecord::new(&long_name, long, None), None);
+        let big = format!(
+            r#"{{"name":"a/b","arguments":{{"x":"{}"}}}}"#,
+            "a".repeat(1 << 24)
+        );
+        let arguments = &big[26..big.len() - 1];
+        assert_eq!(CallRecord::new(&big, &big[9..12], Some(arguments)), None);
+        let fits = format!(
+            r#"{{"name":"a/b","arguments":{{"x":"{}"}}}}"#,
+            "a".repeat(1000)
+        );
+        let arguments = &fits[26..fits.len() - 1];
+        let record = CallRecord::new(&fits, &fits[9..12], Some(arguments)).unwrap();
+        assert_eq!(record.members(&fits), Some(("a/b", Some(arguments))));
     }
 
     #[test]

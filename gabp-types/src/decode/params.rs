@@ -94,12 +94,11 @@ pub(super) fn check_tools_call(params: Option<&mut Params>) -> Result<(), Decode
         ));
     };
     let found = tools_call_check(p)?;
-    let text = p.as_json();
     // Recorded for the common shape only: see `CallRecord`.
-    let plain = found.meta.is_none() && crate::params::leading_str(text, "name").is_some();
-    let record = plain
-        .then(|| CallRecord::new(text, found.arguments))
-        .flatten();
+    let record = match (&found.name, found.meta) {
+        (Cow::Borrowed(name), None) => CallRecord::new(p.as_json(), name, found.arguments),
+        _ => None,
+    };
     p.set_call_record(record);
     Ok(())
 }

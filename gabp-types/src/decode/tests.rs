@@ -197,6 +197,7 @@ fn tools_call_members_are_read_where_the_check_found_them() {
             }
             let members = tools_call_members(&p).expect("members");
             assert_eq!(members.name, "a/b");
+            assert_eq!(p.str_member("name").as_deref(), Some("a/b"));
             assert_eq!(members.arguments, p.member("arguments").map(RawValue::get));
             assert_eq!(members.meta, p.member("_meta").map(RawValue::get));
             // The same params, not decoded: no record, the same members.
