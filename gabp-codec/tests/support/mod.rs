@@ -89,8 +89,8 @@ pub async fn read_all<D: Decoder>(
     FramedRead::new(reader, codec).collect().await
 }
 
-/// A frame as this crate writes it (SPEC/1.0 transport.md §1.1): the encoder's expected output. Not
-/// `gabp_testkit::wire::frame`, which sits above this crate and writes the shorter header.
+/// A frame as this crate writes it (SPEC/1.0 transport.md §1.1), written out by hand: the encoder's expected
+/// output. Not `gabp_testkit::wire::frame`, which sits above this crate and calls the encoder this checks.
 pub fn frame(body: impl AsRef<[u8]>) -> Vec<u8> {
     let body = body.as_ref();
     let mut out = format!(

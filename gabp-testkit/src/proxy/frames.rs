@@ -135,11 +135,12 @@ pub(super) async fn read_side(
 
 /// Forwards a frame the proxy itself could not buffer: the header, then `declared` bytes of spaces.
 async fn forward_filler(link: &Link, direction: Direction, declared: u64) -> bool {
-    let header = format!("Content-Length: {declared}\r\n\r\n");
-    if !link
-        .forward(direction, Bytes::from(header.into_bytes()))
-        .await
-    {
+    let mut header = bytes::BytesMut::new();
+    let written = usize::try_from(declared).ok().and_then(|len| {
+        let codec = FrameCodec::new().with_max_body_size(usize::MAX);
+        codec.encode_header(len, &mut header).ok()
+    });
+    if written.is_none() || !link.forward(direction, header.freeze()).await {
         return false;
     }
     let chunk = Bytes::from(vec![b' '; 64 * 1024]);

@@ -56,13 +56,10 @@ pub const LAUNCH_ID: &str = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
 /// Largest header block the readers accept, counting the empty line that ends it (SPEC/1.0 transport.md §8).
 const MAX_HEAD: usize = 8 * 1024;
 
-/// `body` as one frame: `Content-Length: N\r\n\r\n` and the body (SPEC/1.0 transport.md §1; `Content-Type` is
-/// optional for a reader, §1.2).
+/// `body` as one frame, written by the codec the engine writes with (SPEC/1.0 transport.md §1).
 #[must_use]
 pub fn frame(body: &[u8]) -> Vec<u8> {
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body);
-    out
+    gabp_codec::encode_frame(body).to_vec()
 }
 
 /// Reads one frame's body from `reader`: `Ok(None)` at a clean end of stream (between frames). Reads nothing
