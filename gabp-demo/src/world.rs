@@ -100,6 +100,7 @@ pub struct Slot {
 
 /// Why a world operation was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WorldError {
     /// A block coordinate outside `0..=15`.
     #[error("{axis} = {value} is outside the world; block coordinates are integers 0..=15")]

@@ -47,6 +47,7 @@ pub struct StepTicks(#[schemars(range(min = 1, max = 10000))] u32);
 /// A tick count outside 1..=[`MAX_STEP_TICKS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("ticks must be from 1 to {MAX_STEP_TICKS}, not {0}")]
+#[non_exhaustive]
 pub struct StepTicksOutOfRange(pub u64);
 
 impl StepTicks {
