@@ -306,8 +306,8 @@ impl Game {
             game: config.id.clone(),
             reason,
         };
-        let plan = LaunchPlan::prepare(&self.shared.dir, config).map_err(launch)?;
-        let command = plan.command(config).map_err(launch)?;
+        let plan = LaunchPlan::prepare(&self.shared.dir, config)?;
+        let command = plan.command(config)?;
         let process =
             ModProcess::start(command).map_err(|e| launch(format!("{}: {e}", config.target)))?;
         let epoch = self.begin(Some(plan.port), GameStatus::Starting);

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use gabp_transport::Token;
 
 use crate::config::GameConfig;
+use crate::HubError;
 
 /// The port variable.
 pub const GABP_SERVER_PORT: &str = "GABP_SERVER_PORT";
@@ -40,19 +41,22 @@ impl LaunchPlan {
     ///
     /// # Errors
     ///
-    /// A sentence naming what could not be done.
-    pub fn prepare(dir: &Path, game: &GameConfig) -> Result<LaunchPlan, String> {
-        let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
-        let port = free_port()?;
-        let game_dir = dir.join(&game.id);
-        create_private_dir(&game_dir)?;
-        let plan = LaunchPlan {
-            port,
-            token,
-            game_dir,
+    /// [`HubError::Launch`], naming what could not be done.
+    pub fn prepare(dir: &Path, game: &GameConfig) -> Result<LaunchPlan, HubError> {
+        let prepare = || {
+            let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
+            let port = free_port()?;
+            let game_dir = dir.join(&game.id);
+            create_private_dir(&game_dir)?;
+            let plan = LaunchPlan {
+                port,
+                token,
+                game_dir,
+            };
+            plan.write_bridge_json(&game.id)?;
+            Ok(plan)
         };
-        plan.write_bridge_json(&game.id)?;
-        Ok(plan)
+        prepare().map_err(|reason| launch_failed(game, reason))
     }
 
     /// `DIR/<id>/bridge.json`.
@@ -85,8 +89,8 @@ impl LaunchPlan {
     ///
     /// # Errors
     ///
-    /// When `launch.log` cannot be created.
-    pub fn command(&self, game: &GameConfig) -> Result<Command, String> {
+    /// [`HubError::Launch`] when `launch.log` cannot be created.
+    pub fn command(&self, game: &GameConfig) -> Result<Command, HubError> {
         let mut command = Command::new(&game.target);
         command.args(&game.args);
         if let Some(dir) = &game.working_dir {
@@ -108,11 +112,11 @@ impl LaunchPlan {
             .env(GABP_SERVER_PORT, self.port.to_string())
             .env(GABP_TOKEN, self.token.expose_secret());
         let log_path = self.game_dir.join(LAUNCH_LOG);
-        let log = private_file(&log_path)
-            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-        let log2 = log
-            .try_clone()
-            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+        let cannot_create = |e: std::io::Error| {
+            launch_failed(game, format!("cannot create {}: {e}", log_path.display()))
+        };
+        let log = private_file(&log_path).map_err(cannot_create)?;
+        let log2 = log.try_clone().map_err(cannot_create)?;
         command
             .stdin(Stdio::null())
             .stdout(Stdio::from(log))
@@ -136,6 +140,13 @@ impl LaunchPlan {
 }
 
 /// A port on 127.0.0.1 that nothing listens on now.
+fn launch_failed(game: &GameConfig, reason: String) -> HubError {
+    HubError::Launch {
+        game: game.id.clone(),
+        reason,
+    }
+}
+
 fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| format!("cannot find a free loopback port: {e}"))?;
@@ -181,6 +192,26 @@ mod tests {
         )
         .unwrap();
         config.games["g"].clone()
+    }
+
+    #[test]
+    fn a_launch_that_cannot_be_prepared_names_the_game_and_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, b"").unwrap();
+        let error = LaunchPlan::prepare(&file, &game()).unwrap_err();
+        let HubError::Launch { game, reason } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(game, "g");
+        assert!(
+            reason.contains("cannot create") && reason.contains("not-a-dir"),
+            "{reason}"
+        );
+        assert!(
+            error.to_string().starts_with("cannot start game 'g': "),
+            "{error}"
+        );
     }
 
     #[test]
