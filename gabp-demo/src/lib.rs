@@ -288,7 +288,13 @@ impl DemoGame {
                                 true
                             }
                         };
-                        next_tick = now + TICK;
+                        // Fixed steps: the next tick is due a step after this one was due. A loop more than a
+                        // step behind, or stepped by the clock, starts again from now instead of catching up.
+                        next_tick = if stepping || now >= next_tick + TICK {
+                            now + TICK
+                        } else {
+                            next_tick + TICK
+                        };
                         queue.pump(PUMP_BUDGET);
                         continue;
                     }
