@@ -140,7 +140,12 @@ async fn forward_filler(link: &Link, direction: Direction, declared: u64) -> boo
         let codec = FrameCodec::new().with_max_body_size(usize::MAX);
         codec.encode_header(len, &mut header).ok()
     });
-    if written.is_none() || !link.forward(direction, header.freeze()).await {
+    if written.is_none() {
+        // A length this platform cannot address: nothing can follow on this side.
+        link.close(direction).await;
+        return false;
+    }
+    if !link.forward(direction, header.freeze()).await {
         return false;
     }
     let chunk = Bytes::from(vec![b' '; 64 * 1024]);

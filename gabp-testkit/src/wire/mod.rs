@@ -29,7 +29,7 @@
 //!
 //! // The frame helpers on their own.
 //! let bytes = wire::frame(b"{}");
-//! assert_eq!(bytes, b"Content-Length: 2\r\n\r\n{}");
+//! assert_eq!(bytes, b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}");
 //! assert_eq!(wire::read_frame(&mut &bytes[..])?, Some(b"{}".to_vec()));
 //! # Ok(())
 //! # }
