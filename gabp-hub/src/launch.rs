@@ -139,7 +139,7 @@ impl LaunchPlan {
     }
 }
 
-/// A port on 127.0.0.1 that nothing listens on now.
+/// Why `game` cannot be started.
 fn launch_failed(game: &GameConfig, reason: String) -> HubError {
     HubError::Launch {
         game: game.id.clone(),
@@ -147,6 +147,7 @@ fn launch_failed(game: &GameConfig, reason: String) -> HubError {
     }
 }
 
+/// A port on 127.0.0.1 that nothing listens on now.
 fn free_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| format!("cannot find a free loopback port: {e}"))?;

@@ -180,7 +180,7 @@ impl Params {
         found
     }
 
-    /// Where the decoder's check found the `arguments` of `tools/call` params, if it recorded it.
+    /// Where the decoder's check found the `name` and `arguments` of `tools/call` params, if it recorded them.
     pub(crate) fn call_record(&self) -> Option<CallRecord> {
         self.1
     }

@@ -84,7 +84,7 @@ pub fn tools_call_members(params: &Params) -> Result<ToolsCallMembers<'_>, Decod
 
 /// `tools/call` params, checked member by member without building [`methods::ToolsCallParams`]: this is the
 /// hot path of every session, and the typed struct would copy the whole `arguments` object just to drop it.
-/// The decoder records where `arguments` lies (`Params::set_call_record`).
+/// The decoder records where `name` and `arguments` lie (`Params::set_call_record`).
 pub(super) fn check_tools_call(params: Option<&mut Params>) -> Result<(), DecodeError> {
     let Some(p) = params else {
         return Err(DecodeError::new(
