@@ -16,7 +16,7 @@
 //! | [`FaultProxy`], [`Fault`], [`Faults`] | a frame-level proxy between any bridge and any mod (in memory or on loopback TCP) that delays, drops, corrupts, re-numbers and injects |
 //! | [`FaultyMod`] | mods that break one rule each, for testing conformance runners and bridges |
 //! | [`conformance`] | the live conformance suite: [`conformance::run`] checks a running mod over the wire and returns a [`conformance::Report`] |
-//! | [`wire`] | for tests that speak the wire themselves: [`wire::frame`], [`wire::read_frame`], and [`wire::RawClient`], a bridge written by hand that decodes everything strictly ([`wire::BlockingClient`] for blocking tests) |
+//! | [`wire`] | for tests that speak the wire themselves: [`wire::frame`], [`wire::read_frame`], and [`wire::RawClient`], a bridge written by hand that decodes everything strictly ([`wire::BlockingClient`] for blocking tests); [`wire::RawMod`], a mod written by hand for bridge tests |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -1,7 +1,8 @@
-//! Frames and a raw client for tests that speak the wire themselves: [`frame`] writes a frame, [`read_frame`]
+//! Frames and raw peers for tests that speak the wire themselves: [`frame`] writes a frame, [`read_frame`]
 //! and [`FrameReader`] read one (sync and async), and [`RawClient`] is a bridge written by hand that sends
 //! bytes, frames and JSON over any async stream and decodes everything the peer writes strictly.
-//! [`BlockingClient`] is the same client for blocking tests.
+//! [`BlockingClient`] is the same client for blocking tests. [`RawMod`] is its mirror, a mod written by hand
+//! for bridge tests.
 //!
 //! The reader is strict about what the peer writes: only `Content-Length` and `Content-Type:
 //! application/json` headers, each line ending in CR LF (SPEC/1.0 transport.md §1.1). A header that a
@@ -37,6 +38,7 @@
 
 mod blocking;
 mod client;
+mod raw_mod;
 
 use std::io::{self, BufRead, Read};
 
@@ -49,6 +51,7 @@ use tokio_util::codec::{Decoder, FramedRead};
 
 pub use blocking::BlockingClient;
 pub use client::{RawClient, RawWriter};
+pub use raw_mod::RawMod;
 
 /// The `launchId` of [`hello_params`].
 pub const LAUNCH_ID: &str = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
