@@ -8,13 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use gabp_session::server::ModServer;
-use gabp_testkit::wire::RawClient;
-use gabp_transport::{Connection, Frame, Token};
-use gabp_types::decode::{decode, DecodeMode};
-use gabp_types::{Attention, Event, Message, MessageId, Request};
+use gabp_testkit::wire::{RawClient, RawMod};
+use gabp_transport::{Connection, Token};
+use gabp_types::{Attention, Event};
 use serde_json::{json, Value};
 
 /// The token every test uses.
@@ -110,86 +107,55 @@ pub fn tools() -> Value {
     ]})
 }
 
-/// The mod end of a connection, driven by the test. Every frame the bridge writes must pass the strict
-/// decoder.
+/// The mod end of a connection, driven by the test: `gabp_testkit::wire::RawMod` (every frame the bridge writes
+/// must pass the strict decoder) with the gate's handshake and sync, and a `seq` per channel.
 pub struct MockMod {
-    conn: Connection,
+    raw: RawMod,
     seq: std::collections::HashMap<String, u64>,
+}
+
+impl std::ops::Deref for MockMod {
+    type Target = RawMod;
+
+    fn deref(&self) -> &RawMod {
+        &self.raw
+    }
+}
+
+impl std::ops::DerefMut for MockMod {
+    fn deref_mut(&mut self) -> &mut RawMod {
+        &mut self.raw
+    }
 }
 
 /// A connected pair: the bridge's end and the mock.
 pub fn pair() -> (Connection, MockMod) {
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    (Connection::new(ours), MockMod::new(Connection::new(theirs)))
+    let (conn, raw) = RawMod::pair();
+    (conn, MockMod::from_raw(raw))
 }
 
 impl MockMod {
     pub fn new(conn: Connection) -> Self {
+        MockMod::from_raw(RawMod::new(conn))
+    }
+
+    fn from_raw(raw: RawMod) -> Self {
         MockMod {
-            conn,
+            raw,
             seq: Default::default(),
         }
     }
 
-    /// The next request the bridge wrote (strictly valid).
-    pub async fn recv(&mut self) -> Request {
-        let body = match tokio::time::timeout(PATIENCE, self.conn.next()).await {
-            Ok(Some(Ok(Frame::Body(body)))) => body,
-            other => panic!("the bridge wrote nothing: {other:?}"),
-        };
-        match decode(&body, DecodeMode::Strict) {
-            Ok(Message::Request(r)) => r,
-            other => panic!(
-                "expected a strictly valid request, got {other:?}\n{}",
-                String::from_utf8_lossy(&body)
-            ),
-        }
-    }
-
-    /// The next request, which must be for `method`.
-    pub async fn expect(&mut self, method: &str) -> Request {
-        let r = self.recv().await;
-        assert_eq!(r.method.as_str(), method, "unexpected request {r:?}");
-        r
-    }
-
-    pub async fn send(&mut self, value: Value) {
-        self.conn
-            .send(Bytes::from(value.to_string()))
-            .await
-            .unwrap();
-    }
-
-    pub async fn reply(&mut self, id: MessageId, result: Value) {
-        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "result": result}))
-            .await;
-    }
-
-    pub async fn reply_error(&mut self, id: MessageId, error: Value) {
-        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
-            .await;
-    }
-
     /// Publishes `payload` on `channel` with the channel's next `seq` (from 0).
     pub async fn event(&mut self, channel: &str, payload: Value) {
-        let seq = self.seq.entry(channel.to_owned()).or_insert(0);
-        let this = *seq;
-        *seq += 1;
-        self.send(json!({
-            "v": "gabp/1", "id": MessageId::new_v4(), "type": "event",
-            "channel": channel, "seq": this, "payload": payload
-        }))
-        .await;
+        let seq = self.seq.get(channel).copied().unwrap_or(0);
+        self.event_at(channel, seq, payload).await;
     }
 
     /// Publishes `payload` on `channel` with an explicit `seq`.
     pub async fn event_at(&mut self, channel: &str, seq: u64, payload: Value) {
         self.seq.insert(channel.to_owned(), seq + 1);
-        self.send(json!({
-            "v": "gabp/1", "id": MessageId::new_v4(), "type": "event",
-            "channel": channel, "seq": seq, "payload": payload
-        }))
-        .await;
+        self.raw.event_at(channel, seq, payload).await;
     }
 
     /// Answers `session/hello` with a welcome advertising attention.
@@ -198,17 +164,12 @@ impl MockMod {
     }
 
     pub async fn handshake_with(&mut self, methods: &[&str], events: &[&str]) {
-        let hello = self.expect("session/hello").await;
-        assert_eq!(hello.params.as_ref().unwrap().to_value()["token"], TOKEN);
-        self.reply(
-            hello.id,
-            json!({
-                "agentId": "mock-game", "app": {"name": "Mock Game", "version": "1.0.0"},
-                "capabilities": {"methods": methods, "events": events},
-                "schemaVersion": "1.1"
-            }),
-        )
-        .await;
+        let welcome = json!({
+            "agentId": "mock-game", "app": {"name": "Mock Game", "version": "1.0.0"},
+            "capabilities": {"methods": methods, "events": events},
+            "schemaVersion": "1.1"
+        });
+        self.accept_hello(TOKEN, welcome).await;
     }
 
     /// Serves what a gate asks while it syncs: `events/subscribe` (granted; only when `subscribe`),
@@ -243,8 +204,8 @@ impl MockMod {
         self.reply(r.id, json!({})).await;
     }
 
-    pub async fn close(mut self) {
-        let _ = self.conn.close().await;
+    pub async fn close(self) {
+        self.raw.close().await;
     }
 }
 

@@ -1,19 +1,16 @@
-//! A scripted mock mod for the bridge tests: frame-level, over `tokio::io::duplex`.
-//!
-//! Every frame the bridge writes is checked with the STRICT decoder.
+//! A scripted mock mod for the bridge tests: `gabp_testkit::wire::RawMod` over `tokio::io::duplex`, which checks
+//! every frame the bridge writes with the STRICT decoder.
 #![allow(dead_code)]
 // Test code: a failed unwrap is a failed test (clippy allows it only inside #[test] functions).
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use gabp_session::bridge::{Bridge, BridgeBuilder};
 use gabp_session::Error;
-use gabp_transport::{Connection, Frame, Token};
-use gabp_types::decode::{decode, DecodeMode};
-use gabp_types::{Message, MessageId, Request};
+use gabp_testkit::wire::RawMod;
+use gabp_transport::{Connection, Token};
+use gabp_types::{MessageId, Request};
 use serde_json::{json, Value};
 
 /// The token the mock expects.
@@ -29,20 +26,28 @@ pub fn token() -> Token {
     Token::new(TOKEN).expect("valid token")
 }
 
-/// The mod end of a connection, driven by the test.
-pub struct MockMod {
-    conn: Connection,
+/// The mod end of a connection, driven by the test: `gabp_testkit::wire::RawMod` with this suite's handshake,
+/// errors, events and subscriptions.
+pub struct MockMod(RawMod);
+
+impl std::ops::Deref for MockMod {
+    type Target = RawMod;
+
+    fn deref(&self) -> &RawMod {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MockMod {
+    fn deref_mut(&mut self) -> &mut RawMod {
+        &mut self.0
+    }
 }
 
 /// A connected pair: the bridge's end and the mock mod.
 pub fn pair() -> (Connection, MockMod) {
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    (
-        Connection::new(ours),
-        MockMod {
-            conn: Connection::new(theirs),
-        },
-    )
+    let (conn, raw) = RawMod::pair();
+    (conn, MockMod(raw))
 }
 
 /// A welcome advertising `methods` and `events`.
@@ -57,79 +62,6 @@ pub fn welcome(methods: &[&str], events: &[&str]) -> Value {
 }
 
 impl MockMod {
-    /// The next frame body the bridge wrote; `None` at end of stream.
-    pub async fn recv_body(&mut self) -> Option<Bytes> {
-        let next = tokio::time::timeout(PATIENCE, self.conn.next())
-            .await
-            .expect("the bridge wrote nothing in time");
-        match next? {
-            Ok(Frame::Body(body)) => Some(body),
-            Ok(Frame::Oversized { .. }) => panic!("the bridge wrote an oversized frame"),
-            Err(e) => panic!("the bridge broke the framing: {e}"),
-        }
-    }
-
-    /// The next message, which must pass the strict decoder.
-    pub async fn recv_message(&mut self) -> Option<Message> {
-        let body = self.recv_body().await?;
-        match decode(&body, DecodeMode::Strict) {
-            Ok(message) => Some(message),
-            Err(e) => panic!(
-                "the bridge sent a frame the strict decoder refuses: {e}\n{}",
-                String::from_utf8_lossy(&body)
-            ),
-        }
-    }
-
-    /// The next request (strictly valid); panics on anything else or at end of stream.
-    pub async fn recv(&mut self) -> Request {
-        match self.recv_message().await {
-            Some(Message::Request(r)) => r,
-            other => panic!("expected a request, got {other:?}"),
-        }
-    }
-
-    /// The next request, which must be for `method`.
-    pub async fn expect(&mut self, method: &str) -> Request {
-        let request = self.recv().await;
-        assert_eq!(
-            request.method.as_str(),
-            method,
-            "unexpected request {request:?}"
-        );
-        request
-    }
-
-    /// Waits `within` for a frame; `None` if none came (or the stream ended).
-    pub async fn try_recv(&mut self, within: Duration) -> Option<Message> {
-        match tokio::time::timeout(within, self.conn.next()).await {
-            Ok(Some(Ok(Frame::Body(body)))) => Some(
-                decode(&body, DecodeMode::Strict).expect("the bridge sent a strictly valid frame"),
-            ),
-            _ => None,
-        }
-    }
-
-    /// Writes `body` verbatim as one frame.
-    pub async fn send_raw(&mut self, body: impl Into<String>) {
-        let body: String = body.into();
-        self.conn
-            .send(Bytes::from(body))
-            .await
-            .expect("the bridge reads");
-    }
-
-    /// Writes a JSON value as one frame.
-    pub async fn send(&mut self, value: Value) {
-        self.send_raw(value.to_string()).await;
-    }
-
-    /// Answers `id` with `result`.
-    pub async fn reply(&mut self, id: MessageId, result: Value) {
-        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "result": result}))
-            .await;
-    }
-
     /// Answers `id` with an error.
     pub async fn reply_error(
         &mut self,
@@ -142,17 +74,12 @@ impl MockMod {
         if let Some(data) = data {
             error["data"] = data;
         }
-        self.send(json!({"v": "gabp/1", "id": id, "type": "response", "error": error}))
-            .await;
+        self.0.reply_error(id, error).await;
     }
 
     /// Publishes an event.
     pub async fn event(&mut self, channel: &str, seq: u64, payload: Value) {
-        self.send(json!({
-            "v": "gabp/1", "id": MessageId::new_v4(), "type": "event",
-            "channel": channel, "seq": seq, "payload": payload
-        }))
-        .await;
+        self.event_at(channel, seq, payload).await;
     }
 
     /// Reads `session/hello`, checks the token, answers with a welcome advertising `methods`.
@@ -163,10 +90,7 @@ impl MockMod {
 
     /// Reads `session/hello`, checks the token, answers with `welcome`.
     pub async fn handshake_with(&mut self, welcome: Value) -> Request {
-        let hello = self.expect("session/hello").await;
-        assert_eq!(hello.params.as_ref().unwrap().to_value()["token"], TOKEN);
-        self.reply(hello.id, welcome).await;
-        hello
+        self.accept_hello(TOKEN, welcome).await
     }
 
     /// Reads `events/subscribe` and grants the channels in `grant` that were asked for.
@@ -188,8 +112,8 @@ impl MockMod {
     }
 
     /// Closes the mod's end.
-    pub async fn close(mut self) {
-        let _ = self.conn.close().await;
+    pub async fn close(self) {
+        self.0.close().await;
     }
 }
 
