@@ -64,13 +64,15 @@ static UUID_CLASS: [u8; 256] = {
 fn is_segment(seg: &[u8]) -> bool {
     match seg.split_first() {
         Some((first, rest)) => {
-            first.is_ascii_lowercase()
-                && rest.iter().all(|&c| {
-                    c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-'
-                })
+            first.is_ascii_lowercase() && rest.iter().all(|&c| is_segment_byte(c))
         }
         None => false,
     }
+}
+
+/// A byte allowed after the first of a segment: `[a-z0-9_-]`.
+fn is_segment_byte(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-'
 }
 
 /// Whether `s` matches [`NAME_PATTERN`]: two or more `/`-separated segments of `[a-z][a-z0-9_-]*`.
@@ -87,7 +89,7 @@ pub fn is_registry_name(s: &str) -> bool {
         } else if c == b'/' {
             slashes += 1;
             segment_start = true;
-        } else if !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b'-') {
+        } else if !is_segment_byte(c) {
             return false;
         }
     }
