@@ -294,8 +294,8 @@ impl Router {
                 // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
                 // a handler that takes no context needs none of its own.
                 let (cancellation, guard) = if *takes_context {
-                    let token = session.cancellation().child_token();
-                    (token.clone(), Some(token.drop_guard()))
+                    let (token, guard) = call_token(req);
+                    (token, Some(guard))
                 } else {
                     (session.cancellation().clone(), None)
                 };
@@ -305,9 +305,9 @@ impl Router {
                 handler(context, guard, id, args).map_err(explain)
             }
             Handler::MainThread(handler) => {
-                let cancellation = session.cancellation().child_token();
+                let (cancellation, cancel_on_drop) = call_token(req);
                 let context = self
-                    .context(session.clone(), id, cancellation.clone())
+                    .context(session.clone(), id, cancellation)
                     .with_progress(progress);
                 let job = handler(context, args).map_err(explain)?;
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
@@ -321,7 +321,7 @@ impl Router {
                 };
                 let tool = tool.clone();
                 Ok(async move {
-                    let _cancel_on_drop = cancellation.drop_guard();
+                    let _cancel_on_drop = cancel_on_drop;
                     Ok(match tokio::time::timeout_at(deadline, rx).await {
                         Ok(Ok(Ok(result))) => Response::success(id, result),
                         Ok(Ok(Err(e))) => Response::error(id, e),
