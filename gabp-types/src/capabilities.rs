@@ -9,30 +9,19 @@ use serde_json::{Map, Value};
 
 use crate::format;
 use crate::strict::{present, NonEmptyString, UniqueVec, Uri};
-use crate::{MethodName, ToolName};
+use crate::{Error, MethodName, ToolName};
 
 /// An unsigned integer with a lower bound `MIN` (`minimum: MIN`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BoundedU64<const MIN: u64>(u64);
 
-/// Error returned when a number is below its bound.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{value} is below the minimum {min}")]
-#[non_exhaustive]
-pub struct BelowMinimum {
-    /// The value given.
-    pub value: u64,
-    /// The minimum.
-    pub min: u64,
-}
-
 impl<const MIN: u64> BoundedU64<MIN> {
     /// Checks `value >= MIN`.
-    pub fn new(value: u64) -> Result<Self, BelowMinimum> {
+    pub fn new(value: u64) -> Result<Self, Error> {
         if value >= MIN {
             Ok(Self(value))
         } else {
-            Err(BelowMinimum { value, min: MIN })
+            Err(Error::BelowMinimum { value, min: MIN })
         }
     }
 
@@ -55,8 +44,8 @@ impl<const MIN: u64> fmt::Display for BoundedU64<MIN> {
 }
 
 impl<const MIN: u64> TryFrom<u64> for BoundedU64<MIN> {
-    type Error = BelowMinimum;
-    fn try_from(value: u64) -> Result<Self, BelowMinimum> {
+    type Error = Error;
+    fn try_from(value: u64) -> Result<Self, Error> {
         Self::new(value)
     }
 }
@@ -122,12 +111,6 @@ pub struct Limits {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Extensions(BTreeMap<String, Map<String, Value>>);
 
-/// Error returned for an extension key that does not match the pattern.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("extension key {0:?} does not match ^[a-z][a-z0-9_-]*$")]
-#[non_exhaustive]
-pub struct InvalidExtensionKey(pub String);
-
 impl Extensions {
     /// No extensions.
     pub fn new() -> Self {
@@ -139,10 +122,10 @@ impl Extensions {
         &mut self,
         key: impl Into<String>,
         value: Map<String, Value>,
-    ) -> Result<(), InvalidExtensionKey> {
+    ) -> Result<(), Error> {
         let key = key.into();
         if !format::is_extension_key(&key) {
-            return Err(InvalidExtensionKey(key));
+            return Err(Error::InvalidExtensionKey(key));
         }
         self.0.insert(key, value);
         Ok(())
@@ -174,7 +157,9 @@ impl<'de> Deserialize<'de> for Extensions {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let map = BTreeMap::<String, Map<String, Value>>::deserialize(deserializer)?;
         if let Some(bad) = map.keys().find(|k| !format::is_extension_key(k)) {
-            return Err(serde::de::Error::custom(InvalidExtensionKey(bad.clone())));
+            return Err(serde::de::Error::custom(Error::InvalidExtensionKey(
+                bad.clone(),
+            )));
         }
         Ok(Extensions(map))
     }

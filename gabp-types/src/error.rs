@@ -1,5 +1,5 @@
-//! Error codes and the error object of a response, and the two rules for the text of error messages:
-//! [`shorten`] and [`without_json_position`].
+//! [`Error`], this crate's one error; the error codes and the error object of a response; and the two rules for
+//! the text of error messages: [`shorten`] and [`without_json_position`].
 
 use std::borrow::Cow;
 use std::fmt;
@@ -8,7 +8,86 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::methods::MAX_STEP_TICKS;
 use crate::strict::NonEmptyString;
+use crate::DecodeError;
+
+/// Why this crate refused something: a message body a decoder refused, or a value outside its schema.
+///
+/// The decoders return the boxed [`DecodeError`] itself, which `?` turns into [`Error::Decode`]; every
+/// validating constructor returns this type. No variant quotes a token.
+///
+/// ```
+/// use gabp_types::{Error, ToolName};
+///
+/// let error = ToolName::new("Teleport").unwrap_err();
+/// assert!(matches!(error, Error::InvalidName { kind: "tool", .. }));
+/// assert!(error.to_string().starts_with("tool name \"Teleport\" does not match"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A message body a decoder refused.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// A method, tool or channel name that does not match its pattern.
+    #[error("{kind} name {name:?} does not match {pattern}")]
+    InvalidName {
+        /// What kind of name was expected (`method`, `tool`, `channel`).
+        kind: &'static str,
+        /// The offending text.
+        name: String,
+        /// The pattern it had to match.
+        pattern: &'static str,
+    },
+    /// A message id that is not a hyphenated UUID.
+    #[error("not a hyphenated UUID (expected 8-4-4-4-12 hexadecimal digits)")]
+    InvalidMessageId,
+    /// A `time/step` tick count outside 1..=[`MAX_STEP_TICKS`].
+    #[error("ticks must be from 1 to {MAX_STEP_TICKS}, not {ticks}")]
+    StepTicksOutOfRange {
+        /// The count given.
+        ticks: u64,
+    },
+    /// A `session/hello` token shorter than 32 characters.
+    #[error("the token must be at least 32 characters long")]
+    ShortToken,
+    /// A schema version outside the 1.x line.
+    #[error("schema version {0:?} does not match ^1\\.\\d+(?:\\.\\d+)?$")]
+    InvalidSchemaVersion(String),
+    /// An empty string where one is not allowed.
+    #[error("must not be empty")]
+    EmptyString,
+    /// A string that is not an absolute URI.
+    #[error("{0:?} is not an absolute URI")]
+    InvalidUri(String),
+    /// A string that is not an RFC 3339 date-time.
+    #[error("{0:?} is not an RFC 3339 date-time")]
+    InvalidTimestamp(String),
+    /// An item of a unique array that repeats an earlier one.
+    #[error("item {index} repeats an earlier item")]
+    DuplicateItem {
+        /// Index of the repeated item.
+        index: usize,
+    },
+    /// An array with fewer items than required.
+    #[error("at least {min} item(s) required")]
+    TooFewItems {
+        /// The minimum.
+        min: usize,
+    },
+    /// A number below its bound.
+    #[error("{value} is below the minimum {min}")]
+    BelowMinimum {
+        /// The value given.
+        value: u64,
+        /// The minimum.
+        min: u64,
+    },
+    /// A capability extension key that does not match `^[a-z][a-z0-9_-]*$`.
+    #[error("extension key {0:?} does not match ^[a-z][a-z0-9_-]*$")]
+    InvalidExtensionKey(String),
+}
 
 /// A numeric GABP error code.
 ///
@@ -270,6 +349,80 @@ pub fn without_json_position(message: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
+
+    use crate::methods::{HelloToken, SchemaVersion, StepTicks};
+    use crate::{
+        BoundedU64, ChannelName, Extensions, MessageId, MethodName, Timestamp, ToolName, UniqueVec,
+        Uri,
+    };
+
+    #[test]
+    fn every_validating_constructor_answers_with_the_crate_error() {
+        let cases: Vec<(Error, &str)> = vec![
+            (
+                ToolName::new("Teleport").unwrap_err(),
+                "tool name \"Teleport\" does not match",
+            ),
+            (MethodName::new("x").unwrap_err(), "method name \"x\""),
+            (
+                ChannelName::new_lenient("").unwrap_err(),
+                "a non-empty string",
+            ),
+            (
+                MessageId::parse("{nope}").unwrap_err(),
+                "not a hyphenated UUID",
+            ),
+            (
+                StepTicks::new(0).unwrap_err(),
+                "ticks must be from 1 to 10000, not 0",
+            ),
+            (
+                HelloToken::new("short").unwrap_err(),
+                "at least 32 characters",
+            ),
+            (
+                SchemaVersion::new("2.0").unwrap_err(),
+                "schema version \"2.0\"",
+            ),
+            (NonEmptyString::new("").unwrap_err(), "must not be empty"),
+            (
+                Uri::new("world").unwrap_err(),
+                "\"world\" is not an absolute URI",
+            ),
+            (
+                Timestamp::new("noon").unwrap_err(),
+                "\"noon\" is not an RFC 3339",
+            ),
+            (
+                UniqueVec::<u8>::new(vec![1, 1]).unwrap_err(),
+                "item 1 repeats",
+            ),
+            (
+                UniqueVec::<u8, 1>::new(vec![]).unwrap_err(),
+                "at least 1 item(s)",
+            ),
+            (
+                BoundedU64::<1>::new(0).unwrap_err(),
+                "0 is below the minimum 1",
+            ),
+            (
+                Extensions::new().insert("Bad", Map::new()).unwrap_err(),
+                "extension key \"Bad\"",
+            ),
+        ];
+        for (error, text) in cases {
+            assert!(error.to_string().contains(text), "{error:?}: {error}");
+        }
+        assert_eq!(
+            HelloToken::new("a-secret-that-is-too-short").unwrap_err(),
+            Error::ShortToken,
+            "a short token is refused without quoting it"
+        );
+        let decode = crate::decode::decode_strict(b"[]").unwrap_err();
+        let error: Error = decode.clone().into();
+        assert_eq!(error.to_string(), decode.to_string());
+    }
 
     #[test]
     fn registry_is_complete() {

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::format;
+use crate::{format, Error};
 
 /// The identifier of a GABP message: a hyphenated UUID string.
 ///
@@ -23,7 +23,7 @@ use crate::format;
 /// assert_eq!(id.to_string(), "550E8400-E29B-41D4-A716-446655440000");
 /// assert_eq!(id, "550e8400-e29b-41d4-a716-446655440000".parse()?);
 /// assert!("{550e8400-e29b-41d4-a716-446655440000}".parse::<MessageId>().is_err());
-/// # Ok::<(), gabp_types::InvalidMessageId>(())
+/// # Ok::<(), gabp_types::Error>(())
 /// ```
 #[derive(Clone, Copy)]
 pub struct MessageId {
@@ -32,12 +32,6 @@ pub struct MessageId {
 
 /// The length of an id's text: a hyphenated UUID.
 pub(crate) const ID_LEN: usize = 36;
-
-/// Error returned when a string is not a hyphenated UUID.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a hyphenated UUID (expected 8-4-4-4-12 hexadecimal digits)")]
-#[non_exhaustive]
-pub struct InvalidMessageId;
 
 impl MessageId {
     /// The nil UUID `00000000-0000-0000-0000-000000000000`, used to answer messages whose own id is unreadable.
@@ -66,9 +60,9 @@ impl MessageId {
     }
 
     /// Parses a hyphenated UUID, keeping its case.
-    pub fn parse(s: &str) -> Result<MessageId, InvalidMessageId> {
+    pub fn parse(s: &str) -> Result<MessageId, Error> {
         if !format::is_hyphenated_uuid(s) {
-            return Err(InvalidMessageId);
+            return Err(Error::InvalidMessageId);
         }
         let mut text = [0u8; 36];
         text.copy_from_slice(s.as_bytes());
@@ -175,7 +169,7 @@ impl fmt::Debug for MessageId {
 }
 
 impl FromStr for MessageId {
-    type Err = InvalidMessageId;
+    type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         MessageId::parse(s)

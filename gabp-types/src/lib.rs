@@ -51,19 +51,14 @@ mod strict;
 
 pub use attention::{Attention, AttentionSample, AttentionState, Severity};
 pub use bridge_config::{BridgeFile, BridgeMetadata, TransportInfo};
-pub use capabilities::{
-    BelowMinimum, BoundedU64, Capabilities, Extensions, InvalidExtensionKey, Limits, ToolDescriptor,
-};
+pub use capabilities::{BoundedU64, Capabilities, Extensions, Limits, ToolDescriptor};
 pub use decode::{DecodeError, DecodeMode};
 pub use error::{
-    quoted_name, shorten, without_json_position, ErrorCode, ErrorObject, QUOTED_NAME_CHARS,
+    quoted_name, shorten, without_json_position, Error, ErrorCode, ErrorObject, QUOTED_NAME_CHARS,
 };
 pub use extra::ExtraMembers;
-pub use id::{InvalidMessageId, MessageId};
+pub use id::MessageId;
 pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTOCOL_VERSION};
-pub use name::{ChannelName, InvalidName, MethodName, ToolName};
+pub use name::{ChannelName, MethodName, ToolName};
 pub use params::Params;
-pub use strict::{
-    EmptyString, InvalidItems, InvalidTimestamp, InvalidUri, NonEmptyString, Timestamp, UniqueVec,
-    Uri,
-};
+pub use strict::{NonEmptyString, Timestamp, UniqueVec, Uri};

@@ -8,20 +8,7 @@ use std::str::FromStr;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::format;
-
-/// Error returned when a string is not a valid name of the given kind.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} name {name:?} does not match {pattern}")]
-#[non_exhaustive]
-pub struct InvalidName {
-    /// What kind of name was expected (`method`, `tool`, `channel`).
-    pub kind: &'static str,
-    /// The offending text.
-    pub name: String,
-    /// The pattern it had to match.
-    pub pattern: &'static str,
-}
+use crate::{format, Error};
 
 macro_rules! registry_name {
     ($(#[$doc:meta])* $ty:ident, $kind:literal) => {
@@ -32,21 +19,21 @@ macro_rules! registry_name {
         impl $ty {
             /// Validates `name` against the registry pattern
             #[doc = concat!("(`", "^[a-z][a-z0-9_-]*(/[a-z][a-z0-9_-]*)+$", "`).")]
-            pub fn new(name: impl Into<String>) -> Result<Self, InvalidName> {
+            pub fn new(name: impl Into<String>) -> Result<Self, Error> {
                 let name = name.into();
                 if format::is_registry_name(&name) {
                     Ok(Self(Cow::Owned(name)))
                 } else {
-                    Err(InvalidName { kind: $kind, name, pattern: format::NAME_PATTERN })
+                    Err(Error::InvalidName { kind: $kind, name, pattern: format::NAME_PATTERN })
                 }
             }
 
             /// Validates a name known at compile time, which is then kept without a copy.
-            pub fn from_static(name: &'static str) -> Result<Self, InvalidName> {
+            pub fn from_static(name: &'static str) -> Result<Self, Error> {
                 if format::is_registry_name(name) {
                     Ok(Self(Cow::Borrowed(name)))
                 } else {
-                    Err(InvalidName { kind: $kind, name: name.to_owned(), pattern: format::NAME_PATTERN })
+                    Err(Error::InvalidName { kind: $kind, name: name.to_owned(), pattern: format::NAME_PATTERN })
                 }
             }
 
@@ -74,21 +61,21 @@ macro_rules! registry_name {
         }
 
         impl FromStr for $ty {
-            type Err = InvalidName;
+            type Err = Error;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 Self::new(s)
             }
         }
 
         impl TryFrom<&str> for $ty {
-            type Error = InvalidName;
+            type Error = Error;
             fn try_from(s: &str) -> Result<Self, Self::Error> {
                 Self::new(s)
             }
         }
 
         impl TryFrom<String> for $ty {
-            type Error = InvalidName;
+            type Error = Error;
             fn try_from(s: String) -> Result<Self, Self::Error> {
                 Self::new(s)
             }
@@ -214,12 +201,12 @@ pub struct ChannelName(String);
 
 impl ChannelName {
     /// Validates a canonical channel name against the registry pattern.
-    pub fn new(name: impl Into<String>) -> Result<Self, InvalidName> {
+    pub fn new(name: impl Into<String>) -> Result<Self, Error> {
         let name = name.into();
         if format::is_registry_name(&name) {
             Ok(Self(name))
         } else {
-            Err(InvalidName {
+            Err(Error::InvalidName {
                 kind: "channel",
                 name,
                 pattern: format::NAME_PATTERN,
@@ -228,10 +215,10 @@ impl ChannelName {
     }
 
     /// Accepts any non-empty channel name, as read from a peer.
-    pub fn new_lenient(name: impl Into<String>) -> Result<Self, InvalidName> {
+    pub fn new_lenient(name: impl Into<String>) -> Result<Self, Error> {
         let name = name.into();
         if name.is_empty() {
-            Err(InvalidName {
+            Err(Error::InvalidName {
                 kind: "channel",
                 name,
                 pattern: "a non-empty string",
@@ -270,7 +257,7 @@ impl fmt::Debug for ChannelName {
 }
 
 impl FromStr for ChannelName {
-    type Err = InvalidName;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::new(s)
     }
@@ -343,7 +330,7 @@ mod tests {
     fn names_validate() {
         assert!(MethodName::new("session/hello").is_ok());
         let err = MethodName::new("Tools/List").unwrap_err();
-        assert_eq!(err.kind, "method");
+        assert!(matches!(err, Error::InvalidName { kind: "method", .. }));
         assert!(err.to_string().contains("Tools/List"));
         assert!(ToolName::new("inventory").is_err());
         assert!(ChannelName::new_lenient("").is_err());

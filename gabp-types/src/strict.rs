@@ -9,7 +9,7 @@ use std::ops::Deref;
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::format;
+use crate::{format, Error};
 
 /// Deserializes an optional field that, when present, must hold a `T` (a JSON `null` is not "absent").
 ///
@@ -37,18 +37,12 @@ pub(crate) fn any_value(_: &mut SchemaGenerator) -> Schema {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NonEmptyString(String);
 
-/// Error returned for an empty string where one is not allowed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("must not be empty")]
-#[non_exhaustive]
-pub struct EmptyString;
-
 impl NonEmptyString {
     /// Wraps `s`, refusing the empty string.
-    pub fn new(s: impl Into<String>) -> Result<Self, EmptyString> {
+    pub fn new(s: impl Into<String>) -> Result<Self, Error> {
         let s = s.into();
         if s.is_empty() {
-            Err(EmptyString)
+            Err(Error::EmptyString)
         } else {
             Ok(Self(s))
         }
@@ -93,15 +87,15 @@ impl Deref for NonEmptyString {
 }
 
 impl TryFrom<&str> for NonEmptyString {
-    type Error = EmptyString;
-    fn try_from(s: &str) -> Result<Self, EmptyString> {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Self, Error> {
         Self::new(s)
     }
 }
 
 impl TryFrom<String> for NonEmptyString {
-    type Error = EmptyString;
-    fn try_from(s: String) -> Result<Self, EmptyString> {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self, Error> {
         Self::new(s)
     }
 }
@@ -153,20 +147,14 @@ impl JsonSchema for NonEmptyString {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Uri(String);
 
-/// Error returned when a string is not an absolute URI.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not an absolute URI")]
-#[non_exhaustive]
-pub struct InvalidUri(pub String);
-
 impl Uri {
     /// Validates `s` as an absolute URI.
-    pub fn new(s: impl Into<String>) -> Result<Self, InvalidUri> {
+    pub fn new(s: impl Into<String>) -> Result<Self, Error> {
         let s = s.into();
         if format::is_absolute_uri(&s) {
             Ok(Self(s))
         } else {
-            Err(InvalidUri(s))
+            Err(Error::InvalidUri(s))
         }
     }
 
@@ -201,8 +189,8 @@ impl Deref for Uri {
 }
 
 impl std::str::FromStr for Uri {
-    type Err = InvalidUri;
-    fn from_str(s: &str) -> Result<Self, InvalidUri> {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
         Self::new(s)
     }
 }
@@ -236,20 +224,14 @@ impl JsonSchema for Uri {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Timestamp(String);
 
-/// Error returned when a string is not an RFC 3339 date-time.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not an RFC 3339 date-time")]
-#[non_exhaustive]
-pub struct InvalidTimestamp(pub String);
-
 impl Timestamp {
     /// Validates `s` as an RFC 3339 date-time.
-    pub fn new(s: impl Into<String>) -> Result<Self, InvalidTimestamp> {
+    pub fn new(s: impl Into<String>) -> Result<Self, Error> {
         let s = s.into();
         if format::is_rfc3339_date_time(&s) {
             Ok(Self(s))
         } else {
-            Err(InvalidTimestamp(s))
+            Err(Error::InvalidTimestamp(s))
         }
     }
 
@@ -333,34 +315,16 @@ impl JsonSchema for Timestamp {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct UniqueVec<T, const MIN: usize = 0>(Vec<T>);
 
-/// Error returned when building a [`UniqueVec`] from items that repeat or are too few.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidItems {
-    /// An item appears twice.
-    #[error("item {index} repeats an earlier item")]
-    Duplicate {
-        /// Index of the repeated item.
-        index: usize,
-    },
-    /// Fewer items than required.
-    #[error("at least {min} item(s) required")]
-    TooFew {
-        /// The minimum.
-        min: usize,
-    },
-}
-
 impl<T: Eq + Hash, const MIN: usize> UniqueVec<T, MIN> {
     /// Checks `items` for uniqueness and the minimum count.
-    pub fn new(items: Vec<T>) -> Result<Self, InvalidItems> {
+    pub fn new(items: Vec<T>) -> Result<Self, Error> {
         if items.len() < MIN {
-            return Err(InvalidItems::TooFew { min: MIN });
+            return Err(Error::TooFewItems { min: MIN });
         }
         let mut seen = HashSet::with_capacity(items.len());
         for (index, item) in items.iter().enumerate() {
             if !seen.insert(item) {
-                return Err(InvalidItems::Duplicate { index });
+                return Err(Error::DuplicateItem { index });
             }
         }
         Ok(Self(items))
@@ -400,8 +364,8 @@ impl<T, const MIN: usize> Deref for UniqueVec<T, MIN> {
 }
 
 impl<T: Eq + Hash, const MIN: usize> TryFrom<Vec<T>> for UniqueVec<T, MIN> {
-    type Error = InvalidItems;
-    fn try_from(items: Vec<T>) -> Result<Self, InvalidItems> {
+    type Error = Error;
+    fn try_from(items: Vec<T>) -> Result<Self, Error> {
         Self::new(items)
     }
 }
@@ -447,7 +411,7 @@ mod tests {
         assert!(UniqueVec::<String, 1>::new(vec![]).is_err());
         assert_eq!(
             UniqueVec::<&str>::new(vec!["a", "b", "a"]).unwrap_err(),
-            InvalidItems::Duplicate { index: 2 }
+            Error::DuplicateItem { index: 2 }
         );
         let v: Result<UniqueVec<String>, _> = serde_json::from_str(r#"["a","a"]"#);
         assert!(v.is_err());

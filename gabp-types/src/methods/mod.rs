@@ -23,16 +23,15 @@ pub use self::resources::{
     ResourcesReadResult,
 };
 pub use self::session::{
-    AppInfo, ClientInfo, GoodbyeParams, GoodbyeResult, HelloParams, HelloToken,
-    InvalidSchemaVersion, PingParams, PingResult, Platform, SchemaVersion, ServerInfo, ShortToken,
-    WelcomeResult,
+    AppInfo, ClientInfo, GoodbyeParams, GoodbyeResult, HelloParams, HelloToken, PingParams,
+    PingResult, Platform, SchemaVersion, ServerInfo, WelcomeResult,
 };
 pub use self::state::{
     StateGetParams, StateGetResult, StateSetError, StateSetParams, StateSetResult,
 };
 pub use self::time::{
-    StepTicks, StepTicksOutOfRange, TimeParams, TimeState, TimeStepParams, MAX_STEP_TICKS,
-    TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION,
+    StepTicks, TimeParams, TimeState, TimeStepParams, MAX_STEP_TICKS, TIME_CHANGED_CHANNEL,
+    TIME_CONTROL_EXTENSION,
 };
 pub use self::tools::{
     CallMeta, ProgressPayload, ProgressToken, ToolFilter, ToolsCallParams, ToolsCancelParams,

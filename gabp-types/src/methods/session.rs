@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::strict::{present, NonEmptyString};
-use crate::Capabilities;
+use crate::{Capabilities, Error};
 
 /// The operating system of the bridge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -37,23 +37,17 @@ impl Platform {
 #[derive(Clone, PartialEq, Eq)]
 pub struct HelloToken(String);
 
-/// Error returned for a token shorter than 32 characters.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the token must be at least 32 characters long")]
-#[non_exhaustive]
-pub struct ShortToken;
-
 impl HelloToken {
     /// Minimum length in characters.
     pub const MIN_LEN: usize = 32;
 
     /// Wraps a token of at least 32 characters.
-    pub fn new(token: impl Into<String>) -> Result<Self, ShortToken> {
+    pub fn new(token: impl Into<String>) -> Result<Self, Error> {
         let token = token.into();
         if token.chars().count() >= Self::MIN_LEN {
             Ok(Self(token))
         } else {
-            Err(ShortToken)
+            Err(Error::ShortToken)
         }
     }
 
@@ -194,23 +188,17 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SchemaVersion(String);
 
-/// Error returned for a schema version outside the 1.x line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("schema version {0:?} does not match ^1\\.\\d+(?:\\.\\d+)?$")]
-#[non_exhaustive]
-pub struct InvalidSchemaVersion(pub String);
-
 impl SchemaVersion {
     /// The schema line this crate implements.
     pub const CURRENT: &'static str = "1.1";
 
     /// Validates `s`.
-    pub fn new(s: impl Into<String>) -> Result<Self, InvalidSchemaVersion> {
+    pub fn new(s: impl Into<String>) -> Result<Self, Error> {
         let s = s.into();
         if crate::format::is_schema_version(&s) {
             Ok(Self(s))
         } else {
-            Err(InvalidSchemaVersion(s))
+            Err(Error::InvalidSchemaVersion(s))
         }
     }
 

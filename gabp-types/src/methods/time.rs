@@ -7,6 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use crate::Error;
+
 /// The key of the `time-control` extension in `capabilities.extensions`.
 pub const TIME_CONTROL_EXTENSION: &str = "time-control";
 
@@ -44,23 +46,19 @@ pub struct TimeStepParams {
 #[serde(transparent)]
 pub struct StepTicks(#[schemars(range(min = 1, max = 10000))] u32);
 
-/// A tick count outside 1..=[`MAX_STEP_TICKS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("ticks must be from 1 to {MAX_STEP_TICKS}, not {0}")]
-#[non_exhaustive]
-pub struct StepTicksOutOfRange(pub u64);
-
 impl StepTicks {
     /// `ticks`, when it is from 1 to [`MAX_STEP_TICKS`].
     ///
     /// # Errors
     ///
-    /// [`StepTicksOutOfRange`] otherwise.
-    pub fn new(ticks: u32) -> Result<Self, StepTicksOutOfRange> {
+    /// [`Error::StepTicksOutOfRange`] otherwise.
+    pub fn new(ticks: u32) -> Result<Self, Error> {
         if (1..=MAX_STEP_TICKS).contains(&ticks) {
             Ok(StepTicks(ticks))
         } else {
-            Err(StepTicksOutOfRange(u64::from(ticks)))
+            Err(Error::StepTicksOutOfRange {
+                ticks: u64::from(ticks),
+            })
         }
     }
 
@@ -83,7 +81,7 @@ impl<'de> Deserialize<'de> for StepTicks {
         u32::try_from(ticks)
             .ok()
             .and_then(|t| StepTicks::new(t).ok())
-            .ok_or_else(|| serde::de::Error::custom(StepTicksOutOfRange(ticks)))
+            .ok_or_else(|| serde::de::Error::custom(Error::StepTicksOutOfRange { ticks }))
     }
 }
 
