@@ -54,7 +54,7 @@ pub async fn run(out: &mut dyn Write) -> Result<(), String> {
 ///
 /// As [`run`].
 pub async fn run_with(out: &mut dyn Write, palette: Palette) -> Result<(), String> {
-    let game = InProcessGame::start().await?;
+    let game = InProcessGame::start().await.map_err(|e| e.to_string())?;
     let mut transcript = Transcript { out, palette };
     let outcome = tokio::time::timeout(TOUR_LIMIT, tour(&game, &mut transcript)).await;
     game.handle.shutdown().await;

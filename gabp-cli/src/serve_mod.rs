@@ -189,7 +189,7 @@ async fn serve(resolved: Resolved) -> Result<(), String> {
     // Lives until serving is over: graceful shutdown may still run calls queued for the game thread.
     let _game_loop = game
         .run_loop(server.main_thread())
-        .map_err(|e| format!("cannot start the game thread: {e}"))?;
+        .map_err(|e| e.to_string())?;
     if resolved.settings.endpoint == Endpoint::Stdio {
         show_generated_token(&resolved, None);
         serve_stdio(&server, &mut signals).await

@@ -3,7 +3,7 @@
 use gabp_session::server::ServeHandle;
 use gabp_transport::{Endpoint, Listener, Token};
 
-use crate::{DemoGame, GameLoop};
+use crate::{DemoError, DemoGame, GameLoop};
 
 /// The demo game (attention included) with its game thread, served on loopback TCP in this process.
 pub struct InProcessGame {
@@ -16,26 +16,35 @@ pub struct InProcessGame {
 
 impl InProcessGame {
     /// Builds the demo game with a fresh token, starts its game thread and serves it on `127.0.0.1:0`.
-    pub async fn start() -> Result<InProcessGame, String> {
-        let token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
+    ///
+    /// # Errors
+    ///
+    /// [`DemoError::Token`], or those of [`InProcessGame::start_at`].
+    pub async fn start() -> Result<InProcessGame, DemoError> {
+        let token = Token::generate().map_err(DemoError::Token)?;
         InProcessGame::start_at(&Endpoint::tcp_v4(0), token).await
     }
 
     /// Builds the demo game with `token`, starts its game thread and serves it at `endpoint` (a game that
     /// restarts comes back at the same place with the same token).
-    pub async fn start_at(endpoint: &Endpoint, token: Token) -> Result<InProcessGame, String> {
+    ///
+    /// # Errors
+    ///
+    /// [`DemoError::Build`], [`DemoError::GameThread`] or [`DemoError::Listen`].
+    pub async fn start_at(endpoint: &Endpoint, token: Token) -> Result<InProcessGame, DemoError> {
         let game = DemoGame::new();
         let server = game
             .builder()
             .token(token.clone())
             .build()
-            .map_err(|e| format!("cannot build the demo mod: {e}"))?;
-        let game_loop = game
-            .run_loop(server.main_thread())
-            .map_err(|e| format!("cannot start the game thread: {e}"))?;
+            .map_err(DemoError::Build)?;
+        let game_loop = game.run_loop(server.main_thread())?;
         let listener = Listener::bind(endpoint)
             .await
-            .map_err(|e| format!("cannot listen on {endpoint}: {e}"))?;
+            .map_err(|source| DemoError::Listen {
+                endpoint: endpoint.to_string(),
+                source,
+            })?;
         Ok(InProcessGame {
             handle: server.serve(listener),
             token,

@@ -60,6 +60,7 @@
 //! ```
 
 mod bonus;
+mod error;
 mod in_process;
 mod render;
 mod resources;
@@ -83,10 +84,11 @@ use serde_json::json;
 
 use self::resources::mod_info_resource;
 
+pub use error::DemoError;
 pub use in_process::InProcessGame;
 pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
 pub use sheep::Entity;
-pub use world::{BlockType, Position, Slot, World, WorldError, PLAYER_ID, WORLD_SIZE};
+pub use world::{BlockType, Position, Slot, World, PLAYER_ID, WORLD_SIZE};
 
 /// The welcome's `app.name`.
 pub const APP_NAME: &str = "GABP Voxel Demo";
@@ -267,8 +269,8 @@ impl DemoGame {
     ///
     /// # Errors
     ///
-    /// When the thread cannot be started.
-    pub fn run_loop(&self, main_thread: MainThread) -> std::io::Result<GameLoop> {
+    /// [`DemoError::GameThread`] when the thread cannot be started.
+    pub fn run_loop(&self, main_thread: MainThread) -> Result<GameLoop, DemoError> {
         let stop = Arc::new(AtomicBool::new(false));
         let world = self.world.clone();
         let (stopping, queue) = (stop.clone(), main_thread.clone());
@@ -302,7 +304,8 @@ impl DemoGame {
                     queue.wait(next_tick - now);
                     queue.pump(PUMP_BUDGET);
                 }
-            })?;
+            })
+            .map_err(DemoError::GameThread)?;
         Ok(GameLoop {
             stop,
             main_thread,

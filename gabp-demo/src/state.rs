@@ -5,10 +5,10 @@ use gabp_types::methods::{StateSetError, StateSetParams, StateSetResult};
 use gabp_types::{ErrorCode, ErrorObject};
 use serde_json::{json, Map, Value};
 
-use super::{DemoGame, Position, World, WorldError, PLAYER_ID, WORLD_SIZE};
+use super::{DemoError, DemoGame, Position, World, PLAYER_ID, WORLD_SIZE};
 
 /// An unknown `playerId` of `state/get` or `state/set`: `-32602` naming the parameter.
-fn unknown_player(e: &WorldError) -> ErrorObject {
+fn unknown_player(e: &DemoError) -> ErrorObject {
     let message = e.to_string();
     ErrorObject::new(ErrorCode::INVALID_PARAMS, message.clone()).with_data(json!({
         "errors": [{ "path": "/params/playerId", "message": message }]

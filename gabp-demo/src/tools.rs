@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{
-    BlockType, DemoGame, Position, Slot, WorldError, BLOCK_CHANGE, PLAYER_ID, PLAYER_MOVE,
+    BlockType, DemoError, DemoGame, Position, Slot, BLOCK_CHANGE, PLAYER_ID, PLAYER_MOVE,
     WORLD_SIZE,
 };
 
@@ -183,15 +183,16 @@ struct Raised {
 }
 
 /// A world error as the tool's `-32402` answer, with details in `data`.
-fn tool_error(e: &WorldError) -> ToolError {
+fn tool_error(e: &DemoError) -> ToolError {
     let data = match e {
-        WorldError::BlockOutOfBounds { axis, value } => {
+        DemoError::BlockOutOfBounds { axis, value } => {
             json!({ "field": axis, "value": value, "min": 0, "max": WORLD_SIZE - 1 })
         }
-        WorldError::PositionOutOfBounds { axis, value } => {
+        DemoError::PositionOutOfBounds { axis, value } => {
             json!({ "field": axis, "value": value, "min": 0, "max": WORLD_SIZE })
         }
-        WorldError::UnknownPlayer(id) => json!({ "playerId": id, "players": [PLAYER_ID] }),
+        DemoError::UnknownPlayer(id) => json!({ "playerId": id, "players": [PLAYER_ID] }),
+        _ => json!({}),
     };
     ToolError::new(e.to_string())
         .with_data(data)
@@ -366,7 +367,7 @@ impl DemoGame {
         player_id: Option<&str>,
         position: Position,
         events: &EventPublisher,
-    ) -> Result<PlayerMoved, WorldError> {
+    ) -> Result<PlayerMoved, DemoError> {
         let mut world = self.world.lock();
         let id = world.teleport(player_id, position)?;
         let moved = PlayerMoved {
@@ -388,7 +389,7 @@ mod tests {
 
     #[test]
     fn tool_errors_carry_details() {
-        let e = tool_error(&WorldError::BlockOutOfBounds {
+        let e = tool_error(&DemoError::BlockOutOfBounds {
             axis: "y",
             value: 99,
         })
@@ -398,7 +399,7 @@ mod tests {
             e.data.unwrap(),
             json!({"field": "y", "value": 99, "min": 0, "max": 15, "retryable": false})
         );
-        let e = tool_error(&WorldError::UnknownPlayer("alex".into())).to_error_object();
+        let e = tool_error(&DemoError::UnknownPlayer("alex".into())).to_error_object();
         assert_eq!(e.data.unwrap()["players"], json!(["steve"]));
     }
 }

@@ -129,3 +129,23 @@ async fn world_render_returns_a_real_png_with_the_player_in_red() {
     bridge.close().await;
     drop(game);
 }
+
+#[tokio::test]
+async fn a_game_that_cannot_listen_names_the_endpoint() {
+    let (game, _bridge) = connect().await;
+    let taken = game.handle.endpoint().clone();
+    let error = match InProcessGame::start_at(&taken, game.token.clone()).await {
+        Err(error) => error,
+        Ok(_) => panic!("a second game listened on {taken}"),
+    };
+    assert!(
+        matches!(&error, gabp_demo::DemoError::Listen { endpoint, .. } if *endpoint == taken.to_string()),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot listen on {taken}: ")),
+        "{error}"
+    );
+}

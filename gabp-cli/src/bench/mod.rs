@@ -185,7 +185,7 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
     let concurrency = usize::try_from(args.concurrency).unwrap_or(usize::MAX);
 
     let game = if args.in_process {
-        Some(InProcessGame::start().await?)
+        Some(InProcessGame::start().await.map_err(|e| e.to_string())?)
     } else {
         None
     };
