@@ -1,4 +1,4 @@
-//! [`RecordingError`]: the one error of this crate, for reading a recording and for replaying it.
+//! [`RecordingError`]: the one error of this crate, for reading a recording, recording a frame and replaying.
 
 use std::io;
 use std::path::PathBuf;
@@ -11,8 +11,10 @@ use crate::read::MAX_RECORDS;
 /// Why a recording cannot be read or replayed. Line numbers count from 1.
 ///
 /// Reading ([`Recording::read`](crate::Recording::read), [`RecordingReader`](crate::RecordingReader)) fails
-/// with the variants up to [`RecordingError::TooManyRecords`], each naming the file or the line; replaying
-/// ([`ReplayMod`](crate::ReplayMod), [`replay_bridge::replay`](crate::replay_bridge::replay)) adds the others.
+/// with the variants up to [`RecordingError::TooManyRecords`], each naming the file or the line; a frame
+/// that is not a message ([`Redactor::message_json`](crate::Redactor::message_json)) with the two `Body`
+/// variants, whose text a proxy keeps as the reason of an `undecodable` record; replaying
+/// ([`ReplayMod`](crate::ReplayMod), [`replay_bridge::replay`](crate::replay_bridge::replay)) with the others.
 ///
 /// ```
 /// use gabp_record::{Recording, RecordingError};
@@ -93,6 +95,12 @@ pub enum RecordingError {
         /// The first line over the limit.
         line: usize,
     },
+    /// A frame body to record that is not JSON, or not UTF-8.
+    #[error("not JSON: {0}")]
+    BodyNotJson(#[source] serde_json::Error),
+    /// A frame body to record that is JSON but not an object.
+    #[error("not a JSON object")]
+    BodyNotObject,
     /// The recording has no connection with a `session/hello` to replay.
     #[error("the recording has no session/hello to replay")]
     NoSession,

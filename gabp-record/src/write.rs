@@ -10,6 +10,7 @@ use memchr::memmem;
 use serde_json::Value;
 
 use crate::format::{Direction, Header, Record, HELLO_REDACTED, REDACTED};
+use crate::RecordingError;
 
 /// Removes secrets from messages before they are written (SPEC/1.0 recording.md §3): the token members of
 /// `session/hello`, every occurrence of a session token in a string, and the user's JSON pointers.
@@ -63,29 +64,29 @@ impl Redactor {
     ///
     /// # Errors
     ///
-    /// Why the body is not a message: not UTF-8, not JSON, or not a JSON object.
-    pub fn message_json<'a>(&self, body: &'a [u8]) -> Result<Cow<'a, [u8]>, String> {
+    /// [`RecordingError::BodyNotJson`] for a body that is not UTF-8 JSON, [`RecordingError::BodyNotObject`] for
+    /// JSON that is not an object.
+    pub fn message_json<'a>(&self, body: &'a [u8]) -> Result<Cow<'a, [u8]>, RecordingError> {
         let must_parse = !self.pointers.is_empty()
             || memchr::memchr2(b'\n', b'\r', body).is_some()
             || hello_searcher().find(body).is_some()
             || self.searchers.iter().any(|t| t.find(body).is_some());
         if !must_parse {
             let raw: &serde_json::value::RawValue =
-                serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+                serde_json::from_slice(body).map_err(RecordingError::BodyNotJson)?;
             if !raw.get().starts_with('{') {
-                return Err("not a JSON object".to_owned());
+                return Err(RecordingError::BodyNotObject);
             }
             return Ok(Cow::Borrowed(raw.get().as_bytes()));
         }
-        let mut value: Value =
-            serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+        let mut value: Value = serde_json::from_slice(body).map_err(RecordingError::BodyNotJson)?;
         if !value.is_object() {
-            return Err("not a JSON object".to_owned());
+            return Err(RecordingError::BodyNotObject);
         }
         self.redact(&mut value);
         serde_json::to_vec(&value)
             .map(Cow::Owned)
-            .map_err(|e| e.to_string())
+            .map_err(RecordingError::BodyNotJson)
     }
 
     /// Redacts `message` in place.
@@ -241,9 +242,14 @@ mod tests {
     #[test]
     fn what_is_not_a_message() {
         let r = Redactor::default();
-        assert!(r.message_json(b"[1]").unwrap_err().contains("object"));
-        assert!(r.message_json(b"nope").unwrap_err().contains("not JSON"));
-        assert!(r.message_json(b"\xff").unwrap_err().contains("not JSON"));
+        let refused = |body: &[u8]| r.message_json(body).unwrap_err();
+        assert!(matches!(refused(b"[1]"), RecordingError::BodyNotObject));
+        assert_eq!(refused(b"[1]").to_string(), "not a JSON object");
+        for body in [&b"nope"[..], b"\xff", b"{\"v\":", b"nope\n"] {
+            let error = refused(body);
+            assert!(matches!(error, RecordingError::BodyNotJson(_)), "{error:?}");
+            assert!(error.to_string().starts_with("not JSON: "), "{error}");
+        }
     }
 
     #[test]

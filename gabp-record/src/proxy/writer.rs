@@ -329,11 +329,11 @@ impl State {
                         self.out
                             .message_json(elapsed_us, connection, direction, &json)
                     }
-                    Err(reason) => self.out.record(&Record::Undecodable {
+                    Err(refused) => self.out.record(&Record::Undecodable {
                         elapsed_us,
                         connection,
                         direction,
-                        reason,
+                        reason: refused.to_string(),
                         length: Some(body.len() as u64),
                     }),
                 }
