@@ -86,7 +86,7 @@ async fn serve(args: &McpArgs) -> Result<(), String> {
     let outcome = match args.http {
         None => {
             tokio::select! {
-                served = front.serve_stdio() => served.map_err(|e| format!("MCP on stdio: {e}")),
+                served = front.serve_stdio() => served.map_err(|e| e.to_string()),
                 signal = signals.recv() => {
                     tracing::info!(signal, "stopping the games and exiting");
                     Ok(())

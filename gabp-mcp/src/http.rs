@@ -13,31 +13,10 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
-use crate::GabpMcp;
+use crate::{GabpMcp, ServeError};
 
 /// The environment variable that holds the bearer key.
 pub const API_KEY_VAR: &str = "GABP_MCP_API_KEY";
-
-/// Why the HTTP server did not start or stopped.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HttpError {
-    /// The address is not a loopback address: anyone on the network could drive the games.
-    #[error("--http {0}: not a loopback address; gabp mcp serves HTTP on 127.0.0.1 or [::1] only, because anyone who reaches it can start games and run their tools")]
-    NotLoopback(SocketAddr),
-    /// No key and no explicit consent to run without one.
-    #[error("--http needs a bearer key in {API_KEY_VAR} (clients send `Authorization: Bearer <key>`); give --no-auth to serve without one")]
-    NoKey,
-    /// Binding or serving failed.
-    #[error("HTTP server on {addr}: {source}")]
-    Io {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// Who may call: clients with this key, or anyone (only when asked for explicitly).
 #[derive(Clone)]
@@ -62,12 +41,12 @@ impl Access {
     ///
     /// # Errors
     ///
-    /// [`HttpError::NoKey`] with neither.
-    pub fn new(key: Option<String>, no_auth: bool) -> Result<Access, HttpError> {
+    /// [`ServeError::NoKey`] with neither.
+    pub fn new(key: Option<String>, no_auth: bool) -> Result<Access, ServeError> {
         match key.filter(|k| !k.is_empty()) {
             Some(key) => Ok(Access::Key(key.into())),
             None if no_auth => Ok(Access::Open),
-            None => Err(HttpError::NoKey),
+            None => Err(ServeError::NoKey),
         }
     }
 }
@@ -92,21 +71,21 @@ impl HttpServer {
     ///
     /// # Errors
     ///
-    /// [`HttpError::NotLoopback`], [`HttpError::Io`].
+    /// [`ServeError::NotLoopback`], [`ServeError::Http`].
     pub async fn bind(
         front: GabpMcp,
         addr: SocketAddr,
         access: Access,
-    ) -> Result<HttpServer, HttpError> {
+    ) -> Result<HttpServer, ServeError> {
         if !addr.ip().is_loopback() {
-            return Err(HttpError::NotLoopback(addr));
+            return Err(ServeError::NotLoopback(addr));
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|source| HttpError::Io { addr, source })?;
+            .map_err(|source| ServeError::Http { addr, source })?;
         let addr = listener
             .local_addr()
-            .map_err(|source| HttpError::Io { addr, source })?;
+            .map_err(|source| ServeError::Http { addr, source })?;
         let config = StreamableHttpServerConfig::default().with_allowed_hosts([
             "localhost".to_owned(),
             "127.0.0.1".to_owned(),
@@ -141,13 +120,13 @@ impl HttpServer {
     ///
     /// # Errors
     ///
-    /// [`HttpError::Io`].
-    pub async fn serve(self, stop: CancellationToken) -> Result<(), HttpError> {
+    /// [`ServeError::Http`].
+    pub async fn serve(self, stop: CancellationToken) -> Result<(), ServeError> {
         let addr = self.addr;
         axum::serve(self.listener, self.router)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
-            .map_err(|source| HttpError::Io { addr, source })
+            .map_err(|source| ServeError::Http { addr, source })
     }
 }
 
@@ -178,10 +157,10 @@ mod tests {
 
     #[test]
     fn a_key_or_explicit_consent_is_needed() {
-        assert!(matches!(Access::new(None, false), Err(HttpError::NoKey)));
+        assert!(matches!(Access::new(None, false), Err(ServeError::NoKey)));
         assert!(matches!(
             Access::new(Some(String::new()), false),
-            Err(HttpError::NoKey)
+            Err(ServeError::NoKey)
         ));
         assert!(matches!(Access::new(None, true), Ok(Access::Open)));
         assert!(matches!(

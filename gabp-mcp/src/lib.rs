@@ -24,10 +24,13 @@
 #![forbid(unsafe_code)]
 
 mod catalog;
+mod error;
 mod handlers;
 pub mod http;
 mod reply;
 mod resources;
+
+pub use error::ServeError;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -113,16 +116,25 @@ impl GabpMcp {
     ///
     /// # Errors
     ///
-    /// When the MCP session cannot be set up (the client did not initialize).
-    pub async fn serve_stdio(self) -> Result<(), std::io::Error> {
+    /// [`ServeError::Initialize`] when the MCP session cannot be set up (the client did not initialize),
+    /// [`ServeError::Session`] when the task serving it fails.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        self.serve_until_closed(rmcp::transport::stdio()).await
+    }
+
+    async fn serve_until_closed<T, E, A>(self, transport: T) -> Result<(), ServeError>
+    where
+        T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let hub = self.hub.clone();
-        let result = match self.serve(rmcp::transport::stdio()).await {
+        let result = match self.serve(transport).await {
             Ok(running) => running
                 .waiting()
                 .await
                 .map(|_| ())
-                .map_err(std::io::Error::other),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
+                .map_err(ServeError::Session),
+            Err(e) => Err(ServeError::Initialize(Box::new(e))),
         };
         hub.shutdown().await;
         result
@@ -309,5 +321,44 @@ impl ServerHandler for GabpMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         resources::read(&self.hub, &request.uri).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gabp_hub::HubConfig;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_client_that_leaves_before_initializing_is_a_serve_error() {
+        let config = HubConfig::from_json_slice(br#"{"version":"1.0","games":{}}"#).unwrap();
+        let front = GabpMcp::new(Hub::new(config), McpOptions::default());
+        let (ours, theirs) = tokio::io::duplex(64);
+        drop(theirs);
+        let error = front
+            .serve_until_closed(tokio::io::split(ours))
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ServeError::Initialize(_)), "{error:?}");
+        assert!(error.to_string().starts_with("MCP on stdio: "), "{error}");
+    }
+
+    #[tokio::test]
+    async fn http_off_loopback_is_refused_before_binding() {
+        let config = HubConfig::from_json_slice(br#"{"version":"1.0","games":{}}"#).unwrap();
+        let front = GabpMcp::new(Hub::new(config), McpOptions::default());
+        let addr = "0.0.0.0:0".parse().unwrap();
+        let error = http::HttpServer::bind(front, addr, http::Access::Open)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ServeError::NotLoopback(a) if a == addr),
+            "{error:?}"
+        );
+        assert!(
+            error.to_string().contains("not a loopback address"),
+            "{error}"
+        );
     }
 }
