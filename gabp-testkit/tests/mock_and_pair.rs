@@ -325,3 +325,19 @@ async fn serving_on_tcp() {
     bridge.close().await;
     served.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_raw_client_that_cannot_connect_says_where_it_tried() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let endpoint = gabp_transport::Endpoint::Tcp(listener.local_addr().expect("addr"));
+    drop(listener);
+    let error = match gabp_testkit::wire::RawClient::connect(&endpoint).await {
+        Err(error) => error,
+        Ok(_) => panic!("connected to a closed port"),
+    };
+    assert!(
+        matches!(error, gabp_testkit::TestkitError::Transport(_)),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains(&endpoint.to_string()), "{error}");
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::runtime::Runtime;
 
 use super::RawClient;
+use crate::TestkitError;
 
 /// A [`RawClient`] driven from blocking code (a test of a spawned process, say): each method runs the
 /// client's method to completion on a single-threaded runtime the client owns. Nothing is read between
@@ -35,8 +36,8 @@ impl BlockingClient {
     ///
     /// # Errors
     ///
-    /// As [`RawClient::connect`]; an I/O error if the runtime cannot start.
-    pub fn connect(endpoint: &Endpoint) -> Result<Self, TransportError> {
+    /// As [`RawClient::connect`]; [`TestkitError::Transport`] with an I/O error if the runtime cannot start.
+    pub fn connect(endpoint: &Endpoint) -> Result<Self, TestkitError> {
         let runtime = runtime().map_err(|source| TransportError::Io {
             op: "start a runtime for",
             target: endpoint.to_string(),
@@ -50,13 +51,22 @@ impl BlockingClient {
     ///
     /// # Errors
     ///
-    /// An I/O error if the runtime cannot start or cannot take the pipes.
-    pub fn child(stdin: ChildStdin, stdout: ChildStdout) -> io::Result<Self> {
-        let runtime = runtime()?;
+    /// [`TestkitError::Transport`] with an I/O error if the runtime cannot start or cannot take the pipes.
+    pub fn child(stdin: ChildStdin, stdout: ChildStdout) -> Result<Self, TestkitError> {
+        let failed = |op: &'static str| {
+            move |source: io::Error| TransportError::Io {
+                op,
+                target: "a child process's stdio".to_owned(),
+                source,
+            }
+        };
+        let runtime = runtime().map_err(failed("start a runtime for"))?;
         let client = {
             let _inside = runtime.enter();
-            let stdin = tokio::process::ChildStdin::from_std(stdin)?;
-            let stdout = tokio::process::ChildStdout::from_std(stdout)?;
+            let stdin =
+                tokio::process::ChildStdin::from_std(stdin).map_err(failed("take the stdin of"))?;
+            let stdout = tokio::process::ChildStdout::from_std(stdout)
+                .map_err(failed("take the stdout of"))?;
             RawClient::from_parts(stdout, stdin)
         };
         Ok(BlockingClient { client, runtime })

@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gabp_transport::{Endpoint, TransportError};
+use gabp_transport::Endpoint;
 use gabp_types::decode::{decode_response_to, decode_strict, DecodeMode};
 use gabp_types::{ErrorObject, Event, Message, MessageId, Response};
 use serde_json::{json, Value};
@@ -12,6 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use super::{hello_params, request, FrameReader};
+use crate::TestkitError;
 
 type Reader = Box<dyn AsyncRead + Send + Unpin>;
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -74,11 +75,9 @@ impl RawClient {
     ///
     /// # Errors
     ///
-    /// As [`gabp_transport::connect_stream`].
-    pub async fn connect(endpoint: &Endpoint) -> Result<Self, TransportError> {
-        gabp_transport::connect_stream(endpoint)
-            .await
-            .map(Self::new)
+    /// [`TestkitError::Transport`] with the error of [`gabp_transport::connect_stream`].
+    pub async fn connect(endpoint: &Endpoint) -> Result<Self, TestkitError> {
+        Ok(Self::new(gabp_transport::connect_stream(endpoint).await?))
     }
 
     /// Sets how long each wait for the peer lasts before the test fails (raise it on paused time).
