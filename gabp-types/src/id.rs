@@ -61,12 +61,17 @@ impl MessageId {
 
     /// Parses a hyphenated UUID, keeping its case.
     pub fn parse(s: &str) -> Result<MessageId, Error> {
-        if !format::is_hyphenated_uuid(s) {
-            return Err(Error::InvalidMessageId);
+        MessageId::from_ascii(s.as_bytes()).ok_or(Error::InvalidMessageId)
+    }
+
+    /// [`MessageId::parse`] on bytes, which need no UTF-8 check first: the bytes it accepts are ASCII.
+    pub(crate) fn from_ascii(bytes: &[u8]) -> Option<MessageId> {
+        if !format::is_hyphenated_uuid_bytes(bytes) {
+            return None;
         }
-        let mut text = [0u8; 36];
-        text.copy_from_slice(s.as_bytes());
-        Ok(MessageId { text })
+        let mut text = [0u8; ID_LEN];
+        text.copy_from_slice(bytes);
+        Some(MessageId { text })
     }
 
     /// The id's text as bytes (ASCII hex digits and hyphens), without the UTF-8 check of [`MessageId::as_str`].
