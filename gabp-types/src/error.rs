@@ -31,6 +31,7 @@ pub enum Error {
     #[error(transparent)]
     Decode(#[from] DecodeError),
     /// A method, tool or channel name that does not match its pattern.
+    #[non_exhaustive]
     #[error("{kind} name {name:?} does not match {pattern}")]
     InvalidName {
         /// What kind of name was expected (`method`, `tool`, `channel`).
@@ -44,6 +45,7 @@ pub enum Error {
     #[error("not a hyphenated UUID (expected 8-4-4-4-12 hexadecimal digits)")]
     InvalidMessageId,
     /// A `time/step` tick count outside 1..=[`MAX_STEP_TICKS`].
+    #[non_exhaustive]
     #[error("ticks must be from 1 to {MAX_STEP_TICKS}, not {ticks}")]
     StepTicksOutOfRange {
         /// The count given.
@@ -65,18 +67,21 @@ pub enum Error {
     #[error("{0:?} is not an RFC 3339 date-time")]
     InvalidTimestamp(String),
     /// An item of a unique array that repeats an earlier one.
+    #[non_exhaustive]
     #[error("item {index} repeats an earlier item")]
     DuplicateItem {
         /// Index of the repeated item.
         index: usize,
     },
     /// An array with fewer items than required.
+    #[non_exhaustive]
     #[error("at least {min} item(s) required")]
     TooFewItems {
         /// The minimum.
         min: usize,
     },
     /// A number below its bound.
+    #[non_exhaustive]
     #[error("{value} is below the minimum {min}")]
     BelowMinimum {
         /// The value given.
@@ -359,60 +364,82 @@ mod tests {
 
     #[test]
     fn every_validating_constructor_answers_with_the_crate_error() {
-        let cases: Vec<(Error, &str)> = vec![
+        let name = |kind: &str, name: &str, pattern: &str| {
+            format!("{kind} name {name:?} does not match {pattern}")
+        };
+        let registry = crate::format::NAME_PATTERN;
+        let cases: Vec<(Error, String)> = vec![
             (
                 ToolName::new("Teleport").unwrap_err(),
-                "tool name \"Teleport\" does not match",
+                name("tool", "Teleport", registry),
             ),
-            (MethodName::new("x").unwrap_err(), "method name \"x\""),
+            (
+                ToolName::try_from("a".to_owned()).unwrap_err(),
+                name("tool", "a", registry),
+            ),
+            (
+                MethodName::from_static("x").unwrap_err(),
+                name("method", "x", registry),
+            ),
+            (
+                "Tools/List".parse::<MethodName>().unwrap_err(),
+                name("method", "Tools/List", registry),
+            ),
+            (
+                ChannelName::new("player.move").unwrap_err(),
+                name("channel", "player.move", registry),
+            ),
             (
                 ChannelName::new_lenient("").unwrap_err(),
-                "a non-empty string",
+                name("channel", "", "a non-empty string"),
             ),
             (
                 MessageId::parse("{nope}").unwrap_err(),
-                "not a hyphenated UUID",
+                "not a hyphenated UUID (expected 8-4-4-4-12 hexadecimal digits)".into(),
             ),
             (
                 StepTicks::new(0).unwrap_err(),
-                "ticks must be from 1 to 10000, not 0",
+                "ticks must be from 1 to 10000, not 0".into(),
             ),
             (
                 HelloToken::new("short").unwrap_err(),
-                "at least 32 characters",
+                "the token must be at least 32 characters long".into(),
             ),
             (
                 SchemaVersion::new("2.0").unwrap_err(),
-                "schema version \"2.0\"",
+                r#"schema version "2.0" does not match ^1\.\d+(?:\.\d+)?$"#.into(),
             ),
-            (NonEmptyString::new("").unwrap_err(), "must not be empty"),
+            (
+                NonEmptyString::try_from("").unwrap_err(),
+                "must not be empty".into(),
+            ),
             (
                 Uri::new("world").unwrap_err(),
-                "\"world\" is not an absolute URI",
+                r#""world" is not an absolute URI"#.into(),
             ),
             (
                 Timestamp::new("noon").unwrap_err(),
-                "\"noon\" is not an RFC 3339",
+                r#""noon" is not an RFC 3339 date-time"#.into(),
             ),
             (
                 UniqueVec::<u8>::new(vec![1, 1]).unwrap_err(),
-                "item 1 repeats",
+                "item 1 repeats an earlier item".into(),
             ),
             (
                 UniqueVec::<u8, 1>::new(vec![]).unwrap_err(),
-                "at least 1 item(s)",
+                "at least 1 item(s) required".into(),
             ),
             (
                 BoundedU64::<1>::new(0).unwrap_err(),
-                "0 is below the minimum 1",
+                "0 is below the minimum 1".into(),
             ),
             (
                 Extensions::new().insert("Bad", Map::new()).unwrap_err(),
-                "extension key \"Bad\"",
+                r#"extension key "Bad" does not match ^[a-z][a-z0-9_-]*$"#.into(),
             ),
         ];
         for (error, text) in cases {
-            assert!(error.to_string().contains(text), "{error:?}: {error}");
+            assert_eq!(error.to_string(), text, "{error:?}");
         }
         assert_eq!(
             HelloToken::new("a-secret-that-is-too-short").unwrap_err(),

@@ -2,6 +2,7 @@
 //!
 //! - [`Message`]: the envelope, one enum of [`Request`], [`Response`] and [`Event`];
 //! - validating newtypes: [`MessageId`], [`MethodName`], [`ToolName`], [`ChannelName`], [`Uri`], ...;
+//! - [`Error`], the crate's one error: a value its constructor refuses, or a decoder's [`DecodeError`];
 //! - [`ErrorCode`] with a named constant for every registry code, and [`ErrorObject`];
 //! - [`methods`]: params and result types of every core method, tied to their names by [`methods::Method`];
 //! - [`Attention`], [`Capabilities`], [`ToolDescriptor`], [`BridgeFile`];
