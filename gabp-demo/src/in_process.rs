@@ -37,7 +37,7 @@ impl InProcessGame {
             .builder()
             .token(token.clone())
             .build()
-            .map_err(DemoError::Build)?;
+            .map_err(|e| DemoError::Build(Box::new(e)))?;
         let game_loop = game.run_loop(server.main_thread())?;
         let listener = Listener::bind(endpoint)
             .await

@@ -85,6 +85,8 @@ use serde_json::json;
 use self::resources::mod_info_resource;
 
 pub use error::DemoError;
+#[allow(deprecated)]
+pub use error::WorldError;
 pub use in_process::InProcessGame;
 pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
 pub use sheep::Entity;
@@ -333,6 +335,11 @@ impl Drop for GameLoop {
         }
     }
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 #[cfg(test)]
 mod tests {

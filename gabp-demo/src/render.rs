@@ -3,6 +3,7 @@
 
 use super::sheep::Entity;
 use super::world::{BlockType, Position, World, WORLD_SIZE};
+use super::DemoError;
 
 /// Pixels per block when the call does not say.
 pub const DEFAULT_SCALE: u32 = 8;
@@ -104,15 +105,18 @@ impl Picture {
     ///
     /// # Errors
     ///
-    /// When the encoder fails (it does not for a well-formed picture).
-    pub fn png(&self) -> Result<Vec<u8>, png::EncodingError> {
+    /// [`DemoError::Picture`] when the encoder fails (it does not for a well-formed picture).
+    pub fn png(&self) -> Result<Vec<u8>, DemoError> {
         let mut out = Vec::new();
         let mut encoder = png::Encoder::new(&mut out, self.size, self.size);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
-        let mut writer = encoder.write_header()?;
-        writer.write_image_data(&self.pixels)?;
-        writer.finish()?;
+        let encode = || -> Result<(), png::EncodingError> {
+            let mut writer = encoder.write_header()?;
+            writer.write_image_data(&self.pixels)?;
+            writer.finish()
+        };
+        encode().map_err(DemoError::Picture)?;
         Ok(out)
     }
 }

@@ -192,7 +192,11 @@ fn tool_error(e: &DemoError) -> ToolError {
             json!({ "field": axis, "value": value, "min": 0, "max": WORLD_SIZE })
         }
         DemoError::UnknownPlayer(id) => json!({ "playerId": id, "players": [PLAYER_ID] }),
-        _ => json!({}),
+        DemoError::Picture(_)
+        | DemoError::Token(_)
+        | DemoError::Build(_)
+        | DemoError::GameThread(_)
+        | DemoError::Listen { .. } => json!({}),
     };
     ToolError::new(e.to_string())
         .with_data(data)

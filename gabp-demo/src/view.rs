@@ -91,9 +91,7 @@ impl DemoGame {
                     .with_code(ErrorCode::INVALID_PARAMS)
                     .with_data(json!({ "field": "scale", "min": 1, "max": MAX_SCALE })));
                 }
-                let png = picture.png().map_err(|e| {
-                    ToolError::new(format!("the picture could not be encoded: {e}"))
-                })?;
+                let png = picture.png().map_err(|e| ToolError::new(e.to_string()))?;
                 if png.len() > ctx.max_content_bytes() {
                     return Err(ToolError::new(format!(
                         "the picture is {} bytes, over the {} bytes this mod may send; ask for a smaller scale",
