@@ -8,7 +8,7 @@ use gabp_transport::TransportError;
 use crate::format::{FORMAT, VERSION};
 use crate::read::MAX_RECORDS;
 
-/// Why a recording cannot be read or replayed. Line numbers count from 1.
+/// Why a recording cannot be read or replayed, or a frame recorded. Line numbers count from 1.
 ///
 /// Reading ([`Recording::read`](crate::Recording::read), [`RecordingReader`](crate::RecordingReader)) fails
 /// with the variants up to [`RecordingError::TooManyRecords`], each naming the file or the line; a frame

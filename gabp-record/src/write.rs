@@ -243,8 +243,11 @@ mod tests {
     fn what_is_not_a_message() {
         let r = Redactor::default();
         let refused = |body: &[u8]| r.message_json(body).unwrap_err();
-        assert!(matches!(refused(b"[1]"), RecordingError::BodyNotObject));
-        assert_eq!(refused(b"[1]").to_string(), "not a JSON object");
+        for body in [&b"[1]"[..], b"[1]\n"] {
+            let error = refused(body);
+            assert!(matches!(error, RecordingError::BodyNotObject), "{error:?}");
+            assert_eq!(error.to_string(), "not a JSON object");
+        }
         for body in [&b"nope"[..], b"\xff", b"{\"v\":", b"nope\n"] {
             let error = refused(body);
             assert!(matches!(error, RecordingError::BodyNotJson(_)), "{error:?}");

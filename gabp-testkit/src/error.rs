@@ -1,8 +1,8 @@
-//! [`TestkitError`]: why a mock, a pair or a proxy could not be set up.
+//! [`TestkitError`]: the one error of this crate, for setting up a mock, a pair, a proxy or a raw client.
 
 use gabp_transport::TransportError;
 
-/// Why a mock mod, a connected pair or a proxy could not be set up.
+/// Why a mock mod, a connected pair, a proxy or a raw client could not be set up.
 ///
 /// The conformance suite never returns this: whatever goes wrong with the mod under test becomes a failed
 /// check in the [`Report`](crate::conformance::Report).

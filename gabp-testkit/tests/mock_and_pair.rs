@@ -328,9 +328,10 @@ async fn serving_on_tcp() {
 
 #[tokio::test]
 async fn a_raw_client_that_cannot_connect_says_where_it_tried() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let endpoint = gabp_transport::Endpoint::Tcp(listener.local_addr().expect("addr"));
-    drop(listener);
+    // Bound but not listening: the port stays ours and every connection to it is refused.
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.1:0".parse().unwrap()).expect("bind");
+    let endpoint = gabp_transport::Endpoint::Tcp(socket.local_addr().expect("addr"));
     let error = match gabp_testkit::wire::RawClient::connect(&endpoint).await {
         Err(error) => error,
         Ok(_) => panic!("connected to a closed port"),

@@ -56,7 +56,7 @@ impl BlockingClient {
         let failed = |op: &'static str| {
             move |source: io::Error| TransportError::Io {
                 op,
-                target: "a child process's stdio".to_owned(),
+                target: "a child process".to_owned(),
                 source,
             }
         };
