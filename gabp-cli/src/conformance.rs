@@ -99,6 +99,7 @@ impl ConformanceArgs {
 
 fn parse_profile(s: &str) -> Result<Profile, String> {
     s.parse()
+        .map_err(|e: gabp_testkit::TestkitError| e.to_string())
 }
 
 /// Runs the suite; returns whether every check passed or was skipped.

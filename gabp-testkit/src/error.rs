@@ -1,4 +1,5 @@
-//! [`TestkitError`]: the one error of this crate, for setting up a mock, a pair, a proxy or a raw client.
+//! [`TestkitError`]: the one error of this crate, for setting up a mock, a pair, a proxy or a raw client, and
+//! for a conformance profile's name.
 
 use gabp_transport::TransportError;
 
@@ -22,6 +23,9 @@ pub enum TestkitError {
     /// A token could not be generated ([`TransportError::TokenGeneration`]).
     #[error(transparent)]
     Token(TransportError),
+    /// A conformance profile name other than `upstream` and `gabp-rs`.
+    #[error("unknown profile {0:?} (expected upstream or gabp-rs)")]
+    UnknownProfile(String),
     /// A recording could not be read or has nothing to replay.
     #[error("cannot replay the recording: {0}")]
     Replay(#[from] gabp_record::RecordingError),

@@ -42,6 +42,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::TestkitError;
+
 pub use report::{nagle_hint, CheckReport, Outcome, Report};
 pub use target::Target;
 
@@ -90,6 +92,8 @@ impl fmt::Display for Level {
 /// assert!(upstream.includes(Level::Should));
 /// assert!(!upstream.includes(Level::GabpRs));
 /// assert_eq!(Profile::default(), Profile::GabpRs);
+/// let unknown = "strict".parse::<Profile>().unwrap_err();
+/// assert_eq!(unknown.to_string(), r#"unknown profile "strict" (expected upstream or gabp-rs)"#);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -120,15 +124,13 @@ impl fmt::Display for Profile {
 }
 
 impl FromStr for Profile {
-    type Err = String;
+    type Err = TestkitError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "upstream" => Ok(Profile::Upstream),
             "gabp-rs" => Ok(Profile::GabpRs),
-            other => Err(format!(
-                "unknown profile {other:?} (expected upstream or gabp-rs)"
-            )),
+            other => Err(TestkitError::UnknownProfile(other.to_owned())),
         }
     }
 }
