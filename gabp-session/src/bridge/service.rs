@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -217,7 +217,11 @@ impl BridgeRequest {
                 "tool arguments must serialize to a JSON object",
             ));
         }
-        let method = MethodName::from_static(ToolsCall::NAME)
+        // Checked once per process rather than once per call.
+        static TOOLS_CALL: LazyLock<Result<MethodName, gabp_types::Error>> =
+            LazyLock::new(|| MethodName::from_static(ToolsCall::NAME));
+        let method = TOOLS_CALL
+            .clone()
             .map_err(|e| Error::invalid_request(e.to_string()))?;
         let mut request = BridgeRequest::new(method, Some(params));
         request.conforms = true;
