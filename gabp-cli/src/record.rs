@@ -123,8 +123,8 @@ async fn record(args: &RecordArgs) -> Result<(), String> {
     let file = create_private(&args.out)?;
     let listener = Listener::bind(&listen)
         .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let proxy_token = Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?;
+        .map_err(|e| format!("--listen: {e}"))?;
+    let proxy_token = Token::generate().map_err(|e| e.to_string())?;
     let mut config = ProxyConfig::new(mod_endpoint.clone(), target.token, proxy_token.clone());
     config.redact = redact;
     config.recorder = Software::new("gabp record", env!("CARGO_PKG_VERSION"));

@@ -142,7 +142,7 @@ async fn as_mod(
     let mut signals = crate::signals::Signals::new()?;
     let listener = Listener::bind(&listen)
         .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        .map_err(|e| format!("--listen: {e}"))?;
     let handle = replay.serve(listener);
     match &bridge_json {
         Some(path) => BridgeConfig::new(replay.token().clone(), handle.endpoint().clone())

@@ -94,7 +94,7 @@ impl TargetArgs {
             // The child is ours: without a token given, it gets a fresh one.
             let token = match explicit_token {
                 Some(token) => token,
-                None => Token::generate().map_err(|e| format!("cannot generate a token: {e}"))?,
+                None => Token::generate().map_err(|e| e.to_string())?,
             };
             return Ok(Target {
                 reach: Reach::Spawn(command.clone()),
