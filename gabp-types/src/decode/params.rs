@@ -133,7 +133,7 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
         }
         seen |= bit;
         match key {
-            "name" => match json_str(text) {
+            "name" => match checked_str(text) {
                 Some(found) if crate::format::is_registry_name(&found) => name = Some(found),
                 Some(name) => {
                     return Err(invalid(
@@ -184,6 +184,16 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
             meta,
         }),
         None => Err(invalid("/params", "missing field `name`".to_owned())),
+    }
+}
+
+/// The value of `text`, a member's value that serde_json has read whole as JSON: when it is a string without
+/// escapes, its text between the quotes is its value (a checked string holds no raw control character, and
+/// any quote inside it is escaped), so it is not read again.
+fn checked_str(text: &str) -> Option<Cow<'_, str>> {
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Some(Cow::Borrowed(inner)),
+        _ => json_str(text),
     }
 }
 
@@ -469,6 +479,29 @@ mod tests {
 
     fn params(text: &str) -> Params {
         serde_json::from_str(text).expect("an object")
+    }
+
+    #[test]
+    fn a_checked_string_reads_as_serde_json_reads_it() {
+        for text in [
+            r#""demo/echo""#,
+            r#""""#,
+            r#""a\"b""#,
+            r#""tools\/call""#,
+            r#""\u0041\\""#,
+            r#""é/ü""#,
+            "12",
+            "null",
+            "{}",
+        ] {
+            let want: Option<String> = serde_json::from_str(text).ok();
+            assert_eq!(checked_str(text).as_deref(), want.as_deref(), "{text}");
+        }
+        let text = r#""demo/echo""#;
+        match checked_str(text) {
+            Some(Cow::Borrowed(name)) => assert_eq!(name.as_ptr(), text[1..].as_ptr()),
+            other => panic!("{other:?} is not borrowed from the text"),
+        }
     }
 
     #[test]
