@@ -502,6 +502,8 @@ mod tests {
             Some(Cow::Borrowed(name)) => assert_eq!(name.as_ptr(), text[1..].as_ptr()),
             other => panic!("{other:?} is not borrowed from the text"),
         }
+        // An escaped name is a copy, so no call record points into the params for it.
+        assert!(matches!(checked_str(r#""a\"b""#), Some(Cow::Owned(_))));
     }
 
     #[test]
