@@ -14,8 +14,10 @@ use crate::DecodeError;
 
 /// Why this crate refused something: a message body a decoder refused, or a value outside its schema.
 ///
-/// The decoders return the boxed [`DecodeError`] itself, which `?` turns into [`Error::Decode`]; every
-/// validating constructor returns this type. No variant quotes a token.
+/// The decoders return the boxed [`DecodeError`] itself, which `?` turns into [`Error::Decode`]; the
+/// constructors of the checked values (names, ids, tokens, URIs, timestamps, ...) return this type, and what
+/// reads or writes JSON ([`Params`](crate::Params), [`encode`](crate::encode)) returns `serde_json::Error`. No
+/// variant quotes a token.
 ///
 /// ```
 /// use gabp_types::{Error, ToolName};
