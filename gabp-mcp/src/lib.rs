@@ -330,10 +330,14 @@ mod tests {
 
     use super::*;
 
+    fn front_without_games() -> GabpMcp {
+        let config = HubConfig::from_json_slice(br#"{"version":"1.0","games":{}}"#).unwrap();
+        GabpMcp::new(Hub::new(config), McpOptions::default())
+    }
+
     #[tokio::test]
     async fn a_client_that_leaves_before_initializing_is_a_serve_error() {
-        let config = HubConfig::from_json_slice(br#"{"version":"1.0","games":{}}"#).unwrap();
-        let front = GabpMcp::new(Hub::new(config), McpOptions::default());
+        let front = front_without_games();
         let (ours, theirs) = tokio::io::duplex(64);
         drop(theirs);
         let error = front
@@ -346,8 +350,7 @@ mod tests {
 
     #[tokio::test]
     async fn http_off_loopback_is_refused_before_binding() {
-        let config = HubConfig::from_json_slice(br#"{"version":"1.0","games":{}}"#).unwrap();
-        let front = GabpMcp::new(Hub::new(config), McpOptions::default());
+        let front = front_without_games();
         let addr = "0.0.0.0:0".parse().unwrap();
         let error = http::HttpServer::bind(front, addr, http::Access::Open)
             .await
