@@ -49,6 +49,7 @@ mod name;
 pub mod params;
 pub mod schema;
 mod strict;
+mod wellformed;
 
 pub use attention::{Attention, AttentionSample, AttentionState, Severity};
 pub use bridge_config::{BridgeFile, BridgeMetadata, TransportInfo};

@@ -8,6 +8,8 @@ use std::num::NonZeroU64;
 use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+
+use crate::wellformed::WellFormed;
 use serde_json::{Map, Value};
 
 /// The `params` of a request: a JSON object held as its compact or received text.
@@ -275,12 +277,12 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
 /// two reallocations for params of a typical tool call.)
 fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
-    crate::encode::with_json(value, |json| {
-        let text = std::str::from_utf8(json).map_err(serde_json::Error::custom)?;
-        // serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract (a key without its
-        // value) makes it write invalid JSON, which is refused here.
-        serde_json::from_str::<&RawValue>(text)?;
-        Ok(Box::from(text))
+    // serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract (a key without its value)
+    // would make it write invalid JSON, and `WellFormed` refuses it as it is written.
+    crate::encode::with_json(&WellFormed(value), |json| {
+        std::str::from_utf8(json)
+            .map(Box::from)
+            .map_err(serde_json::Error::custom)
     })?
 }
 

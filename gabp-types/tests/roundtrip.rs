@@ -298,4 +298,11 @@ proptest! {
         // The lenient decoder reads strictly valid messages to the same value.
         prop_assert_eq!(decode(&bytes, DecodeMode::Lenient).expect("lenient"), message);
     }
+
+    /// Params written with serde's contract checked are what serde_json writes, for any object.
+    #[test]
+    fn params_are_written_as_serde_json_writes_them(object in json_object()) {
+        let params = Params::from_serialize(&object).expect("an object serializes");
+        prop_assert_eq!(params.as_json(), serde_json::to_string(&object).expect("serialize"));
+    }
 }
