@@ -220,6 +220,9 @@ fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
 /// only has its syntax checked: a number beyond the range of `f64`, a lone surrogate escape and nesting beyond
 /// serde_json's limit pass, and `Value` refuses them. This reads it as `Value` does, building nothing.
 fn value_reads(raw: &str) -> bool {
+    if super::scan::whole_value(raw, super::scan::Reading::Value).is_some() {
+        return true;
+    }
     let mut de = serde_json::Deserializer::from_str(raw);
     serde::de::DeserializeSeed::deserialize(Reads(SHALLOW), &mut de).is_ok() && de.end().is_ok()
 }

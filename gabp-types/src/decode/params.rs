@@ -109,16 +109,13 @@ fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
         DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
     };
     let (mut name, mut arguments, mut meta) = (None, None, None);
-    let mut de = serde_json::Deserializer::from_str(p.as_json());
-    let members = serde::Deserializer::deserialize_map(&mut de, Members)
-        .and_then(|members| de.end().map(|()| members))
+    let members = member_list(p.as_json())
         .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
     // Bits of `name`, `arguments` and `_meta` seen: a repeated member is refused, so that the general path,
     // which keeps the last one, reads these params, as it does those of the other methods.
     let mut seen = 0u8;
-    for (key, raw) in members.iter() {
-        let text = raw.get();
-        let key: &str = key;
+    for (key, text) in members.iter() {
+        let (key, text): (&str, &str) = (key, text);
         let bit = match key {
             "name" => 1,
             "arguments" => 2,
@@ -222,8 +219,7 @@ fn check_call_meta(text: &str) -> Result<(), DecodeError> {
 /// The first member name the JSON object `text` repeats, if any. A map keeps the last of repeated members, a
 /// member-by-member read ([`Params::member`]) the first, and a typed read refuses them.
 pub(super) fn repeated_member(text: &str) -> Option<String> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let members = serde::Deserializer::deserialize_map(&mut de, Members).ok()?;
+    let members = member_list(text).ok()?;
     let mut seen = std::collections::HashSet::new();
     for (key, _) in members.iter() {
         if !seen.insert(key) {
@@ -236,18 +232,42 @@ pub(super) fn repeated_member(text: &str) -> Option<String> {
 /// How many members are kept without allocating: more than `tools/call` params have.
 const INLINE_MEMBERS: usize = 3;
 
+/// The members of the JSON object `text`, their values as text: found by the scan when it is sure of them, or
+/// read by serde_json, which then also gives the error.
+fn member_list(text: &str) -> Result<MemberList<'_>, serde_json::Error> {
+    let mut list = MemberList::default();
+    if super::scan::object_members(text, |key, value| list.push(Cow::Borrowed(key), value))
+        .is_some()
+    {
+        return Ok(list);
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let list = serde::Deserializer::deserialize_map(&mut de, Members)?;
+    de.end()?;
+    Ok(list)
+}
+
 /// Reads the members of an object, their values unparsed.
 struct Members;
 
-/// The members of an object in order: the first few inline, any others in `more`.
+/// The members of an object in order, each value's text: the first few inline, any others in `more`.
 #[derive(Default)]
 struct MemberList<'de> {
-    inline: [Option<(Cow<'de, str>, &'de RawValue)>; INLINE_MEMBERS],
-    more: Vec<(Cow<'de, str>, &'de RawValue)>,
+    inline: [Option<(Cow<'de, str>, &'de str)>; INLINE_MEMBERS],
+    more: Vec<(Cow<'de, str>, &'de str)>,
+    len: usize,
 }
 
 impl<'de> MemberList<'de> {
-    fn iter(&self) -> impl Iterator<Item = &(Cow<'de, str>, &'de RawValue)> + '_ {
+    fn push(&mut self, key: Cow<'de, str>, value: &'de str) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = Some((key, value)),
+            None => self.more.push((key, value)),
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Cow<'de, str>, &'de str)> + '_ {
         self.inline.iter().flatten().chain(self.more.iter())
     }
 }
@@ -261,14 +281,8 @@ impl<'de> serde::de::Visitor<'de> for Members {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut list = MemberList::default();
-        let mut n = 0;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
-            let value = map.next_value::<&'de RawValue>()?;
-            match list.inline.get_mut(n) {
-                Some(slot) => *slot = Some((key, value)),
-                None => list.more.push((key, value)),
-            }
-            n += 1;
+            list.push(key, map.next_value::<&'de RawValue>()?.get());
         }
         Ok(list)
     }
