@@ -122,7 +122,7 @@ impl Envelope for Response {
         match &self.outcome {
             Outcome::Result(v) => {
                 out.extend_from_slice(br#","result":"#);
-                serde_json::to_writer(&mut *out, v)?;
+                value(out, v)?;
             }
             Outcome::Error(e) => {
                 out.extend_from_slice(br#","error":"#);
@@ -141,7 +141,7 @@ impl Envelope for Event {
         string(out, self.channel.as_str())?;
         // Writing to a Vec cannot fail.
         let _ = write!(out, r#","seq":{},"payload":"#, self.seq);
-        serde_json::to_writer(&mut *out, &self.payload)?;
+        value(out, &self.payload)?;
         if let Some(ts) = &self.timestamp {
             out.extend_from_slice(br#","timestamp":"#);
             string(out, ts.as_str())?;
@@ -166,7 +166,8 @@ fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
 /// A JSON string: as it is when nothing in it needs an escape (names are validated so), else through
 /// serde_json, which escapes exactly `"`, `\` and the characters below U+0020.
 fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if crate::decode::scan::next_stop(s.as_bytes(), 0) == s.len() {
+        out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');
@@ -174,6 +175,41 @@ fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
     } else {
         serde_json::to_writer(out, s)
     }
+}
+
+/// A JSON value, as serde_json writes it (members in the map's order), with its strings written by [`string`].
+fn value(out: &mut Vec<u8>, v: &serde_json::Value) -> Result<(), serde_json::Error> {
+    use serde_json::Value;
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => serde_json::to_writer(&mut *out, n)?,
+        Value::String(s) => string(out, s)?,
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                value(out, item)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                string(out, key)?;
+                out.push(b':');
+                value(out, item)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -229,6 +265,10 @@ mod tests {
             Message::Response(Response::success(
                 MessageId::new_v4(),
                 json!({"k": "\u{7f}\""}),
+            )),
+            Message::Response(Response::success(
+                MessageId::new_v4(),
+                json!({"b": [true, false, null, -1, 2.5, 1e300, u64::MAX, {}, []], "a\n": {"x": "long enough to take eight bytes at a time \u{1F600}"}, "": ""}),
             )),
             Message::Response(Response::error(
                 MessageId::new_v4(),

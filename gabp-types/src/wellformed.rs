@@ -6,6 +6,9 @@
 //! alternate (`{"a","b":1}`, `{:1}`, `{"a"}`), and a struct named with one of its private tokens, whose field
 //! it writes verbatim (how `RawValue` and, with `arbitrary_precision`, `Number` are written). The first is
 //! refused; the second is written only when its text is JSON (a number, for the number token).
+//!
+//! A long string with nothing to escape goes the second way too: serde_json then copies it instead of looking
+//! at each byte, and writes the same text.
 
 use serde::ser::{self, Error as _, Serialize, Serializer};
 
@@ -13,7 +16,19 @@ use serde::ser::{self, Error as _, Serialize, Serializer};
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-/// `value`, serialized through [`Checked`]: the same calls reach the serializer, or an error.
+/// Strings at least this long with nothing to escape are copied as they are rather than scanned byte by byte by
+/// the writer.
+const VERBATIM: usize = 32;
+
+/// A quoted string grown past this is given back after use.
+const KEEP_QUOTED: usize = 64 * 1024;
+
+thread_local! {
+    static QUOTED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// `value`, serialized through [`Checked`] for serde_json's writer (the only serializer it is made for): the same
+/// calls reach the writer, or an error, and the writer writes the same text.
 pub(crate) struct WellFormed<'a, T: ?Sized>(pub(crate) &'a T);
 
 impl<T: Serialize + ?Sized> Serialize for WellFormed<'_, T> {
@@ -75,12 +90,35 @@ impl<S: Serializer> Serializer for Checked<S> {
         serialize_f32(v: f32);
         serialize_f64(v: f64);
         serialize_char(v: char);
-        serialize_str(v: &str);
         serialize_bytes(v: &[u8]);
         serialize_none();
         serialize_unit();
         serialize_unit_struct(name: &'static str);
         serialize_unit_variant(name: &'static str, index: u32, variant: &'static str);
+    }
+
+    /// A long string with nothing to escape is handed to the writer as the JSON text it is, through the raw
+    /// text token, which serde_json copies as it is; anything else is escaped by the writer.
+    fn serialize_str(self, v: &str) -> Result<S::Ok, S::Error> {
+        if v.len() < VERBATIM || crate::decode::scan::next_stop(v.as_bytes(), 0) != v.len() {
+            return self.0.serialize_str(v);
+        }
+        QUOTED.with(|quoted| match quoted.try_borrow_mut() {
+            Ok(mut text) => {
+                text.clear();
+                text.reserve(v.len() + 2);
+                text.push('"');
+                text.push_str(v);
+                text.push('"');
+                let mut raw = self.0.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+                ser::SerializeStruct::serialize_field(&mut raw, RAW_VALUE_TOKEN, text.as_str())?;
+                if text.capacity() > KEEP_QUOTED {
+                    *text = String::new();
+                }
+                ser::SerializeStruct::end(raw)
+            }
+            Err(_) => self.0.serialize_str(v),
+        })
     }
 
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<S::Ok, S::Error> {
@@ -465,6 +503,12 @@ mod tests {
                 b: None,
             },
             Wrapper("q\"\u{1}"),
+            [
+                "long enough to be copied as it is, \u{e9}\u{1F600} included".to_owned(),
+                "long enough but with a quote \" so that it is escaped".to_owned(),
+                "x".repeat(super::VERBATIM),
+                "y".repeat(super::VERBATIM - 1),
+            ],
             json!({"nested": [{"x": null, "y": 1.5, "z": u64::MAX}], "": -0.0}),
             (u128::MAX, i128::MIN, f32::NAN, b"bytes".as_slice()),
         );

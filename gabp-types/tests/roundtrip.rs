@@ -22,7 +22,7 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
-        "[ -~\u{e9}\u{4e16}\u{1F600}]{0,12}".prop_map(Value::String),
+        "[ -~\u{e9}\u{4e16}\u{1F600}]{0,40}".prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![

@@ -19,7 +19,7 @@ mod error;
 mod fast;
 mod hello;
 mod params;
-mod scan;
+pub(crate) mod scan;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

@@ -159,8 +159,9 @@ fn string_end(bytes: &[u8], at: usize, reading: Reading) -> Option<usize> {
     }
 }
 
-/// The first byte from `at` on that is `"`, `\` or below 0x20 (`bytes.len()` when there is none).
-fn next_stop(bytes: &[u8], mut at: usize) -> usize {
+/// The first byte from `at` on that is `"`, `\` or below 0x20 (`bytes.len()` when there is none): in a JSON
+/// string, the bytes that end it or need an escape.
+pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
     while let Some(chunk) = bytes.get(at..at + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
