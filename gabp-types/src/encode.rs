@@ -122,7 +122,10 @@ impl Envelope for Response {
         match &self.outcome {
             Outcome::Result(v) => {
                 out.extend_from_slice(br#","result":"#);
-                value(out, v)?;
+                match v.json_text() {
+                    Some(json) => out.extend_from_slice(json.as_bytes()),
+                    None => value(out, v)?,
+                }
             }
             Outcome::Error(e) => {
                 out.extend_from_slice(br#","error":"#);

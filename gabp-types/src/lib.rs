@@ -49,6 +49,7 @@ mod name;
 pub mod params;
 pub mod schema;
 mod strict;
+mod success;
 mod wellformed;
 
 pub use attention::{Attention, AttentionSample, AttentionState, Severity};
@@ -64,3 +65,4 @@ pub use message::{Event, Message, MessageKind, Outcome, Request, Response, PROTO
 pub use name::{ChannelName, MethodName, ToolName};
 pub use params::Params;
 pub use strict::{NonEmptyString, Timestamp, UniqueVec, Uri};
+pub use success::ResultValue;

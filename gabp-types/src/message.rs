@@ -4,7 +4,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{ChannelName, ErrorObject, MessageId, MethodName, Params, Timestamp};
+use crate::{ChannelName, ErrorObject, MessageId, MethodName, Params, ResultValue, Timestamp};
 
 /// The wire version every message carries in `v`.
 pub const PROTOCOL_VERSION: &str = "gabp/1";
@@ -153,8 +153,8 @@ impl Request {
 /// The two outcomes a response can carry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// `result`: the method succeeded (any JSON value, `null` included).
-    Result(Value),
+    /// `result`: the method succeeded (any JSON value, `null` included; it derefs to a [`Value`]).
+    Result(ResultValue),
     /// `error`: the method failed.
     Error(ErrorObject),
 }
@@ -171,6 +171,11 @@ pub struct Response {
 impl Response {
     /// A success response.
     pub fn success(id: MessageId, result: Value) -> Self {
+        Response::with_result(id, ResultValue::from(result))
+    }
+
+    /// A success response whose result may be JSON text ([`ResultValue::from_serialize`]), written as it is.
+    pub fn with_result(id: MessageId, result: ResultValue) -> Self {
         Response {
             id,
             outcome: Outcome::Result(result),
@@ -204,7 +209,7 @@ impl Response {
     /// Converts into `Result<result, error>`.
     pub fn into_result(self) -> Result<Value, ErrorObject> {
         match self.outcome {
-            Outcome::Result(v) => Ok(v),
+            Outcome::Result(v) => Ok(v.into_value()),
             Outcome::Error(e) => Err(e),
         }
     }

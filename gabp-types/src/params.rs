@@ -276,7 +276,7 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
 /// two reallocations for params of a typical tool call.)
-fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
+pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
     // serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract (a key without its value)
     // would make it write invalid JSON, and `WellFormed` refuses it as it is written.
     crate::encode::with_json(&WellFormed(value), |json| {

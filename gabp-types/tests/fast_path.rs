@@ -246,7 +246,7 @@ fn success_agrees(body: &[u8]) {
                 id: read,
                 outcome: Outcome::Result(result),
                 ..
-            })) => assert_eq!((read, &result), (id, &found), "{}", lossy(body)),
+            })) => assert_eq!((read, &*result), (id, &found), "{}", lossy(body)),
             other => panic!("{mode:?} reads {other:?} from {}", lossy(body)),
         }
     }

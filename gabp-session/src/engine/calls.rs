@@ -36,7 +36,7 @@ pub(crate) enum Delivery {
 impl From<Outcome> for Delivery {
     fn from(outcome: Outcome) -> Self {
         match outcome {
-            Outcome::Result(value) => Delivery::Result(CallResult::Value(value)),
+            Outcome::Result(value) => Delivery::Result(CallResult::Value(value.into_value())),
             Outcome::Error(error) => Delivery::Error(error),
         }
     }
@@ -358,7 +358,7 @@ mod tests {
         take(&mut calls, vec![item]);
         assert_eq!(calls.len(), 1);
         assert_eq!(calls.next_unsent().as_deref(), Some(&b"a"[..]));
-        assert!(calls.deliver(&id, Outcome::Result(Value::Null).into()));
+        assert!(calls.deliver(&id, Outcome::Result(Value::Null.into()).into()));
         assert!(!calls.deliver(&id, Delivery::Invalid("again".into())));
         assert!(matches!(
             rx.try_recv(),

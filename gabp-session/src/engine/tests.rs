@@ -202,7 +202,7 @@ async fn requests_go_to_the_role_and_events_too() {
     assert_eq!(response.id, id);
     assert_eq!(
         response.outcome,
-        Outcome::Result(Value::from("bridge/hello"))
+        Outcome::Result(Value::from("bridge/hello").into())
     );
     let event = Event::new(
         gabp_types::ChannelName::new("world/tick").unwrap(),

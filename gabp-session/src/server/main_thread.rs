@@ -10,15 +10,14 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::{Condvar, Mutex};
 use std::time::Duration;
 
-use gabp_types::ErrorObject;
-use serde_json::Value;
+use gabp_types::{ErrorObject, ResultValue};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::clock::{GameClock, Waker};
 use super::session::internal_error;
 
-pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<Value, ErrorObject> + Send>;
+pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<ResultValue, ErrorObject> + Send>;
 
 /// Told when a call is queued for the game thread.
 type Notify = Arc<dyn Fn() + Send + Sync>;
@@ -26,7 +25,7 @@ type Notify = Arc<dyn Fn() + Send + Sync>;
 struct Item {
     deadline: Instant,
     job: Job,
-    reply: oneshot::Sender<Result<Value, ErrorObject>>,
+    reply: oneshot::Sender<Result<ResultValue, ErrorObject>>,
 }
 
 /// The queue of tool calls that must run on the game's main thread.
@@ -132,7 +131,7 @@ impl MainThread {
         &self,
         deadline: Instant,
         job: Job,
-    ) -> Result<oneshot::Receiver<Result<Value, ErrorObject>>, QueueFull> {
+    ) -> Result<oneshot::Receiver<Result<ResultValue, ErrorObject>>, QueueFull> {
         let (reply, rx) = oneshot::channel();
         {
             let mut queue = self.inner.queue.lock();
@@ -259,15 +258,15 @@ mod tests {
     #[test]
     fn runs_in_order_and_reports() {
         let mt = MainThread::new(10);
-        let mut a = mt.submit(far(), Box::new(|_| Ok(json!(1)))).unwrap();
+        let mut a = mt.submit(far(), Box::new(|_| Ok(json!(1).into()))).unwrap();
         let mut b = mt.submit(far(), Box::new(|_| panic!("boom"))).unwrap();
         let expired = mt
             .submit(
                 Instant::now() - Duration::from_millis(1),
-                Box::new(|_| Ok(json!(3))),
+                Box::new(|_| Ok(json!(3).into())),
             )
             .unwrap();
-        let cancelled = mt.submit(far(), Box::new(|_| Ok(json!(4)))).unwrap();
+        let cancelled = mt.submit(far(), Box::new(|_| Ok(json!(4).into()))).unwrap();
         drop(cancelled);
         assert_eq!(mt.pending(), 4);
         let report = mt.pump(Duration::from_secs(1));
@@ -288,17 +287,17 @@ mod tests {
     #[test]
     fn bounded_and_budgeted() {
         let mt = MainThread::new(2);
-        let _a = mt.submit(far(), Box::new(|_| Ok(json!(1)))).unwrap();
+        let _a = mt.submit(far(), Box::new(|_| Ok(json!(1).into()))).unwrap();
         let _b = mt
             .submit(
                 far(),
                 Box::new(|_| {
                     std::thread::sleep(Duration::from_millis(5));
-                    Ok(json!(2))
+                    Ok(json!(2).into())
                 }),
             )
             .unwrap();
-        assert!(mt.submit(far(), Box::new(|_| Ok(json!(3)))).is_err());
+        assert!(mt.submit(far(), Box::new(|_| Ok(json!(3).into()))).is_err());
         assert_eq!(mt.pump(Duration::ZERO).ran, 0);
         // A tiny budget still runs one call; the rest waits for the next frame.
         let r = mt.pump(Duration::from_nanos(1));
@@ -322,7 +321,7 @@ mod wake_tests {
             submitter
                 .submit(
                     Instant::now() + Duration::from_secs(60),
-                    Box::new(|_| Ok(json!(1))),
+                    Box::new(|_| Ok(json!(1).into())),
                 )
                 .map(drop)
                 .is_ok()
@@ -356,8 +355,12 @@ mod wake_tests {
             counter.fetch_add(1, Ordering::Relaxed);
         });
         let deadline = Instant::now() + Duration::from_secs(60);
-        let _a = mt.submit(deadline, Box::new(|_| Ok(json!(1)))).unwrap();
-        let _b = mt.submit(deadline, Box::new(|_| Ok(json!(2)))).unwrap();
+        let _a = mt
+            .submit(deadline, Box::new(|_| Ok(json!(1).into())))
+            .unwrap();
+        let _b = mt
+            .submit(deadline, Box::new(|_| Ok(json!(2).into())))
+            .unwrap();
         assert_eq!(told.load(Ordering::Relaxed), 2);
     }
 
@@ -376,7 +379,7 @@ mod wake_tests {
                         .downcast_mut::<World>()
                         .ok_or_else(|| internal_error("no world"))?;
                     world.blocks.push(7);
-                    Ok(json!(world.blocks.len()))
+                    Ok(json!(world.blocks.len()).into())
                 }),
             )
             .unwrap();

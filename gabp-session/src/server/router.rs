@@ -323,7 +323,7 @@ impl Router {
                 Ok(async move {
                     let _cancel_on_drop = cancel_on_drop;
                     Ok(match tokio::time::timeout_at(deadline, rx).await {
-                        Ok(Ok(Ok(result))) => Response::success(id, result),
+                        Ok(Ok(Ok(result))) => Response::with_result(id, result),
                         Ok(Ok(Err(e))) => Response::error(id, e),
                         // Dropped by the pump (deadline passed before it started), or the deadline hit.
                         Ok(Err(_)) | Err(_) => {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use gabp_types::methods::{Method, ToolsCall, CONTENT_MEMBER};
 use gabp_types::{
-    ErrorCode, ErrorObject, MessageId, Response, ToolDescriptor, ToolName, UniqueVec,
+    ErrorCode, ErrorObject, MessageId, Response, ResultValue, ToolDescriptor, ToolName, UniqueVec,
 };
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
@@ -121,16 +121,24 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
     value
 }
 
-fn to_result<Out: Serialize>(out: Out) -> Result<Value, ToolError> {
-    serde_json::to_value(out).map_err(|e| {
+/// The result's JSON text, written once: it goes out as it is, with no tree of values.
+fn to_result<Out: Serialize>(out: Out) -> Result<ResultValue, ToolError> {
+    ResultValue::from_serialize(&out).map_err(|e| {
         ToolError::new(format!("the tool's result does not serialize: {e}"))
             .with_code(ErrorCode::INTERNAL_ERROR)
     })
 }
 
 /// A result whose content items are over the limit, or not valid, is an error, never a cut picture (SPEC/1.0
-/// extensions.md §content). Only a result that has `_content` pays for the check.
-fn check_content(value: Value, limit: usize) -> Result<Value, ToolError> {
+/// extensions.md §content). Only a result that has `_content` pays for the check; one written as text is
+/// read only when the member's name may be in it (spelled out, or behind an escape).
+fn check_content(value: ResultValue, limit: usize) -> Result<ResultValue, ToolError> {
+    if let Some(json) = value.json_text().map(str::as_bytes) {
+        let mut maybe = memchr::memchr2_iter(b'_', b'\\', json).map(|at| &json[at..]);
+        if !maybe.any(|rest| rest[0] == b'\\' || rest.starts_with(CONTENT_MEMBER.as_bytes())) {
+            return Ok(value);
+        }
+    }
     let Some(Value::Array(items)) = value.as_object().and_then(|m| m.get(CONTENT_MEMBER)) else {
         return Ok(value);
     };
@@ -196,7 +204,7 @@ impl Tool {
                 let _cancel_on_drop = cancel_on_drop;
                 let result = call.await.and_then(to_result);
                 Ok(match result.and_then(|v| check_content(v, limit)) {
-                    Ok(value) => Response::success(id, value),
+                    Ok(value) => Response::with_result(id, value),
                     Err(e) => Response::error(id, e.into_error_object()),
                 })
             }))
@@ -431,6 +439,25 @@ impl RegisteredTool {
 mod tests {
     use super::*;
     use serde::Deserialize;
+
+    #[test]
+    fn content_is_checked_in_a_result_written_as_text_however_its_name_is_spelled() {
+        let item = r#"[{"type":"image","mimeType":"text/plain","data":"AA=="}]"#;
+        for name in ["_content", "\\u005fcontent", "_cont\\u0065nt"] {
+            let raw = serde_json::value::RawValue::from_string(format!(r#"{{"{name}":{item}}}"#))
+                .unwrap();
+            let text = ResultValue::from_serialize(&raw).unwrap();
+            assert!(text.json_text().is_some());
+            let refused = check_content(text, 1000).unwrap_err().into_error_object();
+            assert_eq!(
+                refused.data.unwrap()["pointer"],
+                "/result/_content/0/mimeType",
+                "{name}"
+            );
+        }
+        let plain = ResultValue::from_serialize(&json!({"content": "_contents aside"})).unwrap();
+        assert!(check_content(plain, 0).is_ok());
+    }
 
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]

@@ -409,7 +409,7 @@ fn response_from(
                 "",
                 "a response carries exactly one of `result` and `error`, and this one has neither",
             )),
-            (Some(result), None) => Outcome::Result(result),
+            (Some(result), None) => Outcome::Result(result.into()),
             (None, Some(error)) => {
                 let error: ErrorObject = typed(&error, "/error", ErrorCode::INVALID_FIELD_VALUE)?;
                 Outcome::Error(error)
