@@ -277,6 +277,16 @@ mod tests {
                 MessageId::new_v4(),
                 ErrorObject::new(ErrorCode::INTERNAL_ERROR, "bad \"thing\"").with_data(json!(1)),
             )),
+            // Text, members in the order it gives them (not sorted).
+            Message::Response(Response::with_result(
+                MessageId::new_v4(),
+                crate::ResultValue::from_serialize(&(
+                    json!({"z": 1}),
+                    "a long string with nothing to escape in it",
+                    2.5f32,
+                ))
+                .unwrap(),
+            )),
             Message::Event(event),
             Message::Event(plain),
         ];

@@ -9,7 +9,7 @@ use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::wellformed::WellFormed;
+use crate::wellformed::{Guard, Target, WellFormed};
 use serde_json::{Map, Value};
 
 /// The `params` of a request: a JSON object held as its compact or received text.
@@ -94,7 +94,10 @@ impl Params {
     #[must_use]
     pub fn from_map(map: &Map<String, Value>) -> Params {
         // A map of JSON values always serializes.
-        Params(json_text(map).unwrap_or_else(|_| "{}".into()), None)
+        Params(
+            json_text(map, Target::Json).unwrap_or_else(|_| "{}".into()),
+            None,
+        )
     }
 
     /// The serialization of `value`, which must be a JSON object.
@@ -103,7 +106,7 @@ impl Params {
     ///
     /// When `value` does not serialize, or not to an object.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
-        Params::from_text(json_text(value)?)
+        Params::from_text(json_text(value, Target::Json)?)
     }
 
     /// Params from raw JSON, which must be an object.
@@ -276,14 +279,25 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
 /// two reallocations for params of a typical tool call.)
-pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
-    // serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract (a key without its value)
-    // would make it write invalid JSON, and `WellFormed` refuses it as it is written.
-    crate::encode::with_json(&WellFormed(value), |json| {
+///
+/// serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract would make it write text
+/// that is not JSON (or not what `target` reads), and `WellFormed` refuses it as it is written.
+pub(crate) fn json_text<T: Serialize + ?Sized>(
+    value: &T,
+    target: Target,
+) -> Result<Box<str>, serde_json::Error> {
+    let guard = Guard::new(target);
+    let text = crate::encode::with_json(&WellFormed::new(value, &guard), |json| {
         std::str::from_utf8(json)
             .map(Box::from)
             .map_err(serde_json::Error::custom)
-    })?
+    })??;
+    if guard.failed() {
+        return Err(serde_json::Error::custom(
+            "a `Serialize` impl went on after an error it was given",
+        ));
+    }
+    Ok(text)
 }
 
 /// `{}` as a raw value, for text that serde_json does not read back (never the case for valid params).

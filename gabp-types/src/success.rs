@@ -5,7 +5,9 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::OnceLock;
 
+use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The `result` of a success: a [`Value`], or JSON text made with [`ResultValue::from_serialize`]. It derefs to
@@ -35,16 +37,18 @@ enum Repr {
 
 impl ResultValue {
     /// The serialization of `value` as JSON text, checked against serde's contract as it is written (so it is
-    /// JSON), without a tree of values.
+    /// JSON), without a tree of values. The numbers are those `serde_json::to_value` gives (an `f32` is the
+    /// `f64` it widens to); members keep the order `value` gives them, where a value sorts them.
     ///
     /// # Errors
     ///
-    /// When `value` does not serialize (a map with keys that are not strings, a `Serialize` that fails or
-    /// breaks serde's contract).
+    /// As `serde_json::to_value`: when `value` does not serialize (a map with keys that are not strings, a
+    /// `Serialize` that fails or breaks serde's contract), or holds an integer beyond 64 bits or raw text that a
+    /// value cannot hold.
     pub fn from_serialize<T: Serialize + ?Sized>(
         value: &T,
     ) -> Result<ResultValue, serde_json::Error> {
-        crate::params::json_text(value).map(|json| {
+        crate::params::json_text(value, crate::wellformed::Target::Value).map(|json| {
             ResultValue(Repr::Text {
                 json,
                 value: OnceLock::new(),
@@ -74,9 +78,9 @@ impl ResultValue {
     }
 }
 
-/// The value of JSON text that serde_json wrote. Only a raw value inside holding what `Value` refuses (a number
-/// beyond the range of `f64`) does not read: this in-memory view of it is `null`, and the text is written as it
-/// is.
+/// The value of JSON text written for a value ([`ResultValue::from_serialize`] refuses what `Value` does not
+/// hold). Only nesting deeper than serde_json reads (128 levels) does not read back: this in-memory view of it
+/// is `null`, and the text is written as it is.
 fn read(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or(Value::Null)
 }
@@ -122,9 +126,16 @@ impl fmt::Debug for ResultValue {
     }
 }
 
+/// Text is serialized as serde_json serializes a raw value: the same bytes as the envelope writer's for
+/// serde_json's writer, the value it reads for `serde_json::to_value`.
 impl Serialize for ResultValue {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        (**self).serialize(serializer)
+        match &self.0 {
+            Repr::Value(value) => value.serialize(serializer),
+            Repr::Text { json, .. } => serde_json::from_str::<&RawValue>(json)
+                .map_err(S::Error::custom)?
+                .serialize(serializer),
+        }
     }
 }
 
@@ -150,14 +161,13 @@ mod tests {
         assert_eq!(value.json_text(), None);
         assert_eq!(text, value);
         assert_eq!(format!("{text:?}"), format!("{value:?}"));
+        assert_eq!(text.clone().into_value(), value.clone().into_value());
+        // Written as the text, by the envelope writer and by serde_json alike; the value is read when asked.
         assert_eq!(
             serde_json::to_string(&text).unwrap(),
-            serde_json::to_string(&value).unwrap()
+            text.json_text().unwrap()
         );
-        assert_eq!(text.clone().into_value(), value.clone().into_value());
-        // Read once, then kept.
         assert_eq!(text["block"], "stone");
-        assert!(std::ptr::eq(&*text, &*text));
         assert_eq!(
             Value::from(text),
             json!({"block": "stone", "at": [1, -2, 3]})
@@ -179,7 +189,7 @@ mod tests {
     }
 
     #[test]
-    fn raw_text_that_a_value_cannot_hold_reads_as_null() {
+    fn text_that_a_value_cannot_hold_is_refused_as_to_value_refuses_it() {
         #[derive(serde::Serialize)]
         struct Huge {
             n: Box<serde_json::value::RawValue>,
@@ -187,8 +197,15 @@ mod tests {
         let huge = Huge {
             n: serde_json::value::RawValue::from_string("1e400".to_owned()).unwrap(),
         };
-        let text = ResultValue::from_serialize(&huge).unwrap();
-        assert_eq!(text.json_text(), Some(r#"{"n":1e400}"#));
-        assert_eq!(*text, Value::Null);
+        assert!(serde_json::to_value(&huge).is_err());
+        assert!(ResultValue::from_serialize(&huge).is_err());
+        assert!(serde_json::to_value(u128::MAX).is_err());
+        assert!(ResultValue::from_serialize(&u128::MAX).is_err());
+        // An f32 is the f64 it widens to, as in a value.
+        let f = ResultValue::from_serialize(&0.1f32).unwrap();
+        assert_eq!(
+            f.json_text(),
+            Some(serde_json::to_value(0.1f32).unwrap().to_string().as_str())
+        );
     }
 }

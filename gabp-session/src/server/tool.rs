@@ -132,15 +132,27 @@ fn to_result<Out: Serialize>(out: Out) -> Result<ResultValue, ToolError> {
 /// A result whose content items are over the limit, or not valid, is an error, never a cut picture (SPEC/1.0
 /// extensions.md §content). Only a result that has `_content` pays for the check; one written as text is
 /// read only when the member's name may be in it (spelled out, or behind an escape).
-fn check_content(value: ResultValue, limit: usize) -> Result<ResultValue, ToolError> {
-    if let Some(json) = value.json_text().map(str::as_bytes) {
-        let mut maybe = memchr::memchr2_iter(b'_', b'\\', json).map(|at| &json[at..]);
-        if !maybe.any(|rest| rest[0] == b'\\' || rest.starts_with(CONTENT_MEMBER.as_bytes())) {
-            return Ok(value);
-        }
+fn check_content(result: ResultValue, limit: usize) -> Result<ResultValue, ToolError> {
+    let Some(json) = result.json_text() else {
+        return content_checked(&result, limit).map(|()| result);
+    };
+    let bytes = json.as_bytes();
+    let mut maybe = memchr::memchr2_iter(b'_', b'\\', bytes).map(|at| &bytes[at..]);
+    if !maybe.any(|rest| rest[0] == b'\\' || rest.starts_with(CONTENT_MEMBER.as_bytes())) {
+        return Ok(result);
     }
+    // Read here rather than through the result's own view, so that text serde_json cannot read back (nested too
+    // deeply) is an error, not a result whose content went unchecked.
+    let value = serde_json::from_str::<Value>(json).map_err(|e| {
+        ToolError::new(format!("the tool's result does not read back: {e}"))
+            .with_code(ErrorCode::INTERNAL_ERROR)
+    })?;
+    content_checked(&value, limit).map(|()| result)
+}
+
+fn content_checked(value: &Value, limit: usize) -> Result<(), ToolError> {
     let Some(Value::Array(items)) = value.as_object().and_then(|m| m.get(CONTENT_MEMBER)) else {
-        return Ok(value);
+        return Ok(());
     };
     let bytes: usize = items
         .iter()
@@ -162,13 +174,12 @@ fn check_content(value: ResultValue, limit: usize) -> Result<ResultValue, ToolEr
             json!({ "contentBytes": bytes, "maxBytes": limit }),
         ));
     }
-    gabp_types::decode::check_result(ToolsCall::NAME, &value).map_err(|e| {
+    gabp_types::decode::check_result(ToolsCall::NAME, value).map_err(|e| {
         invalid(
             format!("the tool's content items are not valid: {e}"),
             json!({ "pointer": e.pointer() }),
         )
-    })?;
-    Ok(value)
+    })
 }
 
 impl Tool {
@@ -457,6 +468,18 @@ mod tests {
         }
         let plain = ResultValue::from_serialize(&json!({"content": "_contents aside"})).unwrap();
         assert!(check_content(plain, 0).is_ok());
+        // Deeper than serde_json reads back: refused, not sent unchecked.
+        let mut deep = json!([]);
+        for _ in 0..200 {
+            deep = json!([deep]);
+        }
+        let items: Value = serde_json::from_str(item).unwrap();
+        let deep = ResultValue::from_serialize(&json!({"_content": items, "x": deep})).unwrap();
+        let refused = check_content(deep, 1000).unwrap_err();
+        assert!(refused
+            .into_error_object()
+            .message
+            .contains("does not read back"));
     }
 
     #[derive(Deserialize, JsonSchema)]

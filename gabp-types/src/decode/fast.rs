@@ -266,12 +266,13 @@ impl<'de> Visitor<'de> for Reads {
         Ok(())
     }
 
-    /// Member names are read here too. With serde_json's `raw_value` feature (on in this workspace), `Value`
-    /// reads an object whose first member is named with serde_json's raw value token as the JSON text in its
-    /// value: the token, wherever it is, sends the result to the general path.
+    /// Member names are read here too. With serde_json's `raw_value` feature (on in this workspace), or
+    /// `arbitrary_precision` (which another crate may turn on), `Value` reads an object whose first member is
+    /// named with one of serde_json's tokens otherwise: a token, wherever it is, sends the result to the general
+    /// path.
     fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
-        if text == RAW_VALUE_TOKEN {
-            return Err(E::custom("serde_json's raw value token"));
+        if text.starts_with(crate::wellformed::TOKEN_PREFIX) {
+            return Err(E::custom("serde_json's token"));
         }
         Ok(())
     }
@@ -294,9 +295,6 @@ impl<'de> Visitor<'de> for Reads {
         Ok(())
     }
 }
-
-/// The name by which serde_json marks a raw value.
-const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl Reads {
     fn inner<E: serde::de::Error>(self) -> Result<Reads, E> {

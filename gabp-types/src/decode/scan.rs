@@ -12,13 +12,10 @@ pub(super) const DEPTH: usize = 64;
 pub(super) enum Reading {
     /// The syntax only, as serde_json checks a value it skips or keeps as raw text.
     Syntax,
-    /// As `serde_json::Value` reads it: numbers that fit an `f64`, and no string that is serde_json's raw
-    /// value token (which `Value` reads otherwise).
+    /// As `serde_json::Value` reads it: numbers that fit an `f64`, and no string that may be one of serde_json's
+    /// tokens (an object whose first member is so named, `Value` reads otherwise).
     Value,
 }
-
-/// The name by which serde_json marks a raw value.
-const RAW_VALUE_TOKEN: &[u8] = b"$serde_json::private::RawValue";
 
 /// Whether `text` is one JSON value, whitespace around it aside, read as `reading` says. `None`: not sure.
 pub(super) fn whole_value(text: &str, reading: Reading) -> Option<()> {
@@ -144,7 +141,10 @@ fn string_end(bytes: &[u8], at: usize, reading: Reading) -> Option<usize> {
         i = next_stop(bytes, i);
         match *bytes.get(i)? {
             b'"' => {
-                if reading == Reading::Value && bytes.get(start..i) == Some(RAW_VALUE_TOKEN) {
+                let token = crate::wellformed::TOKEN_PREFIX.as_bytes();
+                if reading == Reading::Value
+                    && bytes.get(start..i).is_some_and(|s| s.starts_with(token))
+                {
                     return None;
                 }
                 return Some(i + 1);
@@ -234,7 +234,38 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::value::RawValue;
     use serde_json::Value;
-    use std::collections::HashMap;
+
+    /// An object's members as serde_json reads them: in order, repeated ones included, values as text.
+    struct InOrder;
+
+    impl InOrder {
+        fn read(text: &str) -> Vec<(String, String)> {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let members =
+                serde::Deserializer::deserialize_map(&mut de, InOrder).expect("an object");
+            de.end().expect("nothing after it");
+            members
+        }
+    }
+
+    impl<'de> serde::de::Visitor<'de> for InOrder {
+        type Value = Vec<(String, String)>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut members = Vec::new();
+            while let Some(name) = map.next_key::<String>()? {
+                members.push((name, map.next_value::<&RawValue>()?.get().to_owned()));
+            }
+            Ok(members)
+        }
+    }
 
     /// What serde_json says of `text` for `reading`.
     fn serde_reads(text: &str, reading: Reading) -> bool {
@@ -298,11 +329,13 @@ mod tests {
         }
         // Left to serde_json: it reads these, or not, its own way.
         let token = r#"{"$serde_json::private::RawValue":"[1]"}"#;
+        let number = r#"{"$serde_json::private::Number":"x"}"#;
         for (text, reading) in [
             (r#""\u00e9""#, Reading::Syntax),
             ("1e400", Reading::Value),
             ("1e5", Reading::Value),
             (token, Reading::Value),
+            (number, Reading::Value),
         ] {
             assert_eq!(whole_value(text, reading), None, "{text}");
         }
@@ -415,7 +448,7 @@ mod tests {
     fn has_escape_or_exponent(value: &Value) -> (bool, bool) {
         let control = |s: &str| {
             s.chars()
-                .any(|c| c.is_control() && !"\u{8}\u{c}\n\r\t".contains(c))
+                .any(|c| c < ' ' && !"\u{8}\u{c}\n\r\t".contains(c))
         };
         match value {
             Value::String(s) => (control(s), false),
@@ -448,11 +481,8 @@ mod tests {
             }
             let mut members = Vec::new();
             if object_members(&text, |n, v| members.push((n.to_owned(), v.to_owned()))).is_some() {
-                // serde_json's map keeps the last of repeated members.
-                let read: HashMap<String, &RawValue> = serde_json::from_str(&text).expect("an object");
-                let read: HashMap<&str, &str> = read.iter().map(|(n, v)| (n.as_str(), v.get())).collect();
-                let found: HashMap<&str, &str> = members.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                prop_assert_eq!(found, read, "{}", text);
+                let read = InOrder::read(&text);
+                prop_assert_eq!(members, read, "{}", text);
             }
         }
 
