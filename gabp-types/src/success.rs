@@ -79,8 +79,9 @@ impl ResultValue {
 }
 
 /// The value of JSON text written for a value ([`ResultValue::from_serialize`] refuses what `Value` does not
-/// hold). Only nesting deeper than serde_json reads (128 levels) does not read back: this in-memory view of it
-/// is `null`, and the text is written as it is.
+/// hold). Only nesting deeper than serde_json reads (128 levels), or an object whose first member is named with
+/// serde_json's raw value token, does not read back: this in-memory view of it is `null`, and the text is
+/// written as it is.
 fn read(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or(Value::Null)
 }

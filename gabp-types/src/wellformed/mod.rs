@@ -342,6 +342,12 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
                 len == 0,
             )));
         }
+        // A token struct has its one field; declared empty, the writer may already have closed it (`{}`).
+        if len == 0 {
+            return Err(self
+                .guard
+                .refuse("serde_json's token struct was declared with no field"));
+        }
         Ok(StructMembers::Token {
             inner,
             guard: self.guard,

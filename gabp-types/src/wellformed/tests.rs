@@ -215,6 +215,18 @@ fn a_raw_text_token_holds_exactly_one_field() {
         assert!(written(&[TokenFields(fields, skip)]).is_err());
     }
     assert_eq!(written(&[TokenFields(&["[1]"], false)]).unwrap(), "[[1]]");
+    // Declared with no field (the number token is a plain map to a writer without `arbitrary_precision`).
+    struct EmptyNumber;
+    impl Serialize for EmptyNumber {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let mut s = serializer.serialize_struct(super::NUMBER_TOKEN, 0)?;
+            s.serialize_field(super::NUMBER_TOKEN, "1")?;
+            s.end()
+        }
+    }
+    assert!(written(&EmptyNumber)
+        .unwrap_err()
+        .contains("declared with no field"));
 }
 
 /// A sequence that drops the error of its first element and goes on.
