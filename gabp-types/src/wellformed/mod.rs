@@ -287,13 +287,11 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
     }
 
     fn serialize_seq(self, len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
-        let inner = self.guard.check(self.inner.serialize_seq(len))?;
-        Ok(Members::new(inner, self.guard, len == Some(0)))
+        opened(self.guard, self.inner.serialize_seq(len), len == Some(0))
     }
 
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, S::Error> {
-        let inner = self.guard.check(self.inner.serialize_tuple(len))?;
-        Ok(Members::new(inner, self.guard, len == 0))
+        opened(self.guard, self.inner.serialize_tuple(len), len == 0)
     }
 
     fn serialize_tuple_struct(
@@ -301,10 +299,11 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleStruct, S::Error> {
-        let inner = self
-            .guard
-            .check(self.inner.serialize_tuple_struct(name, len))?;
-        Ok(Members::new(inner, self.guard, len == 0))
+        opened(
+            self.guard,
+            self.inner.serialize_tuple_struct(name, len),
+            len == 0,
+        )
     }
 
     fn serialize_tuple_variant(
@@ -314,17 +313,15 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeTupleVariant, S::Error> {
-        let inner = self.guard.check(
-            self.inner
-                .serialize_tuple_variant(name, index, variant, len),
-        )?;
-        Ok(Members::new(inner, self.guard, len == 0))
+        let inner = self
+            .inner
+            .serialize_tuple_variant(name, index, variant, len);
+        opened(self.guard, inner, len == 0)
     }
 
     fn serialize_map(self, len: Option<usize>) -> Result<Self::SerializeMap, S::Error> {
-        let map = self.guard.check(self.inner.serialize_map(len))?;
         Ok(MapMembers {
-            members: Members::new(map, self.guard, len == Some(0)),
+            members: opened(self.guard, self.inner.serialize_map(len), len == Some(0))?,
             key_pending: false,
         })
     }
@@ -334,14 +331,11 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
         name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, S::Error> {
-        let inner = self.guard.check(self.inner.serialize_struct(name, len))?;
         if name != RAW_VALUE_TOKEN && name != NUMBER_TOKEN {
-            return Ok(StructMembers::Plain(Members::new(
-                inner,
-                self.guard,
-                len == 0,
-            )));
+            let inner = self.inner.serialize_struct(name, len);
+            return opened(self.guard, inner, len == 0).map(StructMembers::Plain);
         }
+        let inner = self.guard.check(self.inner.serialize_struct(name, len))?;
         // A token struct has its one field; declared empty, the writer may already have closed it (`{}`).
         if len == 0 {
             return Err(self
@@ -363,11 +357,10 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
         variant: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStructVariant, S::Error> {
-        let inner = self.guard.check(
-            self.inner
-                .serialize_struct_variant(name, index, variant, len),
-        )?;
-        Ok(Members::new(inner, self.guard, len == 0))
+        let inner = self
+            .inner
+            .serialize_struct_variant(name, index, variant, len);
+        opened(self.guard, inner, len == 0)
     }
 
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<S::Ok, S::Error> {
@@ -377,6 +370,15 @@ impl<'a, S: Serializer> Serializer for Checked<'a, S> {
     fn is_human_readable(&self) -> bool {
         self.inner.is_human_readable()
     }
+}
+
+/// A compound the writer opened (or refused to), declared with no members when `empty`.
+fn opened<'a, C, E>(
+    guard: &'a Guard,
+    inner: Result<C, E>,
+    empty: bool,
+) -> Result<Members<'a, C>, E> {
+    Ok(Members::new(guard.check(inner)?, guard, empty))
 }
 
 macro_rules! members {
