@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use super::scan::DEPTH;
 use super::{event_from, request_named, response_from, DecodeMode, EventFields, ParamsField};
 use crate::{Message, MessageId, MethodName, PROTOCOL_VERSION};
 
@@ -216,7 +217,7 @@ fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
     Some((id, range_in(body, result)?))
 }
 
-/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`SHALLOW`] deep. A raw value
+/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`DEPTH`] deep (deeper results take the general path). A raw value
 /// only has its syntax checked: a number beyond the range of `f64`, a lone surrogate escape and nesting beyond
 /// serde_json's limit pass, and `Value` refuses them. This reads it as `Value` does, building nothing.
 fn value_reads(raw: &str) -> bool {
@@ -224,11 +225,8 @@ fn value_reads(raw: &str) -> bool {
         return true;
     }
     let mut de = serde_json::Deserializer::from_str(raw);
-    serde::de::DeserializeSeed::deserialize(Reads(SHALLOW), &mut de).is_ok() && de.end().is_ok()
+    serde::de::DeserializeSeed::deserialize(Reads(DEPTH), &mut de).is_ok() && de.end().is_ok()
 }
-
-/// Nesting that is read here; deeper results take the general path.
-const SHALLOW: usize = 64;
 
 /// Reads a JSON value the way `Value` reads it (`deserialize_any`), keeping nothing; the count is the nesting
 /// still allowed.
@@ -307,7 +305,7 @@ impl Reads {
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_call, plain_success, value_reads, SHALLOW};
+    use super::{plain_call, plain_success, value_reads, DEPTH};
     use crate::{Message, MethodName, Request, Response};
     use serde_json::Value;
 
@@ -350,8 +348,8 @@ mod tests {
     #[test]
     fn results_read_as_a_value_reads_them() {
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-        assert!(value_reads(&deep(SHALLOW)));
-        assert!(!value_reads(&deep(SHALLOW + 1)));
+        assert!(value_reads(&deep(DEPTH)));
+        assert!(!value_reads(&deep(DEPTH + 1)));
         let wide = format!("[{}]", ["[]"; 100].join(","));
         assert!(value_reads(&wide));
         // Brackets inside strings, escaped quotes included, do not nest.

@@ -4,7 +4,8 @@
 //! exponent, nesting deeper than [`DEPTH`], a serde_json token) it leaves to serde_json, which then gives its
 //! answer or its error.
 
-/// Nesting scanned here; deeper text is left to serde_json.
+/// Nesting the plain path reads (the scan, and `value_reads` after it); deeper text is left to serde_json and
+/// the general path.
 pub(super) const DEPTH: usize = 64;
 
 /// What a value must be beyond its syntax.

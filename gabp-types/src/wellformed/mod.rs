@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The name by which serde_json marks a raw value, and, with `arbitrary_precision`, a number as its text.
-pub(crate) const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 /// How serde_json's tokens begin: `Value` reads an object whose first member is so named otherwise.
 pub(crate) const TOKEN_PREFIX: &str = "$serde_json::private::";
