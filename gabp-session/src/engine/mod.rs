@@ -14,9 +14,9 @@
 //!    spent), so that answers to requests that arrived together leave together. Frames are whole bodies, so they
 //!    never interleave.
 //! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
-//!    calls, events and requests to the role. A request waits for the role to be ready (its concurrency limit);
-//!    it is polled once in place and, if it has to wait, runs on its own task, so a slow handler never delays a
-//!    fast one.
+//!    calls, events and requests to the role. A request is dispatched in the turn that reads it, or waits for
+//!    the role to be ready (its concurrency limit); it is polled once in place and, if it has to wait, runs on its
+//!    own task, so a slow handler never delays a fast one.
 //! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
 //!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer
@@ -368,13 +368,8 @@ impl<P: Role> Engine<P> {
 
     /// Reads and handles at most one frame (or dispatches the waiting request).
     fn poll_read(&mut self, cx: &mut Context<'_>) -> Read<P::Reason> {
-        if let Some((request, size)) = self.waiting.take() {
-            if self.peer.poll_ready(cx).is_pending() {
-                self.waiting = Some((request, size));
-                return Read::Idle;
-            }
-            self.dispatch(request, size);
-            return Read::Progress;
+        if self.waiting.is_some() {
+            return self.poll_dispatch(cx);
         }
         if !self.reading {
             return self.poll_discard(cx);
@@ -406,9 +401,24 @@ impl<P: Role> Engine<P> {
             Poll::Ready(Some(Ok(frame))) => {
                 self.peer.on_frame();
                 self.on_frame(frame);
+                // A request read is dispatched in the same turn when the role has room for it.
+                self.poll_dispatch(cx);
                 Read::Progress
             }
         }
+    }
+
+    /// Dispatches the request waiting, if any, once the role is ready for it.
+    fn poll_dispatch(&mut self, cx: &mut Context<'_>) -> Read<P::Reason> {
+        let Some((request, size)) = self.waiting.take() else {
+            return Read::Idle;
+        };
+        if self.peer.poll_ready(cx).is_pending() {
+            self.waiting = Some((request, size));
+            return Read::Idle;
+        }
+        self.dispatch(request, size);
+        Read::Progress
     }
 
     /// Once reading has stopped, while handlers still run, what the peer sends is dropped unread but the stream

@@ -11,10 +11,20 @@ use tokio::sync::oneshot;
 
 use super::*;
 
+type Steps = Arc<std::sync::Mutex<Vec<&'static str>>>;
+
+fn step(steps: &Steps, step: &'static str) {
+    if let Ok(mut steps) = steps.lock() {
+        steps.push(step);
+    }
+}
+
 /// A role that answers every request with its method name, records events, and ends on request (a signal, or
 /// after answering `game/end`).
 struct Echo {
     events: Arc<std::sync::Mutex<Vec<String>>>,
+    /// What the engine asked of the role, in order: `read` (a frame), `call` (a request), `turn` (signals).
+    steps: Steps,
     end: Option<oneshot::Receiver<()>>,
     ending: bool,
 }
@@ -27,6 +37,7 @@ impl Role for Echo {
     }
 
     fn call(&mut self, request: Request) -> Option<Answer> {
+        step(&self.steps, "call");
         self.ending |= request.method.as_str() == "game/end";
         let answer = Response::success(request.id, Value::String(request.method.into_string()));
         Some(Box::pin(std::future::ready(Ok(answer))))
@@ -47,6 +58,7 @@ impl Role for Echo {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<&'static str>> {
+        step(&self.steps, "turn");
         let asked = match &mut self.end {
             Some(end) => Pin::new(end).poll(cx).is_ready(),
             None => false,
@@ -57,12 +69,17 @@ impl Role for Echo {
         }
         Poll::Pending
     }
+
+    fn on_frame(&mut self) {
+        step(&self.steps, "read");
+    }
 }
 
 struct Harness {
     peer: Connection,
     outgoing: mpsc::Sender<Outgoing>,
     events: Arc<std::sync::Mutex<Vec<String>>>,
+    steps: Steps,
     end: Option<oneshot::Sender<()>>,
     engine: tokio::task::JoinHandle<Ended<&'static str>>,
 }
@@ -80,8 +97,10 @@ where
     let (outgoing, queue) = mpsc::channel(16);
     let (end, ended) = oneshot::channel();
     let events = Arc::default();
+    let steps = Steps::default();
     let role = Echo {
         events: Arc::clone(&events),
+        steps: Arc::clone(&steps),
         end: Some(ended),
         ending: false,
     };
@@ -103,6 +122,7 @@ where
         peer: Connection::new(theirs),
         outgoing,
         events,
+        steps,
         end: Some(end),
         engine,
     }
@@ -219,6 +239,28 @@ async fn requests_go_to_the_role_and_events_too() {
     answer(&mut h.peer, id, Value::Null).await;
     rx.await.unwrap();
     assert_eq!(*h.events.lock().unwrap(), ["world/tick"]);
+}
+
+#[tokio::test]
+async fn a_request_is_handled_in_the_turn_that_reads_it() {
+    let mut h = start();
+    for method in ["game/one", "game/two"] {
+        let request = Request::new(MethodName::new(method).unwrap(), None);
+        h.peer
+            .send(Bytes::from(Message::Request(request).to_vec()))
+            .await
+            .unwrap();
+        let Message::Response(_) = next_message(&mut h.peer).await else {
+            panic!("not a response")
+        };
+    }
+    let steps = h.steps.lock().unwrap().clone();
+    let handled: Vec<&str> = steps.iter().copied().filter(|s| *s != "turn").collect();
+    assert_eq!(handled, ["read", "call", "read", "call"]);
+    // No turn of the loop between reading a request and handing it to the role.
+    for (i, _) in steps.iter().enumerate().filter(|(_, s)| **s == "read") {
+        assert_eq!(steps.get(i + 1), Some(&"call"), "{steps:?}");
+    }
 }
 
 #[tokio::test]
