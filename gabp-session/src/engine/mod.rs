@@ -15,8 +15,8 @@
 //!    never interleave.
 //! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
 //!    calls, events and requests to the role. A request is dispatched in the turn that reads it, or waits for
-//!    the role to be ready (its concurrency limit); it is polled once in place and, if it has to wait, runs on its
-//!    own task, so a slow handler never delays a fast one.
+//!    the role to be ready (its concurrency limit); its handler is polled once in place and, if that has to wait,
+//!    runs on its own task, so a slow handler never delays a fast one.
 //! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
 //!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer

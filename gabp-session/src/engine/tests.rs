@@ -13,6 +13,15 @@ use super::*;
 
 type Steps = Arc<std::sync::Mutex<Vec<&'static str>>>;
 
+/// Whether the role has room, and the engine to wake when it has again.
+#[derive(Default)]
+struct RoomState {
+    shut: std::sync::atomic::AtomicBool,
+    waker: futures::task::AtomicWaker,
+}
+
+type Room = Arc<RoomState>;
+
 fn step(steps: &Steps, step: &'static str) {
     if let Ok(mut steps) = steps.lock() {
         steps.push(step);
@@ -25,6 +34,8 @@ struct Echo {
     events: Arc<std::sync::Mutex<Vec<String>>>,
     /// What the engine asked of the role, in order: `read` (a frame), `call` (a request), `turn` (signals).
     steps: Steps,
+    /// Room for requests: while shut, `poll_ready` is pending (a concurrency limit reached).
+    room: Room,
     end: Option<oneshot::Receiver<()>>,
     ending: bool,
 }
@@ -32,7 +43,11 @@ struct Echo {
 impl Role for Echo {
     type Reason = &'static str;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<()> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        self.room.waker.register(cx.waker());
+        if self.room.shut.load(std::sync::atomic::Ordering::SeqCst) {
+            return Poll::Pending;
+        }
         Poll::Ready(())
     }
 
@@ -80,6 +95,7 @@ struct Harness {
     outgoing: mpsc::Sender<Outgoing>,
     events: Arc<std::sync::Mutex<Vec<String>>>,
     steps: Steps,
+    room: Room,
     end: Option<oneshot::Sender<()>>,
     engine: tokio::task::JoinHandle<Ended<&'static str>>,
 }
@@ -98,9 +114,11 @@ where
     let (end, ended) = oneshot::channel();
     let events = Arc::default();
     let steps = Steps::default();
+    let room = Room::default();
     let role = Echo {
         events: Arc::clone(&events),
         steps: Arc::clone(&steps),
+        room: Arc::clone(&room),
         end: Some(ended),
         ending: false,
     };
@@ -123,6 +141,7 @@ where
         outgoing,
         events,
         steps,
+        room,
         end: Some(end),
         engine,
     }
@@ -260,6 +279,39 @@ async fn a_request_is_handled_in_the_turn_that_reads_it() {
     // No turn of the loop between reading a request and handing it to the role.
     for (i, _) in steps.iter().enumerate().filter(|(_, s)| **s == "read") {
         assert_eq!(steps.get(i + 1), Some(&"call"), "{steps:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_request_waits_for_room_and_holds_back_the_frames_behind_it() {
+    use std::sync::atomic::Ordering;
+    let mut h = start();
+    h.room.shut.store(true, Ordering::SeqCst);
+    let mut ids = Vec::new();
+    for method in ["game/first", "game/second"] {
+        let request = Request::new(MethodName::new(method).unwrap(), None);
+        ids.push(request.id);
+        h.peer
+            .send(Bytes::from(Message::Request(request).to_vec()))
+            .await
+            .unwrap();
+    }
+    let waited = tokio::time::timeout(Duration::from_millis(100), next_message(&mut h.peer)).await;
+    assert!(waited.is_err(), "answered without room");
+    let steps = h.steps.lock().unwrap().clone();
+    let reads = steps.iter().filter(|s| **s == "read").count();
+    assert_eq!(
+        reads, 1,
+        "read on past a request waiting for room: {steps:?}"
+    );
+    assert!(!steps.contains(&"call"));
+    h.room.shut.store(false, Ordering::SeqCst);
+    h.room.waker.wake();
+    for id in ids {
+        let Message::Response(response) = next_message(&mut h.peer).await else {
+            panic!("not a response")
+        };
+        assert_eq!(response.id, id, "answered in order");
     }
 }
 

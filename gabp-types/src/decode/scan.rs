@@ -130,8 +130,8 @@ fn array_end(bytes: &[u8], at: usize, reading: Reading, depth: usize) -> Option<
     }
 }
 
-/// A string: no raw control character, and escapes other than `\u`. Eight bytes at a time to the first that
-/// may be a quote, a backslash or a control character.
+/// A string: no raw control character, and escapes other than `\u`. A word or two at a time to the first byte
+/// that may be a quote, a backslash or a control character.
 fn string_end(bytes: &[u8], at: usize, reading: Reading) -> Option<usize> {
     if bytes.get(at) != Some(&b'"') {
         return None;
@@ -163,15 +163,9 @@ fn string_end(bytes: &[u8], at: usize, reading: Reading) -> Option<usize> {
 /// The first byte from `at` on that is `"`, `\` or below 0x20 (`bytes.len()` when there is none): in a JSON
 /// string, the bytes that end it or need an escape.
 pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
-    // Two words a turn while sixteen bytes are left, then one.
+    // Two words at a time while sixteen bytes are left, then one.
     while let Some(chunk) = bytes.get(at..at + 16) {
-        let (mut low, mut high) = ([0u8; 8], [0u8; 8]);
-        low.copy_from_slice(&chunk[..8]);
-        high.copy_from_slice(&chunk[8..]);
-        let (low, high) = (
-            stops(u64::from_le_bytes(low)),
-            stops(u64::from_le_bytes(high)),
-        );
+        let (low, high) = (word_stops(&chunk[..8]), word_stops(&chunk[8..]));
         if low | high != 0 {
             let found = if low != 0 { low } else { high };
             return at + usize::from(low == 0) * 8 + found.trailing_zeros() as usize / 8;
@@ -179,9 +173,7 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
         at += 16;
     }
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let found = stops(u64::from_le_bytes(word));
+        let found = word_stops(chunk);
         if found != 0 {
             return at + found.trailing_zeros() as usize / 8;
         }
@@ -192,6 +184,13 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
         .get(at..)
         .and_then(|rest| rest.iter().position(is_stop))
         .map_or(bytes.len().max(at), |n| at + n)
+}
+
+/// [`stops`] in a chunk of exactly eight bytes.
+fn word_stops(chunk: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    stops(u64::from_le_bytes(word))
 }
 
 /// The high bit of each byte of `word` (little-endian) that is `"`, `\` or below 0x20. Borrows may mark bytes
@@ -409,7 +408,7 @@ mod tests {
                         assert_eq!(
                             next_stop(&bytes, start),
                             place,
-                            "{stop} at {place} of {len}"
+                            "{stop} at {place} of {len}, from {start}"
                         );
                     }
                 }
