@@ -165,7 +165,13 @@ fn string_end(bytes: &[u8], at: usize, reading: Reading) -> Option<usize> {
 pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
     // Two words at a time while sixteen bytes are left, then one.
     while let Some(chunk) = bytes.get(at..at + 16) {
-        let (low, high) = (word_stops(&chunk[..8]), word_stops(&chunk[8..]));
+        let (mut low, mut high) = ([0u8; 8], [0u8; 8]);
+        low.copy_from_slice(&chunk[..8]);
+        high.copy_from_slice(&chunk[8..]);
+        let (low, high) = (
+            stops(u64::from_le_bytes(low)),
+            stops(u64::from_le_bytes(high)),
+        );
         if low | high != 0 {
             let found = if low != 0 { low } else { high };
             return at + usize::from(low == 0) * 8 + found.trailing_zeros() as usize / 8;
@@ -173,7 +179,9 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
         at += 16;
     }
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let found = word_stops(chunk);
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let found = stops(u64::from_le_bytes(word));
         if found != 0 {
             return at + found.trailing_zeros() as usize / 8;
         }
@@ -184,13 +192,6 @@ pub(crate) fn next_stop(bytes: &[u8], mut at: usize) -> usize {
         .get(at..)
         .and_then(|rest| rest.iter().position(is_stop))
         .map_or(bytes.len().max(at), |n| at + n)
-}
-
-/// [`stops`] in a chunk of exactly eight bytes.
-fn word_stops(chunk: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(chunk);
-    stops(u64::from_le_bytes(word))
 }
 
 /// The high bit of each byte of `word` (little-endian) that is `"`, `\` or below 0x20. Borrows may mark bytes
