@@ -99,7 +99,8 @@ impl MessageId {
 
 impl PartialEq for MessageId {
     fn eq(&self, other: &Self) -> bool {
-        self.text.eq_ignore_ascii_case(&other.text)
+        // Ids written back as they were received are the same bytes: one comparison of the whole text first.
+        self.text == other.text || self.text.eq_ignore_ascii_case(&other.text)
     }
 }
 
@@ -107,9 +108,12 @@ impl Eq for MessageId {}
 
 impl Hash for MessageId {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        // Case-insensitive, like `eq`; one write of the whole text rather than one per byte.
+        // Case-insensitive, like `eq`; one write of the whole text rather than one per byte. The text is hex digits
+        // and hyphens, which the case bit (0x20) lowers without a branch: digits and hyphens have it already.
         let mut lower = self.text;
-        lower.make_ascii_lowercase();
+        for byte in &mut lower {
+            *byte |= 0x20;
+        }
         state.write(&lower);
     }
 }
@@ -238,6 +242,34 @@ mod tests {
             h.finish()
         };
         assert_eq!(hash(&upper), hash(&lower));
+    }
+
+    proptest::proptest! {
+        /// Equal and hashed alike whatever the case of each letter; unequal when the UUIDs differ.
+        #[test]
+        fn case_never_matters_and_the_uuid_always_does(
+            a: u128,
+            b: u128,
+            upper_a: u64,
+            upper_b: u64,
+        ) {
+            let id = |uuid: u128, upper: u64| {
+                let mut text = uuid::Uuid::from_u128(uuid).hyphenated().to_string().into_bytes();
+                for (i, byte) in text.iter_mut().enumerate() {
+                    if upper >> (i % 64) & 1 == 1 {
+                        byte.make_ascii_uppercase();
+                    }
+                }
+                MessageId::parse(std::str::from_utf8(&text).unwrap()).unwrap()
+            };
+            use std::hash::BuildHasher;
+            let state = std::collections::hash_map::RandomState::new();
+            let (x, y) = (id(a, upper_a), id(a, upper_b));
+            proptest::prop_assert_eq!(x, y);
+            proptest::prop_assert_eq!(state.hash_one(x), state.hash_one(y));
+            let z = id(b, upper_b);
+            proptest::prop_assert_eq!(x == z, a == b);
+        }
     }
 
     #[test]
