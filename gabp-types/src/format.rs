@@ -474,8 +474,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Any 36 bytes near a UUID's shape (each byte, one time in twelve, anything or a misplaced hyphen),
-        /// against the pattern read position by position.
+        /// Any 36 bytes near a UUID's shape (a digit's place holds, one time in twelve, any byte or a hyphen; a
+        /// hyphen's place, one time in twenty-four, any byte), against the pattern read position by position.
         #[test]
         fn any_36_bytes_are_judged_as_the_pattern_does(
             picks in proptest::collection::vec((0u8..24, proptest::num::u8::ANY), 36)
