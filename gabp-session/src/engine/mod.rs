@@ -63,8 +63,9 @@ pub(crate) use role::{Ended, Role, Signal};
 use backlog::Backlog;
 use calls::Calls;
 
-/// How many frames one poll of the engine reads before yielding to the runtime.
-const FRAMES_PER_POLL: usize = 64;
+/// How many frames one poll of the engine reads (and requests among them it dispatches) before it flushes and
+/// yields to the runtime: the answers to pipelined requests leave in batches of this many.
+const FRAMES_PER_POLL: usize = 32;
 
 /// The future of a request being handled (a tower service's future; it never fails).
 pub(crate) type Answer = futures::future::BoxFuture<'static, Result<Response, Infallible>>;
