@@ -178,6 +178,16 @@ async fn next_message(peer: &mut Connection) -> Message {
     decode(&frame.into_body().unwrap(), DecodeMode::Strict).unwrap()
 }
 
+/// Sends a request without params from the peer's side; its id.
+async fn send_request(peer: &mut Connection, method: &str) -> MessageId {
+    let request = Request::new(MethodName::new(method).unwrap(), None);
+    let id = request.id;
+    peer.send(Bytes::from(Message::Request(request).to_vec()))
+        .await
+        .unwrap();
+    id
+}
+
 async fn answer(peer: &mut Connection, id: MessageId, value: Value) {
     let body = Message::Response(Response::success(id, value)).to_vec();
     peer.send(Bytes::from(body)).await.unwrap();
@@ -229,12 +239,7 @@ async fn the_peer_closing_fails_the_calls_still_waiting_at_once() {
 #[tokio::test]
 async fn requests_go_to_the_role_and_events_too() {
     let mut h = start();
-    let request = Request::new(MethodName::new("bridge/hello").unwrap(), None);
-    let id = request.id;
-    h.peer
-        .send(Bytes::from(Message::Request(request).to_vec()))
-        .await
-        .unwrap();
+    let id = send_request(&mut h.peer, "bridge/hello").await;
     let Message::Response(response) = next_message(&mut h.peer).await else {
         panic!("not a response")
     };
@@ -264,11 +269,7 @@ async fn requests_go_to_the_role_and_events_too() {
 async fn a_request_is_handled_in_the_turn_that_reads_it() {
     let mut h = start();
     for method in ["game/one", "game/two"] {
-        let request = Request::new(MethodName::new(method).unwrap(), None);
-        h.peer
-            .send(Bytes::from(Message::Request(request).to_vec()))
-            .await
-            .unwrap();
+        send_request(&mut h.peer, method).await;
         let Message::Response(_) = next_message(&mut h.peer).await else {
             panic!("not a response")
         };
@@ -289,12 +290,7 @@ async fn a_request_waits_for_room_and_holds_back_the_frames_behind_it() {
     h.room.shut.store(true, Ordering::SeqCst);
     let mut ids = Vec::new();
     for method in ["game/first", "game/second"] {
-        let request = Request::new(MethodName::new(method).unwrap(), None);
-        ids.push(request.id);
-        h.peer
-            .send(Bytes::from(Message::Request(request).to_vec()))
-            .await
-            .unwrap();
+        ids.push(send_request(&mut h.peer, method).await);
     }
     let waited = tokio::time::timeout(Duration::from_millis(100), next_message(&mut h.peer)).await;
     assert!(waited.is_err(), "answered without room");
