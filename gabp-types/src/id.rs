@@ -253,6 +253,7 @@ mod tests {
             upper_a: u64,
             upper_b: u64,
         ) {
+            use std::hash::BuildHasher;
             let id = |uuid: u128, upper: u64| {
                 let mut text = uuid::Uuid::from_u128(uuid).hyphenated().to_string().into_bytes();
                 for (i, byte) in text.iter_mut().enumerate() {
@@ -262,7 +263,6 @@ mod tests {
                 }
                 MessageId::parse(std::str::from_utf8(&text).unwrap()).unwrap()
             };
-            use std::hash::BuildHasher;
             let state = std::collections::hash_map::RandomState::new();
             let (x, y) = (id(a, upper_a), id(a, upper_b));
             proptest::prop_assert_eq!(x, y);

@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn the_first_stop_is_found_in_any_place() {
         for stop in [b'"', b'\\', 0x00, 0x1f] {
-            // Two turns of sixteen, a word and a tail, from every start up to the stop.
+            // Two rounds of sixteen bytes, a word and a tail, from every start up to the stop.
             for len in 0..44 {
                 for place in 0..len {
                     let mut bytes: Vec<u8> = (0..len)
