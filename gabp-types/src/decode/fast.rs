@@ -217,9 +217,10 @@ fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
     Some((id, range_in(body, result)?))
 }
 
-/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`DEPTH`] deep (deeper results take the general path). A raw value
-/// only has its syntax checked: a number beyond the range of `f64`, a lone surrogate escape and nesting beyond
-/// serde_json's limit pass, and `Value` refuses them. This reads it as `Value` does, building nothing.
+/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`DEPTH`] deep (deeper
+/// results take the general path). A raw value only has its syntax checked: a number beyond the range of `f64`,
+/// a lone surrogate escape and nesting beyond serde_json's limit pass, and `Value` refuses them. This reads it
+/// as `Value` does, building nothing.
 fn value_reads(raw: &str) -> bool {
     if super::scan::whole_value(raw, super::scan::Reading::Value).is_some() {
         return true;
