@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
-use tokio::sync::{mpsc, oneshot, Semaphore, TryAcquireError};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{oneshot, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, Outgoing};
+use crate::engine::{CallResult, Delivery, FrameSender, Outgoing};
 
 use super::reconnect::Keepalive;
 use super::settings::Settings;
@@ -62,7 +63,7 @@ impl LinkInfo {
 pub(crate) struct Link {
     pub(super) generation: u64,
     /// Requests for the connection's engine, which owns the table of calls waiting for their answer.
-    pub(super) outgoing: mpsc::Sender<Outgoing>,
+    pub(super) outgoing: FrameSender<Outgoing>,
     /// How many calls wait for their answer; a caller that gave up no longer counts.
     pub(super) pending: AtomicUsize,
     pub(super) in_flight: Semaphore,
@@ -264,10 +265,10 @@ pub(super) async fn exchange(
     };
     match link.outgoing.try_send(call) {
         Ok(()) => {}
-        Err(mpsc::error::TrySendError::Full(call)) => {
+        Err(TrySendError::Full(call)) => {
             waited(link.outgoing.send(call), deadline, timed_out, link).await?
         }
-        Err(mpsc::error::TrySendError::Closed(_)) => return Err(link.lost()),
+        Err(TrySendError::Closed(_)) => return Err(link.lost()),
     }
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
     // tells it to forget the call.

@@ -13,7 +13,7 @@ use gabp_types::methods::{
     SubscribeResult, WelcomeResult,
 };
 use gabp_types::{MethodName, NonEmptyString};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -97,7 +97,8 @@ pub(super) async fn establish(
     let generation = shared.generation.load(Ordering::SeqCst) + 1;
     let peer = connection.peer().to_owned();
     let codec_max_body = connection.codec().max_body_size();
-    let (outgoing, queue) = mpsc::channel(settings.outgoing_queue);
+    // Bounded in frames; in bytes by the frames, each at most the codec's largest body.
+    let (outgoing, queue) = engine::frame_queue(settings.outgoing_queue, usize::MAX);
     let base = Instant::now();
     let link = Arc::new(Link {
         generation,

@@ -14,9 +14,10 @@ use bytes::Bytes;
 use gabp_types::decode::DecodeMode;
 use gabp_types::{ErrorObject, Message, MessageId, Outcome, Response};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
+use super::queue::FrameQueue;
 use super::result::CallResult;
 
 /// What the engine hands to a waiting caller.
@@ -58,6 +59,15 @@ pub(crate) enum Outgoing {
         id: MessageId,
         cancel: Option<Bytes>,
     },
+}
+
+impl super::queue::Queued for Outgoing {
+    fn bytes(&self) -> usize {
+        match self {
+            Outgoing::Call { body, .. } => body.len(),
+            Outgoing::Forget { cancel, .. } => cancel.as_ref().map_or(0, Bytes::len),
+        }
+    }
 }
 
 /// A call waiting for its answer.
@@ -115,7 +125,7 @@ impl Calls {
     /// the sink is ready) and their frames wait in order for the sink.
     pub(crate) fn poll_outgoing(
         &mut self,
-        outgoing: &mut Option<mpsc::Receiver<Outgoing>>,
+        outgoing: &mut Option<FrameQueue<Outgoing>>,
         cx: &mut Context<'_>,
     ) {
         let Some(queue) = outgoing else {
@@ -127,7 +137,7 @@ impl Calls {
             if self.stalled {
                 return;
             }
-            match queue.poll_recv(cx) {
+            match queue.poll_next(cx) {
                 Poll::Ready(Some(Outgoing::Call {
                     id,
                     body,
@@ -315,8 +325,8 @@ mod tests {
     }
 
     /// Queues `items` and lets the table take them.
-    fn take(calls: &mut Calls, items: Vec<Outgoing>) -> Option<mpsc::Receiver<Outgoing>> {
-        let (tx, rx) = mpsc::channel(items.len().max(1));
+    fn take(calls: &mut Calls, items: Vec<Outgoing>) -> Option<FrameQueue<Outgoing>> {
+        let (tx, rx) = super::super::frame_queue(items.len().max(1), usize::MAX);
         for item in items {
             tx.try_send(item).unwrap();
         }

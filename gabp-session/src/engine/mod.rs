@@ -48,7 +48,6 @@ use futures::{FutureExt, Sink, Stream};
 use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
 use gabp_types::{Message, MessageKind, Request, Response};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
@@ -88,7 +87,7 @@ pub(crate) struct Limits {
 /// Handles for what the local side sends through the engine.
 pub(crate) struct Queues {
     /// Requests this side sends (a bridge's calls).
-    pub(crate) outgoing: Option<mpsc::Receiver<Outgoing>>,
+    pub(crate) outgoing: Option<FrameQueue<Outgoing>>,
     /// Events this side sends (a mod's subscriptions).
     pub(crate) events: Option<FrameQueue>,
     /// Progress events of the calls this side handles: written before any answer, so that a call's progress
@@ -104,7 +103,7 @@ pub(crate) struct Engine<P: Role> {
     writer: FrameWriter,
     peer: P,
     calls: Calls,
-    outgoing: Option<mpsc::Receiver<Outgoing>>,
+    outgoing: Option<FrameQueue<Outgoing>>,
     events: Option<FrameQueue>,
     progress: Option<FrameQueue>,
     in_flight: Option<std::sync::Arc<InFlight>>,

@@ -1,19 +1,31 @@
-//! The queues of frames a connection writes besides its answers: the events of its subscriptions and the
-//! progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is bounded by frames
-//! and by bytes (SPEC/1.0 security.md §7); a frame that does not fit is refused, never waited for. A connection
-//! with nothing queued pays a few loads per turn: the engine arms the queue once, and again only after a send
-//! woke it or its waker changed.
+//! The queues of frames a connection writes besides its answers: the calls a bridge sends, the events of a mod's
+//! subscriptions and the progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is
+//! bounded by frames and by bytes (SPEC/1.0 security.md §7); a frame over the bytes is refused, never waited for.
+//! A connection with nothing queued pays a few loads per turn: the engine arms the queue once, and again only
+//! after a send woke it or its waker changed.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::mpsc::{self, error::TrySendError};
+
+/// What a queue holds: a frame, or what carries one, counted by its bytes.
+pub(crate) trait Queued {
+    /// The bytes counted against the queue's bound.
+    fn bytes(&self) -> usize;
+}
+
+impl Queued for Bytes {
+    fn bytes(&self) -> usize {
+        self.len()
+    }
+}
 
 /// What is queued, and the engine's waker, shared by both ends.
 #[derive(Default)]
-struct Queued {
+struct Shared {
     frames: AtomicUsize,
     bytes: AtomicUsize,
     /// The engine's waker, kept when woken. The channel's own wake is not used: a send can wake after the engine
@@ -25,26 +37,38 @@ struct Queued {
 }
 
 /// The sending end (cloneable).
-#[derive(Clone)]
-pub(crate) struct FrameSender {
-    tx: mpsc::Sender<Bytes>,
-    queued: Arc<Queued>,
+pub(crate) struct FrameSender<T = Bytes> {
+    tx: mpsc::Sender<T>,
+    queued: Arc<Shared>,
     max_bytes: usize,
 }
 
+impl<T> Clone for FrameSender<T> {
+    fn clone(&self) -> Self {
+        FrameSender {
+            tx: self.tx.clone(),
+            queued: self.queued.clone(),
+            max_bytes: self.max_bytes,
+        }
+    }
+}
+
 /// The receiving end, held by the engine.
-pub(crate) struct FrameQueue {
-    rx: mpsc::Receiver<Bytes>,
-    queued: Arc<Queued>,
+pub(crate) struct FrameQueue<T = Bytes> {
+    rx: mpsc::Receiver<T>,
+    queued: Arc<Shared>,
     /// The waker last registered, to tell whether the engine's waker changed since.
     registered: Option<Waker>,
 }
 
 /// A queue of at most `frames` frames and `max_bytes` bytes; one frame is always let into an empty queue,
 /// whatever its size.
-pub(crate) fn frame_queue(frames: usize, max_bytes: usize) -> (FrameSender, FrameQueue) {
+pub(crate) fn frame_queue<T: Queued>(
+    frames: usize,
+    max_bytes: usize,
+) -> (FrameSender<T>, FrameQueue<T>) {
     let (tx, rx) = mpsc::channel(frames.max(1));
-    let queued = Arc::new(Queued::default());
+    let queued = Arc::new(Shared::default());
     (
         FrameSender {
             tx,
@@ -59,32 +83,43 @@ pub(crate) fn frame_queue(frames: usize, max_bytes: usize) -> (FrameSender, Fram
     )
 }
 
-impl FrameSender {
-    /// Queues `body`; `false` when the queue is full (in frames or bytes) or the connection is gone.
-    pub(crate) fn try_send(&self, body: Bytes) -> bool {
-        if !self.enqueue(body) {
-            return false;
+impl<T: Queued> FrameSender<T> {
+    /// Queues `item`; refused ([`TrySendError::Full`]) when the queue is full in frames or in bytes.
+    pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
+        match self.tx.try_reserve() {
+            Ok(permit) => self.admit(permit, item),
+            Err(TrySendError::Full(())) => Err(TrySendError::Full(item)),
+            Err(TrySendError::Closed(())) => Err(TrySendError::Closed(item)),
         }
-        self.wake();
-        true
     }
 
-    /// Counts `body`, then puts it in the channel (counted first, so that an engine that sees no count has
-    /// nothing to take).
-    fn enqueue(&self, body: Bytes) -> bool {
-        let len = body.len();
+    /// Queues `item` once the queue has room for a frame; refused ([`TrySendError::Full`]) when it is over the
+    /// bytes, ([`TrySendError::Closed`]) when the engine is gone.
+    pub(crate) async fn send(&self, item: T) -> Result<(), TrySendError<T>> {
+        match self.tx.reserve().await {
+            Ok(permit) => self.admit(permit, item),
+            Err(_) => Err(TrySendError::Closed(item)),
+        }
+    }
+
+    fn admit(&self, permit: mpsc::Permit<'_, T>, item: T) -> Result<(), TrySendError<T>> {
+        self.enqueue(permit, item)?;
+        self.wake();
+        Ok(())
+    }
+
+    /// Counts `item`, then puts it in the channel: counted first, so that an engine that sees no count has
+    /// nothing to take.
+    fn enqueue(&self, permit: mpsc::Permit<'_, T>, item: T) -> Result<(), TrySendError<T>> {
+        let len = item.bytes();
         let before = self.queued.bytes.fetch_add(len, Ordering::AcqRel);
         if before > 0 && before.saturating_add(len) > self.max_bytes {
             self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
-            return false;
+            return Err(TrySendError::Full(item));
         }
         self.queued.frames.fetch_add(1, Ordering::SeqCst);
-        if self.tx.try_send(body).is_ok() {
-            return true;
-        }
-        self.queued.frames.fetch_sub(1, Ordering::AcqRel);
-        self.queued.bytes.fetch_sub(len, Ordering::AcqRel);
-        false
+        permit.send(item);
+        Ok(())
     }
 
     /// Wakes the engine if it waits, once the frame is in the channel.
@@ -106,15 +141,15 @@ impl FrameSender {
     }
 }
 
-impl FrameQueue {
+impl<T: Queued> FrameQueue<T> {
     /// The next queued frame; without one, the queue is armed to wake the engine (again only when a send has
-    /// woken it since, or the engine's waker changed), or `None` once every sender is gone.
+    /// woken it since, or the engine's waker changed), or `None` once the queue is closed and empty.
     #[inline]
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
             if self.rx.is_closed() {
-                // Every sender is gone, so every frame is in the channel already: none there is the end, even
-                // before the channel's own end marker is written.
+                // Closed: no send counts a frame any more, so every frame counted is in the channel already;
+                // none there is the end, even before the channel's own end marker is written.
                 return match self.take(cx) {
                     Poll::Pending => Poll::Ready(None),
                     next => next,
@@ -130,6 +165,16 @@ impl FrameQueue {
         // Counted but not in the channel yet: the send still putting it in wakes the engine once it has.
         self.wait(cx);
         self.take(cx)
+    }
+
+    /// Whether nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queued.frames.load(Ordering::SeqCst) == 0
+    }
+
+    /// Refuses new frames; those already queued are still taken.
+    pub(crate) fn close(&mut self) {
+        self.rx.close();
     }
 
     /// Arms the queue to wake `cx`'s waker, unless it is armed for it already; `true` if it armed the queue and
@@ -154,7 +199,7 @@ impl FrameQueue {
     }
 
     /// Takes a frame already in the channel, without waiting.
-    fn take(&mut self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+    fn take(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let rx = &mut self.rx;
         // Polled with a no-op waker (the queue wakes the engine itself), outside the cooperative budget: a poll
         // refused for budget would leave a frame in the channel that no send wakes the engine for.
@@ -162,22 +207,27 @@ impl FrameQueue {
             std::future::poll_fn(|_| rx.poll_recv(&mut Context::from_waker(Waker::noop()))),
             cx,
         );
-        if let Poll::Ready(Some(body)) = &next {
-            self.taken(body);
+        if let Poll::Ready(Some(item)) = &next {
+            self.taken(item);
         }
         next
     }
 
-    fn taken(&self, body: &Bytes) {
+    fn taken(&self, item: &T) {
         self.queued.frames.fetch_sub(1, Ordering::AcqRel);
-        self.queued.bytes.fetch_sub(body.len(), Ordering::AcqRel);
+        self.queued.bytes.fetch_sub(item.bytes(), Ordering::AcqRel);
     }
 }
 
 #[cfg(test)]
-impl FrameQueue {
-    /// The next queued event, without waiting.
-    pub(crate) fn try_next(&mut self) -> Option<Bytes> {
+impl<T: Queued> FrameQueue<T> {
+    /// How many frames are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.queued.frames.load(Ordering::SeqCst)
+    }
+
+    /// The next queued frame, without waiting.
+    pub(crate) fn try_next(&mut self) -> Option<T> {
         let body = self.rx.try_recv().ok()?;
         self.taken(&body);
         Some(body)
@@ -186,6 +236,7 @@ impl FrameQueue {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
     use std::sync::atomic::AtomicBool;
     use std::task::{Wake, Waker};
 
@@ -205,6 +256,13 @@ mod tests {
         (flag.clone(), Waker::from(flag))
     }
 
+    /// Puts `body` in the queue the way a send does, but without waking the engine.
+    fn put(tx: &FrameSender, body: Bytes) -> bool {
+        tx.tx
+            .try_reserve()
+            .is_ok_and(|permit| tx.enqueue(permit, body).is_ok())
+    }
+
     /// Sends `body`: the send must wake the engine, and the engine's next poll must read it.
     fn send_wakes_and_is_read(
         tx: &FrameSender,
@@ -214,7 +272,7 @@ mod tests {
         body: &'static [u8],
     ) {
         flag.0.store(false, Ordering::SeqCst);
-        assert!(tx.try_send(Bytes::from_static(body)));
+        assert!(tx.try_send(Bytes::from_static(body)).is_ok());
         assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
         assert_eq!(
             queue.poll_next(cx),
@@ -253,7 +311,7 @@ mod tests {
             .poll_next(&mut Context::from_waker(&waker))
             .is_pending());
         flag.0.store(false, Ordering::SeqCst);
-        assert!(tx.try_send(Bytes::from_static(b"late")));
+        assert!(tx.try_send(Bytes::from_static(b"late")).is_ok());
         assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
     }
 
@@ -264,7 +322,7 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         assert!(queue.poll_next(&mut cx).is_pending());
         // A send puts its frame in, and the engine (running for another reason) takes it before that send's wake.
-        assert!(tx.enqueue(Bytes::from_static(b"early")));
+        assert!(put(&tx, Bytes::from_static(b"early")));
         assert_eq!(
             queue.poll_next(&mut cx),
             Poll::Ready(Some(Bytes::from_static(b"early")))
@@ -307,7 +365,7 @@ mod tests {
         assert!(queue
             .poll_next(&mut Context::from_waker(&new_waker))
             .is_pending());
-        assert!(tx.try_send(Bytes::from_static(b"x")));
+        assert!(tx.try_send(Bytes::from_static(b"x")).is_ok());
         assert!(new.0.load(Ordering::SeqCst), "the current waker is woken");
     }
 
@@ -318,7 +376,7 @@ mod tests {
         let mut cx = Context::from_waker(&waker);
         assert!(queue.poll_next(&mut cx).is_pending());
         // A send disarms the queue, then stops before it wakes the engine.
-        assert!(tx.enqueue(Bytes::from_static(b"a")));
+        assert!(put(&tx, Bytes::from_static(b"a")));
         fence(Ordering::SeqCst);
         assert!(tx.queued.armed.swap(false, Ordering::SeqCst));
         // The engine, running for another reason, takes its frame and arms the queue again.
@@ -334,7 +392,7 @@ mod tests {
         assert!(flag.0.swap(false, Ordering::SeqCst));
         assert!(queue.poll_next(&mut cx).is_pending());
         // The next send must still wake the engine.
-        assert!(tx.try_send(Bytes::from_static(b"b")));
+        assert!(tx.try_send(Bytes::from_static(b"b")).is_ok());
         assert!(
             flag.0.load(Ordering::SeqCst),
             "the next send woke the engine"
@@ -344,7 +402,7 @@ mod tests {
     #[test]
     fn a_frame_still_in_a_closed_queue_is_taken_before_the_end() {
         let (tx, mut queue) = frame_queue(4, 1024);
-        assert!(tx.enqueue(Bytes::from_static(b"last")));
+        assert!(put(&tx, Bytes::from_static(b"last")));
         drop(tx);
         // The engine read the count just before this frame was counted.
         queue.queued.frames.fetch_sub(1, Ordering::SeqCst);
@@ -360,8 +418,8 @@ mod tests {
     #[test]
     fn a_full_queue_refuses_and_counts_nothing() {
         let (tx, mut queue) = frame_queue(1, 1024);
-        assert!(tx.try_send(Bytes::from_static(b"a")));
-        assert!(!tx.try_send(Bytes::from_static(b"b")));
+        assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+        assert!(tx.try_send(Bytes::from_static(b"b")).is_err());
         assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 1);
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
@@ -373,16 +431,76 @@ mod tests {
     }
 
     #[test]
+    fn a_send_waits_for_room_then_wakes_the_engine() {
+        let (tx, mut queue) = frame_queue(1, usize::MAX);
+        let (flag, waker) = flagged();
+        let mut cx = Context::from_waker(&waker);
+        assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+        assert!(matches!(
+            tx.try_send(Bytes::from_static(b"b")),
+            Err(TrySendError::Full(_))
+        ));
+        let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"b")));
+        let (sender, sender_waker) = flagged();
+        let mut sender_cx = Context::from_waker(&sender_waker);
+        assert!(send.as_mut().poll(&mut sender_cx).is_pending(), "full");
+        assert_eq!(queue.len(), 1, "a waiting send counts nothing");
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"a")))
+        );
+        assert!(queue.poll_next(&mut cx).is_pending());
+        flag.0.store(false, Ordering::SeqCst);
+        assert!(sender.0.load(Ordering::SeqCst), "room woke the send");
+        assert!(matches!(send.poll(&mut sender_cx), Poll::Ready(Ok(()))));
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"b")))
+        );
+    }
+
+    #[test]
+    fn a_closed_queue_refuses_sends_and_ends_after_what_it_holds() {
+        let (tx, mut queue) = frame_queue(4, usize::MAX);
+        assert!(tx.try_send(Bytes::from_static(b"held")).is_ok());
+        queue.close();
+        assert!(matches!(
+            tx.try_send(Bytes::from_static(b"late")),
+            Err(TrySendError::Closed(_))
+        ));
+        assert!(!queue.is_empty());
+        let mut cx = Context::from_waker(Waker::noop());
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"held")))
+        );
+        assert!(queue.is_empty());
+        assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+        let send = std::pin::pin!(tx.send(Bytes::from_static(b"later")));
+        assert!(matches!(
+            send.poll(&mut cx),
+            Poll::Ready(Err(TrySendError::Closed(_)))
+        ));
+    }
+
+    #[test]
     fn bytes_bound_the_queue_but_one_frame_always_fits() {
         let (tx, mut queue) = frame_queue(8, 10);
         assert!(
-            tx.try_send(Bytes::from(vec![b'x'; 64])),
+            tx.try_send(Bytes::from(vec![b'x'; 64])).is_ok(),
             "an empty queue takes any frame"
         );
-        assert!(!tx.try_send(Bytes::from_static(b"y")), "over the bytes");
+        assert!(
+            tx.try_send(Bytes::from_static(b"y")).is_err(),
+            "over the bytes"
+        );
         assert_eq!(queue.try_next().map(|b| b.len()), Some(64));
-        assert!(tx.try_send(Bytes::from_static(b"0123456789")));
-        assert!(!tx.try_send(Bytes::from_static(b"a")), "11 bytes > 10");
+        assert!(tx.try_send(Bytes::from_static(b"0123456789")).is_ok());
+        assert!(
+            tx.try_send(Bytes::from_static(b"a")).is_err(),
+            "11 bytes > 10"
+        );
         assert_eq!(queue.queued.bytes.load(Ordering::SeqCst), 10);
     }
 }

@@ -92,7 +92,7 @@ impl Role for Echo {
 
 struct Harness {
     peer: Connection,
-    outgoing: mpsc::Sender<Outgoing>,
+    outgoing: FrameSender<Outgoing>,
     events: Arc<std::sync::Mutex<Vec<String>>>,
     steps: Steps,
     room: Room,
@@ -110,7 +110,7 @@ fn start_on<S>(ours: S, theirs: tokio::io::DuplexStream) -> Harness
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let (outgoing, queue) = mpsc::channel(16);
+    let (outgoing, queue) = frame_queue(16, usize::MAX);
     let (end, ended) = oneshot::channel();
     let events = Arc::default();
     let steps = Steps::default();

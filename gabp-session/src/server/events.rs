@@ -264,7 +264,7 @@ impl EventHub {
         state.next_seq += 1;
         let (mut delivered, mut dropped) = (0, 0);
         for sub in &state.subscribers {
-            if sub.tx.try_send(body.clone()) {
+            if sub.tx.try_send(body.clone()).is_ok() {
                 delivered += 1;
                 sub.delivered.fetch_add(1, Ordering::Relaxed);
             } else {

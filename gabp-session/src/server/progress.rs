@@ -55,7 +55,7 @@ impl ProgressSink {
         let Ok(body) = crate::engine::to_body(&Message::Event(event)) else {
             return;
         };
-        if self.tx.try_send(body) {
+        if self.tx.try_send(body).is_ok() {
             *seq += 1;
         }
     }
