@@ -1,10 +1,20 @@
-//! The `tools/call` requests a mod is handling on tasks of their own, which the bridge may cancel with
-//! `tools/cancel` (SPEC/1.0 extensions.md §cancel). A request answered at its first poll never gets here: it is
-//! finished before a cancel could name it.
+//! The requests a connection is handling on tasks of their own, and among them the `tools/call` requests the
+//! bridge may cancel with `tools/cancel` (SPEC/1.0 extensions.md §cancel). A request answered at its first poll
+//! never gets here: it is finished before a cancel could name it.
 
-use gabp_types::{ErrorCode, ErrorObject, MessageId};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures::FutureExt;
+use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
 use parking_lot::Mutex;
-use tokio::task::{AbortHandle, Id};
+use tokio::task::{AbortHandle, Id, JoinSet};
+
+use super::backlog::Charge;
+use super::body::{encode, panicked};
+use super::Answer;
 
 /// The answer of a call cancelled with `tools/cancel`.
 pub(crate) fn cancelled_error() -> ErrorObject {
@@ -12,6 +22,100 @@ pub(crate) fn cancelled_error() -> ErrorObject {
         ErrorCode::TOOL_CANCELLED,
         "the call was cancelled (tools/cancel)",
     )
+}
+
+/// The requests being handled on tasks of their own; each task yields its serialized answer.
+pub(crate) struct Handling {
+    tasks: JoinSet<Bytes>,
+    /// The requests that can be cancelled, when the role answers `tools/cancel`.
+    in_flight: Option<Arc<InFlight>>,
+    /// The largest answer written (SPEC/1.0 security.md §7).
+    max: usize,
+}
+
+impl Handling {
+    pub(crate) fn new(in_flight: Option<Arc<InFlight>>, max: usize) -> Self {
+        Handling {
+            tasks: JoinSet::new(),
+            in_flight,
+            max,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether `tools/call` requests can be cancelled here.
+    pub(crate) fn cancellable(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Handles request `id` on a task of its own, its bytes counted by `charge` until it ends; `cancellable`: the
+    /// peer may name it in `tools/cancel`.
+    pub(crate) fn spawn(
+        &mut self,
+        id: MessageId,
+        answer: Answer,
+        charge: Charge,
+        cancellable: bool,
+    ) {
+        let max = self.max;
+        let handle = self.tasks.spawn(async move {
+            let _charge = charge;
+            let response = match AssertUnwindSafe(answer).catch_unwind().await {
+                Ok(Ok(response)) => response,
+                Ok(Err(never)) => match never {},
+                Err(_) => panicked(id),
+            };
+            encode(response, max)
+        });
+        if let (true, Some(in_flight)) = (cancellable, &self.in_flight) {
+            in_flight.register(id, handle);
+        }
+    }
+
+    /// The serialized answer of a request that finished (one cancelled with `tools/cancel` is answered `-32404`);
+    /// pending once none has. An empty set has nothing to wake the engine for, so it is not polled: a turn that
+    /// spawns a task is always followed by another.
+    pub(crate) fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Bytes> {
+        while !self.tasks.is_empty() {
+            let Poll::Ready(Some(done)) = self.tasks.poll_join_next_with_id(cx) else {
+                break;
+            };
+            let task = match &done {
+                Ok((task, _)) => *task,
+                Err(e) => e.id(),
+            };
+            let cancelled = self
+                .in_flight
+                .as_ref()
+                .and_then(|f| f.finished(task))
+                .filter(|(_, cancelled)| *cancelled);
+            match done {
+                Ok((_, answer)) => return Poll::Ready(answer),
+                Err(e) if e.is_cancelled() => {
+                    if let Some((id, _)) = cancelled {
+                        return Poll::Ready(encode(
+                            Response::error(id, cancelled_error()),
+                            self.max,
+                        ));
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "a request task failed"),
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Whatever is still being handled has nobody to answer to (SPEC/1.0 gabp.md §7).
+    pub(crate) fn abort_all(&mut self) {
+        self.tasks.abort_all();
+    }
 }
 
 /// A call in flight: its request, its task, whether `tools/cancel` aborted it.
@@ -97,5 +201,50 @@ mod tests {
         assert!(!in_flight.cancel(&quick));
         assert_eq!(in_flight.finished(task), Some((quick, false)));
         assert!(!in_flight.cancel(&MessageId::new_v4()));
+    }
+
+    /// The next answer of `handling`, waiting for one.
+    async fn next_answer(handling: &mut Handling) -> gabp_types::Message {
+        let body = std::future::poll_fn(|cx| handling.poll_answer(cx)).await;
+        gabp_types::decode::decode(&body, gabp_types::decode::DecodeMode::Strict).unwrap()
+    }
+
+    #[tokio::test]
+    async fn finished_requests_are_answered_and_a_cancelled_one_with_its_error() {
+        let mut handling = Handling::new(Some(Arc::new(InFlight::default())), 1 << 20);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        assert!(handling.poll_answer(&mut cx).is_pending(), "nothing runs");
+        let backlog = super::super::backlog::Backlog::new(4, 1 << 20);
+        let (go, wait) = tokio::sync::oneshot::channel::<()>();
+        let quick = MessageId::new_v4();
+        let answer: Answer = Box::pin(async move {
+            let _ = wait.await;
+            Ok(Response::success(quick, serde_json::Value::from(1)))
+        });
+        handling.spawn(quick, answer, backlog.charge(10), false);
+        assert!(handling.poll_answer(&mut cx).is_pending(), "still running");
+        go.send(()).unwrap();
+        let gabp_types::Message::Response(response) = next_answer(&mut handling).await else {
+            panic!("not a response")
+        };
+        assert_eq!(response.id, quick);
+        assert!(handling.is_empty());
+
+        let slow = MessageId::new_v4();
+        handling.spawn(
+            slow,
+            Box::pin(std::future::pending()),
+            backlog.charge(10),
+            true,
+        );
+        assert!(handling.in_flight.as_ref().unwrap().cancel(&slow));
+        let gabp_types::Message::Response(response) = next_answer(&mut handling).await else {
+            panic!("not a response")
+        };
+        assert_eq!(response.id, slow);
+        assert!(
+            matches!(response.outcome, gabp_types::Outcome::Error(e) if e.code == ErrorCode::TOOL_CANCELLED)
+        );
+        assert!(handling.poll_answer(&mut cx).is_pending());
     }
 }

@@ -44,11 +44,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{FutureExt, Sink, Stream};
+use futures::{Sink, Stream};
 use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
 use gabp_types::{Message, MessageKind, Request, Response};
-use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
 pub(crate) use body::to_body;
@@ -61,6 +60,7 @@ pub(crate) use role::{Ended, Role, Signal};
 
 use backlog::Backlog;
 use calls::Calls;
+use inflight::Handling;
 
 /// How many frames one poll of the engine reads (and requests among them it dispatches) before it flushes and
 /// yields to the runtime: the answers to pipelined requests leave in batches of this many.
@@ -106,9 +106,7 @@ pub(crate) struct Engine<P: Role> {
     outgoing: Option<FrameQueue<Outgoing>>,
     events: Option<FrameQueue>,
     progress: Option<FrameQueue>,
-    in_flight: Option<std::sync::Arc<InFlight>>,
-    /// Requests being handled on tasks of their own; each yields its serialized answer.
-    handling: JoinSet<Bytes>,
+    handling: Handling,
     /// Answers waiting for the sink, in order.
     backlog: Backlog,
     /// A request read (and its size) but waiting for the role to be ready.
@@ -136,8 +134,7 @@ impl<P: Role> Engine<P> {
             outgoing: queues.outgoing,
             events: queues.events,
             progress: queues.progress,
-            in_flight: queues.in_flight,
-            handling: JoinSet::new(),
+            handling: Handling::new(queues.in_flight, limits.max_message_size),
             backlog: Backlog::new(limits.backlog, limits.backlog_bytes),
             waiting: None,
             reading: true,
@@ -157,7 +154,6 @@ impl<P: Role> Engine<P> {
         if self.reading {
             self.peer.on_read_end();
         }
-        // Whatever is still being handled has nobody to answer to (SPEC/1.0 gabp.md §7).
         self.handling.abort_all();
         ended
     }
@@ -170,25 +166,8 @@ impl<P: Role> Engine<P> {
             }
             self.calls.poll_outgoing(&mut self.outgoing, cx);
             self.calls.poll_expired(cx);
-            while let Poll::Ready(Some(done)) = self.handling.poll_join_next_with_id(cx) {
-                let task = match &done {
-                    Ok((task, _)) => *task,
-                    Err(e) => e.id(),
-                };
-                let cancelled = self
-                    .in_flight
-                    .as_ref()
-                    .and_then(|f| f.finished(task))
-                    .filter(|(_, cancelled)| *cancelled);
-                match done {
-                    Ok((_, answer)) => self.backlog.push(answer),
-                    Err(e) if e.is_cancelled() => {
-                        if let Some((id, _)) = cancelled {
-                            self.push_answer(Response::error(id, inflight::cancelled_error()));
-                        }
-                    }
-                    Err(e) => tracing::error!(error = %e, "a request task failed"),
-                }
+            while let Poll::Ready(answer) = self.handling.poll_answer(cx) {
+                self.backlog.push(answer);
             }
             if let Err(e) = self.poll_write(cx) {
                 return Poll::Ready(write_failed(&e));
@@ -522,7 +501,7 @@ impl<P: Role> Engine<P> {
     /// Handles a request of `size` bytes on the wire: polled once in place, on a task of its own if it waits.
     fn dispatch(&mut self, request: Request, size: usize) {
         let id = request.id;
-        let cancellable = self.in_flight.is_some()
+        let cancellable = self.handling.cancellable()
             && request.method.as_str()
                 == <gabp_types::methods::ToolsCall as gabp_types::methods::Method>::NAME;
         let Some(mut future) = self.peer.call(request) else {
@@ -546,18 +525,7 @@ impl<P: Role> Engine<P> {
             }
         }
         let charge = self.backlog.charge(size);
-        let handle = self.handling.spawn(async move {
-            let _charge = charge;
-            let response = match AssertUnwindSafe(future).catch_unwind().await {
-                Ok(Ok(response)) => response,
-                Ok(Err(never)) => match never {},
-                Err(_) => panicked(id),
-            };
-            encode(response, max)
-        });
-        if let (true, Some(in_flight)) = (cancellable, &self.in_flight) {
-            in_flight.register(id, handle);
-        }
+        self.handling.spawn(id, future, charge, cancellable);
     }
 }
 
