@@ -82,7 +82,15 @@ impl Handling {
     /// The serialized answer of a request that finished (one cancelled with `tools/cancel` is answered `-32404`);
     /// pending once none has. An empty set has nothing to wake the engine for, so it is not polled: a turn that
     /// spawns a task is always followed by another.
+    #[inline]
     pub(crate) fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Bytes> {
+        if self.tasks.is_empty() {
+            return Poll::Pending;
+        }
+        self.poll_finished(cx)
+    }
+
+    fn poll_finished(&mut self, cx: &mut Context<'_>) -> Poll<Bytes> {
         while !self.tasks.is_empty() {
             let Poll::Ready(Some(done)) = self.tasks.poll_join_next_with_id(cx) else {
                 break;
