@@ -312,6 +312,7 @@ pub(super) fn null_result_beside_error(body: &Bytes) -> Option<Response> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::frame_queue;
     use super::*;
     use serde_json::Value;
     use std::time::Duration;
@@ -326,7 +327,7 @@ mod tests {
 
     /// Queues `items` and lets the table take them.
     fn take(calls: &mut Calls, items: Vec<Outgoing>) -> Option<FrameQueue<Outgoing>> {
-        let (tx, rx) = super::super::frame_queue(items.len().max(1), usize::MAX);
+        let (tx, rx) = frame_queue(items.len().max(1), usize::MAX);
         for item in items {
             tx.try_send(item).unwrap();
         }

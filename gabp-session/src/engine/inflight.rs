@@ -17,7 +17,7 @@ use super::body::{encode, panicked};
 use super::Answer;
 
 /// The answer of a call cancelled with `tools/cancel`.
-pub(crate) fn cancelled_error() -> ErrorObject {
+fn cancelled_error() -> ErrorObject {
     ErrorObject::new(
         ErrorCode::TOOL_CANCELLED,
         "the call was cancelled (tools/cancel)",
@@ -91,9 +91,9 @@ impl Handling {
     }
 
     fn poll_finished(&mut self, cx: &mut Context<'_>) -> Poll<Bytes> {
-        while !self.tasks.is_empty() {
+        loop {
             let Poll::Ready(Some(done)) = self.tasks.poll_join_next_with_id(cx) else {
-                break;
+                return Poll::Pending;
             };
             let task = match &done {
                 Ok((task, _)) => *task,
@@ -117,7 +117,6 @@ impl Handling {
                 Err(e) => tracing::error!(error = %e, "a request task failed"),
             }
         }
-        Poll::Pending
     }
 
     /// Whatever is still being handled has nobody to answer to (SPEC/1.0 gabp.md §7).
@@ -213,7 +212,10 @@ mod tests {
 
     /// The next answer of `handling`, waiting for one.
     async fn next_answer(handling: &mut Handling) -> gabp_types::Message {
-        let body = std::future::poll_fn(|cx| handling.poll_answer(cx)).await;
+        let answer = std::future::poll_fn(|cx| handling.poll_answer(cx));
+        let body = tokio::time::timeout(std::time::Duration::from_secs(10), answer)
+            .await
+            .expect("an answer in time");
         gabp_types::decode::decode(&body, gabp_types::decode::DecodeMode::Strict).unwrap()
     }
 

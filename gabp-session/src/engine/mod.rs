@@ -24,7 +24,7 @@
 //!    failed read) flushes only what the sink takes without waiting.
 //!
 //! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
-//! backlog's bounds in answers and in bytes, requests sent by the caller's channel and the table's bound on frames
+//! backlog's bounds in answers and in bytes, requests sent by their frame queue and the table's bound on frames
 //! not yet written, events by the role's event queue.
 
 mod backlog;
@@ -166,6 +166,7 @@ impl<P: Role> Engine<P> {
             }
             self.calls.poll_outgoing(&mut self.outgoing, cx);
             self.calls.poll_expired(cx);
+            // Skipped while no task runs: a turn that spawns one always takes another turn after it.
             while let Poll::Ready(answer) = self.handling.poll_answer(cx) {
                 self.backlog.push(answer);
             }

@@ -1,6 +1,7 @@
 //! The queues of frames a connection writes besides its answers: the calls a bridge sends, the events of a mod's
 //! subscriptions and the progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is
-//! bounded by frames and by bytes (SPEC/1.0 security.md §7); a frame over the bytes is refused, never waited for.
+//! bounded by frames, and by bytes where its items are not bounded already (SPEC/1.0 security.md §7); a frame over
+//! the bytes is refused, never waited for.
 //! A connection with nothing queued pays a few loads per turn: the engine arms the queue once, and again only
 //! after a send woke it or its waker changed.
 
@@ -59,6 +60,8 @@ pub(crate) struct FrameQueue<T = Bytes> {
     queued: Arc<Shared>,
     /// The waker last registered, to tell whether the engine's waker changed since.
     registered: Option<Waker>,
+    /// Closed by the engine: a send that had room before still puts its frame in.
+    closed: bool,
 }
 
 /// A queue of at most `frames` frames and `max_bytes` bytes; one frame is always let into an empty queue,
@@ -79,12 +82,14 @@ pub(crate) fn frame_queue<T: Queued>(
             rx,
             queued,
             registered: None,
+            closed: false,
         },
     )
 }
 
 impl<T: Queued> FrameSender<T> {
-    /// Queues `item`; refused ([`TrySendError::Full`]) when the queue is full in frames or in bytes.
+    /// Queues `item`; refused when the queue is full in frames or in bytes ([`TrySendError::Full`]), or closed
+    /// ([`TrySendError::Closed`]).
     pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
         match self.tx.try_reserve() {
             Ok(permit) => self.admit(permit, item),
@@ -93,8 +98,8 @@ impl<T: Queued> FrameSender<T> {
         }
     }
 
-    /// Queues `item` once the queue has room for a frame; refused ([`TrySendError::Full`]) when it is over the
-    /// bytes, ([`TrySendError::Closed`]) when the engine is gone.
+    /// Queues `item` once the queue has room for a frame; refused when it is over the bytes
+    /// ([`TrySendError::Full`]), or closed or gone ([`TrySendError::Closed`]).
     pub(crate) async fn send(&self, item: T) -> Result<(), TrySendError<T>> {
         match self.tx.reserve().await {
             Ok(permit) => self.admit(permit, item),
@@ -102,10 +107,12 @@ impl<T: Queued> FrameSender<T> {
         }
     }
 
+    /// Queues `item` in the room `permit` holds, and wakes the engine: for the frame, or for the room given back
+    /// when it is refused (a closed queue ends once no room is held).
     fn admit(&self, permit: mpsc::Permit<'_, T>, item: T) -> Result<(), TrySendError<T>> {
-        self.enqueue(permit, item)?;
+        let queued = self.enqueue(permit, item);
         self.wake();
-        Ok(())
+        queued
     }
 
     /// Counts `item`, then puts it in the channel: counted first, so that an engine that sees no count has
@@ -148,9 +155,15 @@ impl<T: Queued> FrameQueue<T> {
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
             if self.rx.is_closed() {
-                // Closed: no send counts a frame any more, so every frame counted is in the channel already;
-                // none there is the end, even before the channel's own end marker is written.
                 return match self.take(cx) {
+                    // Closed here, with room still held by a send: its frame (or its room) comes back and wakes
+                    // the engine.
+                    Poll::Pending if self.closed => {
+                        self.wait(cx);
+                        self.take(cx)
+                    }
+                    // Every sender is gone, so every frame is in the channel already: none there is the end,
+                    // even before the channel's own end marker is written.
                     Poll::Pending => Poll::Ready(None),
                     next => next,
                 };
@@ -174,6 +187,7 @@ impl<T: Queued> FrameQueue<T> {
 
     /// Refuses new frames; those already queued are still taken.
     pub(crate) fn close(&mut self) {
+        self.closed = true;
         self.rx.close();
     }
 
@@ -482,6 +496,40 @@ mod tests {
             send.poll(&mut cx),
             Poll::Ready(Err(TrySendError::Closed(_)))
         ));
+    }
+
+    #[test]
+    fn a_closed_queue_takes_the_frame_of_a_send_that_had_room() {
+        let (tx, mut queue) = frame_queue(4, 1024);
+        let (flag, waker) = flagged();
+        let mut cx = Context::from_waker(&waker);
+        // A send has room, then the engine closes the queue.
+        let permit = tx.tx.try_reserve().unwrap();
+        queue.close();
+        assert!(queue.poll_next(&mut cx).is_pending(), "room is held");
+        assert!(tx.admit(permit, Bytes::from_static(b"late")).is_ok());
+        assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+        assert_eq!(
+            queue.poll_next(&mut cx),
+            Poll::Ready(Some(Bytes::from_static(b"late")))
+        );
+        assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+    }
+
+    #[test]
+    fn a_closed_queue_ends_when_a_refused_send_gives_its_room_back() {
+        let (tx, mut queue) = frame_queue(4, 8);
+        let (flag, waker) = flagged();
+        let mut cx = Context::from_waker(&waker);
+        let permit = tx.tx.try_reserve().unwrap();
+        queue.close();
+        assert!(queue.poll_next(&mut cx).is_pending(), "room is held");
+        // Bytes counted by a send still under way make this one too many.
+        tx.queued.bytes.store(8, Ordering::SeqCst);
+        assert!(tx.admit(permit, Bytes::from_static(b"x")).is_err());
+        tx.queued.bytes.store(0, Ordering::SeqCst);
+        assert!(flag.0.load(Ordering::SeqCst), "the refusal woke the engine");
+        assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
     }
 
     #[test]
