@@ -91,6 +91,8 @@ pub(crate) struct Calls {
     expected: usize,
     /// Taking stopped at that bound, so the caller's queue was not polled (nothing wakes the engine for it).
     stalled: bool,
+    /// Every call failed (reading stopped): what is taken from the queue now fails at once.
+    failed: bool,
     /// Fires at `armed`, no later than the earliest time limit in the table.
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
@@ -113,6 +115,7 @@ impl Calls {
             unsent_max: floor.saturating_add(2),
             expected,
             stalled: false,
+            failed: false,
             timer: None,
             armed: None,
             timer_waker: None,
@@ -138,6 +141,8 @@ impl Calls {
                 return;
             }
             match queue.poll_next(cx) {
+                // Nothing can answer it now: dropped, its caller sees the connection lost.
+                Poll::Ready(Some(_)) if self.failed => {}
                 Poll::Ready(Some(Outgoing::Call {
                     id,
                     body,
@@ -286,8 +291,10 @@ impl Calls {
         self.pending.len()
     }
 
-    /// Fails every waiting call (their callers see the sender dropped) and drops the frames not yet written.
+    /// Fails every waiting call (their callers see the sender dropped) and drops the frames not yet written; the
+    /// calls taken from the queue from now on fail too.
     pub(crate) fn fail_all(&mut self) {
+        self.failed = true;
         self.pending.clear();
         self.unsent.clear();
         self.stalled = false;
@@ -428,6 +435,22 @@ mod tests {
         let mut gone = None;
         calls.poll_outgoing(&mut gone, &mut Context::from_waker(Waker::noop()));
         assert!(!calls.has_room_again(), "nor once the queue is gone");
+    }
+
+    #[tokio::test]
+    async fn a_call_taken_after_all_failed_fails_at_once() {
+        let mut calls = table();
+        calls.fail_all();
+        let (item, mut reply) = call(MessageId::new_v4(), "late", later());
+        let forget = Outgoing::Forget {
+            id: MessageId::new_v4(),
+            cancel: Some(Bytes::from_static(b"c")),
+        };
+        let queue = take(&mut calls, vec![item, forget]);
+        assert_eq!(queue.map(|q| q.len()), Some(0), "both were taken");
+        assert!(reply.try_recv().is_err(), "its caller sees it fail");
+        assert_eq!(calls.len(), 0);
+        assert!(calls.next_unsent().is_none(), "nothing to write");
     }
 
     #[tokio::test]

@@ -155,6 +155,15 @@ impl<P: Role> Engine<P> {
             self.peer.on_read_end();
         }
         self.handling.abort_all();
+        // The calls still queued fail now, once a send that had room has put its call in (at once: no send waits
+        // while it holds room).
+        if let Some(mut outgoing) = self.outgoing.take() {
+            outgoing.close();
+            while futures::future::poll_fn(|cx| outgoing.poll_next(cx))
+                .await
+                .is_some()
+            {}
+        }
         ended
     }
 
@@ -273,7 +282,9 @@ impl<P: Role> Engine<P> {
         self.events = None;
         // Nothing can answer the calls still waiting now, nor the ones still queued.
         self.calls.fail_all();
-        self.outgoing = None;
+        if let Some(outgoing) = &mut self.outgoing {
+            outgoing.close();
+        }
         self.drain_deadline = Some(Box::pin(tokio::time::sleep(self.limits.drain_timeout)));
         self.peer.on_read_end();
         self.ended.get_or_insert(why);
