@@ -155,18 +155,7 @@ impl<T: Queued> FrameQueue<T> {
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if self.queued.frames.load(Ordering::SeqCst) == 0 {
             if self.rx.is_closed() {
-                return match self.take(cx) {
-                    // Closed here, with room still held by a send: its frame (or its room) comes back and wakes
-                    // the engine.
-                    Poll::Pending if self.closed => {
-                        self.wait(cx);
-                        self.take(cx)
-                    }
-                    // Every sender is gone, so every frame is in the channel already: none there is the end,
-                    // even before the channel's own end marker is written.
-                    Poll::Pending => Poll::Ready(None),
-                    next => next,
-                };
+                return self.poll_closed(cx);
             }
             if !self.wait(cx) {
                 return Poll::Pending;
@@ -178,6 +167,23 @@ impl<T: Queued> FrameQueue<T> {
         // Counted but not in the channel yet: the send still putting it in wakes the engine once it has.
         self.wait(cx);
         self.take(cx)
+    }
+
+    /// The next frame of a closed queue with none counted.
+    #[cold]
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        match self.take(cx) {
+            // Closed here, with room still held by a send: its frame (or its room) comes back and wakes the
+            // engine.
+            Poll::Pending if self.closed => {
+                self.wait(cx);
+                self.take(cx)
+            }
+            // Every sender is gone, so every frame is in the channel already: none there is the end, even before
+            // the channel's own end marker is written.
+            Poll::Pending => Poll::Ready(None),
+            next => next,
+        }
     }
 
     /// Whether nothing is queued.
