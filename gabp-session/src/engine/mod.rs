@@ -155,14 +155,22 @@ impl<P: Role> Engine<P> {
             self.peer.on_read_end();
         }
         self.handling.abort_all();
-        // The calls still queued fail now, once a send that had room has put its call in (at once: no send waits
-        // while it holds room).
+        // The calls still queued fail now, once the sends that hold room in the queue have put their call in or
+        // given it back (within the drain time: a send is done with its room when its caller next polls it).
         if let Some(mut outgoing) = self.outgoing.take() {
             outgoing.close();
-            while futures::future::poll_fn(|cx| outgoing.poll_next(cx))
+            let drained = async {
+                while std::future::poll_fn(|cx| outgoing.poll_next(cx))
+                    .await
+                    .is_some()
+                {}
+            };
+            if tokio::time::timeout(self.limits.drain_timeout, drained)
                 .await
-                .is_some()
-            {}
+                .is_err()
+            {
+                tracing::debug!("a send still held room in the closed queue of calls");
+            }
         }
         ended
     }

@@ -107,12 +107,10 @@ impl<T: Queued> FrameSender<T> {
         }
     }
 
-    /// Queues `item` in the room `permit` holds, and wakes the engine: for the frame, or for the room given back
-    /// when it is refused (a closed queue ends once no room is held).
     fn admit(&self, permit: mpsc::Permit<'_, T>, item: T) -> Result<(), TrySendError<T>> {
-        let queued = self.enqueue(permit, item);
+        self.enqueue(permit, item)?;
         self.wake();
-        queued
+        Ok(())
     }
 
     /// Counts `item`, then puts it in the channel: counted first, so that an engine that sees no count has
@@ -172,18 +170,22 @@ impl<T: Queued> FrameQueue<T> {
     /// The next frame of a closed queue with none counted.
     #[cold]
     fn poll_closed(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        match self.take(cx) {
-            // Closed here, with room still held by a send: its frame (or its room) comes back and wakes the
-            // engine.
-            Poll::Pending if self.closed => {
-                self.wait(cx);
-                self.take(cx)
-            }
+        if !self.closed {
             // Every sender is gone, so every frame is in the channel already: none there is the end, even before
             // the channel's own end marker is written.
-            Poll::Pending => Poll::Ready(None),
-            next => next,
+            return match self.take(cx) {
+                Poll::Pending => Poll::Ready(None),
+                next => next,
+            };
         }
+        // Closed here: the channel ends once no send holds room in it, and wakes the engine itself when a send
+        // puts its frame in or gives its room back (refused, failed or dropped while waiting for room).
+        let rx = &mut self.rx;
+        let next = super::poll_registered(std::future::poll_fn(|cx| rx.poll_recv(cx)), cx);
+        if let Poll::Ready(Some(item)) = &next {
+            self.taken(item);
+        }
+        next
     }
 
     /// Whether nothing is queued.
@@ -535,6 +537,28 @@ mod tests {
         assert!(tx.admit(permit, Bytes::from_static(b"x")).is_err());
         tx.queued.bytes.store(0, Ordering::SeqCst);
         assert!(flag.0.load(Ordering::SeqCst), "the refusal woke the engine");
+        assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+    }
+
+    #[test]
+    fn a_closed_queue_ends_when_a_send_handed_room_is_dropped() {
+        let (tx, mut queue) = frame_queue(1, usize::MAX);
+        let (flag, waker) = flagged();
+        let mut cx = Context::from_waker(&waker);
+        assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+        let mut send = Box::pin(tx.send(Bytes::from_static(b"b")));
+        let mut sender_cx = Context::from_waker(Waker::noop());
+        assert!(send.as_mut().poll(&mut sender_cx).is_pending(), "full");
+        // Taking the frame hands its room to the waiting send, which has not run yet when the queue closes.
+        assert!(queue.poll_next(&mut cx).is_ready());
+        queue.close();
+        assert!(queue.poll_next(&mut cx).is_pending(), "room is held");
+        flag.0.store(false, Ordering::SeqCst);
+        drop(send);
+        assert!(
+            flag.0.load(Ordering::SeqCst),
+            "the dropped send woke the engine"
+        );
         assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
     }
 
