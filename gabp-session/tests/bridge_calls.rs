@@ -332,6 +332,66 @@ async fn an_invalid_response_fails_its_call_at_once() {
     pong.unwrap();
 }
 
+/// Answers the next `tools/call` with a success written as gabp-rs writes one, whatever `result` holds.
+async fn reply_plainly(mock: &mut MockMod, result: &str) {
+    let id = mock.expect("tools/call").await.id;
+    let body = format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{result}}}"#);
+    mock.send_raw(body).await;
+}
+
+/// A success written as gabp-rs writes one reaches a typed call unread, and its decode reads it whole: typed and
+/// untyped calls, with layers or without, see the same outcome for the same frame (SPEC/1.0 gabp.md §3.3, §3.5).
+#[tokio::test]
+async fn results_written_plainly_read_alike_typed_or_untyped() {
+    #[derive(serde::Deserialize, Debug)]
+    struct Small {
+        #[allow(dead_code)]
+        n: u8,
+    }
+    let direct = connected().await;
+    let (conn, mut mock) = pair();
+    let same = tower::util::MapRequestLayer::new(|r: gabp_session::bridge::BridgeRequest| r);
+    let (bridge, _) = tokio::join!(
+        Bridge::builder(token()).layer(same).over(conn),
+        mock.handshake(ALL_METHODS)
+    );
+    let layered = (bridge.unwrap(), mock);
+    assert!(format!("{:?}", layered.0).contains("layered: true"));
+    let refused = r#"null,"error":{"code":-32402,"message":"boom"}"#;
+    for (bridge, mut mock) in [direct, layered] {
+        for result in [r#"{"n":}"#, refused, r#"{"n":300}"#, r#"{"n":1}"#] {
+            let (untyped, ()) = tokio::join!(
+                bridge.call_tool("demo/echo", json!({})),
+                reply_plainly(&mut mock, result)
+            );
+            let args = json!({});
+            let (typed, ()) = tokio::join!(
+                bridge.call_tool_as::<_, Small>("demo/echo", &args),
+                reply_plainly(&mut mock, result)
+            );
+            match result {
+                r#"{"n":}"# => {
+                    assert!(matches!(err(untyped), Error::InvalidResponse { .. }));
+                    assert!(matches!(err(typed), Error::InvalidResponse { .. }));
+                }
+                r#"{"n":300}"# => {
+                    assert_eq!(untyped.unwrap(), json!({"n": 300}));
+                    assert!(matches!(err(typed), Error::InvalidResult { .. }));
+                }
+                r#"{"n":1}"# => {
+                    assert_eq!(untyped.unwrap(), json!({"n": 1}));
+                    assert_eq!(typed.unwrap().n, 1);
+                }
+                _ => {
+                    let failed = |e: Error| matches!(e, Error::ToolFailed { tool, .. } if tool == "demo/echo");
+                    assert!(failed(err(untyped)));
+                    assert!(failed(err(typed)));
+                }
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_request_from_the_mod_is_not_answered() {
     // SPEC/1.0 gabp.md §8: a bridge never answers anything, a request from the mod included.

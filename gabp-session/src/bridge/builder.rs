@@ -14,6 +14,7 @@ use tower::util::BoxCloneSyncService;
 use tower::{Layer, Service};
 
 use super::events::Reorder;
+use super::link::Reading;
 use super::reconnect::{Keepalive, ReconnectPolicy};
 use super::retry::ConnectRetry;
 use super::session;
@@ -79,10 +80,12 @@ pub(crate) enum Started {
 
 impl CallPath {
     /// Starts a call on the layered path; hands the request back on the direct path.
-    pub(crate) fn start(&self, request: BridgeRequest) -> Result<Started, BridgeRequest> {
+    pub(crate) fn start(&self, mut request: BridgeRequest) -> Result<Started, BridgeRequest> {
         let CallPath::Layered(shared) = self else {
             return Err(request);
         };
+        // Layers may read the result as they like: it is read whole before it reaches them.
+        request.set_reading(Reading::Whole);
         let mut service = shared.lock();
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         Ok(match service.poll_ready(&mut cx) {

@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, FrameSender, Outgoing};
+use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing};
 
 use super::reconnect::Keepalive;
 use super::settings::Settings;
@@ -147,6 +147,17 @@ impl Link {
     }
 }
 
+/// The error the caller of `method` (with a tool, for `tools/call`) sees for a call that `failure` ended.
+pub(super) fn failed(failure: Failure, method: &str, tool: Option<&str>) -> Error {
+    match failure {
+        Failure::Error(error) => Error::from_remote(error, method, tool),
+        Failure::Invalid(reason) => Error::InvalidResponse {
+            method: method.to_owned(),
+            reason,
+        },
+    }
+}
+
 /// A `tools/cancel` request for call `id`, serialized.
 fn cancel_body(id: MessageId) -> Option<bytes::Bytes> {
     use gabp_types::methods::ToolsCancelParams;
@@ -195,6 +206,16 @@ pub(super) enum Slot {
     Bypass,
 }
 
+/// How the caller of a call reads its result.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub(crate) enum Reading {
+    /// Whole, before the call returns: the result is handed on (to layers, as a value).
+    #[default]
+    Whole,
+    /// Into the caller's own type, which reads it whole anyway: the call may return it unread.
+    AsType,
+}
+
 /// Sends one request on `link` and waits for its outcome, within `timeout`.
 pub(super) async fn call_link(
     link: &Link,
@@ -202,7 +223,7 @@ pub(super) async fn call_link(
     params: Option<Params>,
     timeout: Duration,
 ) -> Result<CallResult, Error> {
-    call_link_slot(link, method, params, timeout, Slot::Take).await
+    call_link_slot(link, method, params, timeout, Slot::Take, Reading::Whole).await
 }
 
 pub(super) async fn call_link_slot(
@@ -211,11 +232,12 @@ pub(super) async fn call_link_slot(
     params: Option<Params>,
     timeout: Duration,
     slot: Slot,
+    reading: Reading,
 ) -> Result<CallResult, Error> {
     // One request value for the whole call (no copies of the method or params kept beside it): every layered
     // call boxes this future, and a small one is cheaper to allocate and move.
     let request = gabp_types::Request::with_raw_params(method, params);
-    exchange(link, &request, slot, timeout).await
+    exchange(link, &request, slot, timeout, reading).await
 }
 
 /// Sends `request` and waits for its outcome. The time limit is counted here while the call waits for a slot or
@@ -225,6 +247,7 @@ pub(super) async fn exchange(
     request: &gabp_types::Request,
     slot: Slot,
     timeout: Duration,
+    reading: Reading,
 ) -> Result<CallResult, Error> {
     // A limit too far to represent is as good as none (about 30 years, as tokio's own timeouts do).
     let now = Instant::now();
@@ -276,19 +299,13 @@ pub(super) async fn exchange(
     let delivery = rx.await;
     guard.armed = false;
     match delivery {
-        Ok(Delivery::Result(result)) => Ok(result),
-        Ok(Delivery::Error(error)) => {
-            let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
-            Err(Error::from_remote(
-                error,
-                request.method.as_str(),
-                tool.as_deref(),
-            ))
+        Ok(Delivery::Answered(Ok(result))) if reading == Reading::AsType => Ok(result),
+        Ok(Delivery::Answered(answered)) => {
+            answered.and_then(CallResult::read).map_err(|failure| {
+                let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
+                failed(failure, request.method.as_str(), tool.as_deref())
+            })
         }
-        Ok(Delivery::Invalid(reason)) => Err(Error::InvalidResponse {
-            method: request.method.as_str().to_owned(),
-            reason,
-        }),
         Ok(Delivery::TimedOut { written }) => {
             // A request the mod has: it is asked to stop the call, as when a caller gives up.
             guard.armed = written;
@@ -337,7 +354,15 @@ pub(super) async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
                 let timeout = keepalive.timeout();
                 ping = Some(tokio::spawn(async move {
                     if let Ok(method) = MethodName::from_static(SessionPing::NAME) {
-                        let _ = call_link_slot(&link, method, None, timeout, Slot::Bypass).await;
+                        let _ = call_link_slot(
+                            &link,
+                            method,
+                            None,
+                            timeout,
+                            Slot::Bypass,
+                            Reading::AsType,
+                        )
+                        .await;
                     }
                 }));
             }

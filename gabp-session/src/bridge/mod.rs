@@ -119,6 +119,7 @@ pub use state::{ConnectionState, DisconnectReason};
 
 use crate::Error;
 use builder::{CallPath, Started};
+use link::Reading;
 pub use reconnect::{Keepalive, ReconnectPolicy};
 pub use retry::ConnectRetry;
 
@@ -355,8 +356,9 @@ impl Bridge {
     /// See [`Error`]; a result that does not have the shape of `M::Result` is
     /// [`Error::InvalidResult`].
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, Error> {
-        let request = BridgeRequest::typed::<M>(params)?;
-        typed_result(M::NAME, self.send(request).await?.result_as())
+        let mut request = BridgeRequest::typed::<M>(params)?;
+        request.set_reading(Reading::AsType);
+        self.send(request).await?.read_as(M::NAME, None)
     }
 
     /// Calls tool `name` with `arguments` (`null` for none, else a JSON object); returns the tool's result.
@@ -394,11 +396,10 @@ impl Bridge {
         A: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let request = BridgeRequest::tool_call_as(name, arguments)?;
-        typed_result(
-            gabp_types::methods::ToolsCall::NAME,
-            self.send(request).await?.result_as(),
-        )
+        let mut request = BridgeRequest::tool_call_as(name, arguments)?;
+        request.set_reading(Reading::AsType);
+        let response = self.send(request).await?;
+        response.read_as(gabp_types::methods::ToolsCall::NAME, Some(name))
     }
 
     /// The mod's tools (`tools/list`).
@@ -586,15 +587,4 @@ impl Bridge {
             Err(_) => ConnectionState::Closed,
         }
     }
-}
-
-/// The result `read` as `T`, or the protocol error that names `method`.
-pub(super) fn typed_result<T>(
-    method: &str,
-    read: Result<T, serde_json::Error>,
-) -> Result<T, Error> {
-    read.map_err(|e| Error::InvalidResult {
-        method: method.to_owned(),
-        reason: e.to_string(),
-    })
 }

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tower::Service;
 
+use super::link::{failed, Reading};
 use super::shared::Shared;
 use super::{ConnectionState, Subscription};
 use crate::engine::CallResult;
@@ -117,6 +118,8 @@ pub struct BridgeRequest {
     extensions: Extensions,
     /// The params were written here and already conform (SPEC/1.0 gabp.md §4.5): no second check.
     conforms: bool,
+    /// How the result is read: only the bridge's own typed calls on the path without layers read it as a type.
+    reading: Reading,
 }
 
 impl BridgeRequest {
@@ -128,6 +131,7 @@ impl BridgeRequest {
             timeout: None,
             extensions: Extensions::new(),
             conforms: false,
+            reading: Reading::Whole,
         }
     }
 
@@ -287,6 +291,14 @@ impl BridgeRequest {
     pub(crate) fn conforms(&self) -> bool {
         self.conforms
     }
+
+    pub(crate) fn reading(&self) -> Reading {
+        self.reading
+    }
+
+    pub(crate) fn set_reading(&mut self, reading: Reading) {
+        self.reading = reading;
+    }
 }
 
 /// The answer to a [`BridgeRequest`]: the mod's `result`, and extensions layers may attach.
@@ -334,6 +346,27 @@ impl BridgeResponse {
         }
     }
 
+    /// The mod's result read as `T` by the bridge's typed calls: straight from the text the mod wrote, and should
+    /// that fail for a result not read yet, from the response read whole, as the general path reads it (a
+    /// result that is not JSON is then [`Error::InvalidResponse`], one of another shape [`Error::InvalidResult`]).
+    pub(crate) fn read_as<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        tool: Option<&str>,
+    ) -> Result<T, Error> {
+        let shape = match self.result_as() {
+            Ok(read) => return Ok(read),
+            Err(shape) => shape,
+        };
+        if !self.result.is_unread() {
+            return typed_result(method, Err(shape));
+        }
+        match self.result.clone().read() {
+            Ok(result) => typed_result(method, result.decode()),
+            Err(failure) => Err(failed(failure, method, tool)),
+        }
+    }
+
     /// The mod's result, consuming the response.
     pub fn into_result(self) -> Value {
         match self.value.into_inner() {
@@ -351,6 +384,17 @@ impl BridgeResponse {
     pub fn extensions_mut(&mut self) -> &mut Extensions {
         &mut self.extensions
     }
+}
+
+/// The result `read` as `T`, or the protocol error that names `method`.
+pub(super) fn typed_result<T>(
+    method: &str,
+    read: Result<T, serde_json::Error>,
+) -> Result<T, Error> {
+    read.map_err(|e| Error::InvalidResult {
+        method: method.to_owned(),
+        reason: e.to_string(),
+    })
 }
 
 pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {

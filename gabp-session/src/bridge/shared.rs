@@ -19,11 +19,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::Router;
-use super::link::{call_link, call_link_slot, Link, Slot};
+use super::link::{call_link, call_link_slot, Link, Reading, Slot};
+use super::service::typed_result;
 use super::session::finish;
 use super::settings::Settings;
 use super::tools::ToolCache;
-use super::{typed_result, BridgeRequest, BridgeResponse, ConnectionState, Subscription};
+use super::{BridgeRequest, BridgeResponse, ConnectionState, Subscription};
 use crate::Error;
 
 /// A call checked and ready to go out on `link`.
@@ -32,6 +33,7 @@ pub(super) struct Prepared {
     pub(super) method: MethodName,
     pub(super) params: Option<Params>,
     pub(super) timeout: Duration,
+    pub(super) reading: Reading,
 }
 
 /// State shared by a bridge's handles, services, subscriptions and tasks.
@@ -152,9 +154,10 @@ impl Shared {
                 method,
                 params,
                 timeout,
+                reading,
             } = prepared?;
             let span = tracing::debug_span!("gabp.call", method = %method);
-            call_link_slot(&link, method, params, timeout, Slot::Take)
+            call_link_slot(&link, method, params, timeout, Slot::Take, reading)
                 .instrument(span)
                 .await
                 .map(BridgeResponse::from_call)
@@ -163,7 +166,7 @@ impl Shared {
 
     pub(super) fn prepare(&self, request: BridgeRequest) -> Result<Prepared, Error> {
         let link = self.link()?;
-        let conforms = request.conforms();
+        let (conforms, reading) = (request.conforms(), request.reading());
         let (method, params, timeout) = request.into_parts();
         if link.settings.check_advertised && !link.allows(method.as_str()) {
             return Err(Error::NotAdvertised {
@@ -181,6 +184,7 @@ impl Shared {
             method,
             params,
             timeout,
+            reading,
         })
     }
 

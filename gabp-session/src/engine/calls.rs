@@ -11,36 +11,21 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use gabp_types::decode::DecodeMode;
-use gabp_types::{ErrorObject, Message, MessageId, Outcome, Response};
-use serde_json::Value;
+use gabp_types::MessageId;
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
 use super::queue::FrameQueue;
-use super::result::CallResult;
+use super::result::{CallResult, Failure};
 
 /// What the engine hands to a waiting caller.
 #[derive(Debug)]
 pub(crate) enum Delivery {
-    /// The peer answered with a result.
-    Result(CallResult),
-    /// The peer answered with an error.
-    Error(ErrorObject),
-    /// A frame with the call's id that is not a valid response.
-    Invalid(String),
+    /// A frame with the call's id arrived: its result, or why the call failed.
+    Answered(Result<CallResult, Failure>),
     /// The call's time limit passed with no answer; `written`: its request had been written (so the peer may
     /// be working on it), else it was taken out unwritten.
     TimedOut { written: bool },
-}
-
-impl From<Outcome> for Delivery {
-    fn from(outcome: Outcome) -> Self {
-        match outcome {
-            Outcome::Result(value) => Delivery::Result(CallResult::Value(value.into_value())),
-            Outcome::Error(error) => Delivery::Error(error),
-        }
-    }
 }
 
 /// What the local side asks the engine to send.
@@ -302,21 +287,6 @@ impl Calls {
     }
 }
 
-/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
-pub(super) fn null_result_beside_error(body: &Bytes) -> Option<Response> {
-    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
-    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
-        return None;
-    }
-    map.remove("result");
-    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
-        Ok(Message::Response(response)) => Some(response),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::frame_queue;
@@ -376,11 +346,13 @@ mod tests {
         take(&mut calls, vec![item]);
         assert_eq!(calls.len(), 1);
         assert_eq!(calls.next_unsent().as_deref(), Some(&b"a"[..]));
-        assert!(calls.deliver(&id, Outcome::Result(Value::Null.into()).into()));
-        assert!(!calls.deliver(&id, Delivery::Invalid("again".into())));
+        let null = Delivery::Answered(Ok(CallResult::Value(Value::Null)));
+        assert!(calls.deliver(&id, null));
+        let again = Delivery::Answered(Err(Failure::Invalid("again".into())));
+        assert!(!calls.deliver(&id, again));
         assert!(matches!(
             rx.try_recv(),
-            Ok(Delivery::Result(CallResult::Value(Value::Null)))
+            Ok(Delivery::Answered(Ok(CallResult::Value(Value::Null))))
         ));
         assert_eq!(calls.len(), 0);
     }

@@ -46,8 +46,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::{Sink, Stream};
 use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
-use gabp_types::decode::{decode, success_result, DecodeError, DecodeMode};
-use gabp_types::{Message, MessageKind, Request, Response};
+use gabp_types::decode::{decode, success_result, written_success, DecodeError, DecodeMode};
+use gabp_types::{Message, MessageId, MessageKind, Request, Response};
 use tokio::time::Sleep;
 
 pub(crate) use body::to_body;
@@ -55,12 +55,13 @@ use body::{encode, panicked};
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
-pub(crate) use result::CallResult;
+pub(crate) use result::{CallResult, Failure};
 pub(crate) use role::{Ended, Role, Signal};
 
 use backlog::Backlog;
 use calls::Calls;
 use inflight::Handling;
+use result::answer;
 
 /// How many frames one poll of the engine reads (and requests among them it dispatches) before it flushes and
 /// yields to the runtime: the answers to pipelined requests leave in batches of this many.
@@ -453,26 +454,21 @@ impl<P: Role> Engine<P> {
                 return;
             }
         };
-        // A plain success answering a call waiting here: its result stays text until its caller reads it.
+        // A success answering a call waiting here: its result stays text until its caller reads it, and one as
+        // gabp-rs writes it is not even read here: its caller reads it whole, once (SPEC/1.0 gabp.md §3.3).
         if !self.calls.is_empty() {
+            if let Some((id, range)) = written_success(&body) {
+                self.answer(id, Ok(CallResult::Unread { body, range }));
+                return;
+            }
             if let Some((id, range)) = success_result(&body) {
-                if !self
-                    .calls
-                    .deliver(&id, Delivery::Result(CallResult::Text { body, range }))
-                {
-                    tracing::debug!(%id, "discarding a late or unknown response");
-                }
+                self.answer(id, Ok(CallResult::Text { body, range }));
                 return;
             }
         }
         match decode(&body, DecodeMode::Lenient) {
             Ok(Message::Request(request)) => self.waiting = Some((request, body.len())),
-            Ok(Message::Response(response)) => {
-                let id = response.id;
-                if !self.calls.deliver(&id, response.outcome.into()) {
-                    tracing::debug!(%id, "discarding a late or unknown response");
-                }
-            }
+            Ok(Message::Response(response)) => self.answer(response.id, answer(response.outcome)),
             Ok(Message::Event(event)) => self.peer.on_event(event, body.len()),
             Err(error) => self.on_invalid(body, error),
         }
@@ -484,11 +480,7 @@ impl<P: Role> Engine<P> {
     /// are never answered; anything else goes to the role.
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
         if let Some(id) = error.id().filter(|id| self.calls.contains(id)) {
-            let delivery = match calls::null_result_beside_error(&body) {
-                Some(response) => response.outcome.into(),
-                None => Delivery::Invalid(error.to_string()),
-            };
-            self.calls.deliver(&id, delivery);
+            self.answer(id, result::invalid(&body, &error));
             return;
         }
         if let Some(kind @ (MessageKind::Response | MessageKind::Event)) = error.kind() {
@@ -510,6 +502,13 @@ impl<P: Role> Engine<P> {
         }
         if let Some(answer) = self.peer.on_invalid(body, error) {
             self.push_answer(answer);
+        }
+    }
+
+    /// Hands what a response says to the call it answers.
+    fn answer(&mut self, id: MessageId, answered: Result<CallResult, Failure>) {
+        if !self.calls.deliver(&id, Delivery::Answered(answered)) {
+            tracing::debug!(%id, "discarding a late or unknown response");
         }
     }
 

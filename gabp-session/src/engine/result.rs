@@ -3,6 +3,8 @@
 use std::ops::Range;
 
 use bytes::Bytes;
+use gabp_types::decode::{decode, result_reads, success_result, DecodeError, DecodeMode};
+use gabp_types::{ErrorObject, Message, Outcome, Response};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -10,33 +12,116 @@ use serde_json::Value;
 /// values), or the value the general decoder read.
 #[derive(Debug, Clone)]
 pub(crate) enum CallResult {
-    /// The JSON text of the result: `body[range]`.
+    /// The JSON text of the result: `body[range]`, known to read as a JSON value.
     Text { body: Bytes, range: Range<usize> },
+    /// The result of a success written as gabp-rs writes it, `body[range]`, not read yet: decoding it into a
+    /// type reads it whole; [`CallResult::read`] checks it.
+    Unread { body: Bytes, range: Range<usize> },
     /// The result read by the general decoder.
     Value(Value),
 }
 
+/// A response that carries no result.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The peer answered with an error.
+    Error(ErrorObject),
+    /// A frame with the call's id that is not a valid response: why.
+    Invalid(String),
+}
+
 impl CallResult {
-    /// The result read as `T`, straight from its text when there is one.
+    /// The result read as `T`, straight from its text when there is one (an unread text is read whole here).
     pub(crate) fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match self {
-            CallResult::Text { body, range } => serde_json::from_slice(text(body, range)),
+            CallResult::Text { body, range } | CallResult::Unread { body, range } => {
+                serde_json::from_slice(text(body, range))
+            }
             CallResult::Value(value) => T::deserialize(value),
+        }
+    }
+
+    /// Whether the result's text has not been read yet.
+    pub(crate) fn is_unread(&self) -> bool {
+        matches!(self, CallResult::Unread { .. })
+    }
+
+    /// The result, read whole: an unread text that does not read as a JSON value makes the whole body read as
+    /// the general decoder reads it, which says what the call settles for.
+    pub(crate) fn read(self) -> Result<CallResult, Failure> {
+        match self {
+            CallResult::Unread { body, range } if result_reads(text(&body, &range)) => {
+                Ok(CallResult::Text { body, range })
+            }
+            CallResult::Unread { body, .. } => settle(body),
+            read => Ok(read),
         }
     }
 
     /// The result as a JSON value.
     pub(crate) fn into_value(self) -> Value {
-        match self {
-            CallResult::Value(value) => value,
-            // The decoder found valid, shallow JSON in this range (`success_result`), so it reads; should it
-            // not, the caller sees `null` rather than a panic.
-            CallResult::Text { body, range } => serde_json::from_slice(text(&body, &range))
-                .unwrap_or_else(|e| {
+        match self.read() {
+            Ok(CallResult::Value(value)) => value,
+            // Read whole above, so it reads; should it not, the caller sees `null` rather than a panic.
+            Ok(CallResult::Text { body, range } | CallResult::Unread { body, range }) => {
+                serde_json::from_slice(text(&body, &range)).unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "a result the decoder accepted does not read");
                     Value::Null
-                }),
+                })
+            }
+            Err(failure) => {
+                tracing::warn!(?failure, "a result taken as a value does not read");
+                Value::Null
+            }
         }
+    }
+}
+
+/// A response's outcome as its caller receives it.
+pub(crate) fn answer(outcome: Outcome) -> Result<CallResult, Failure> {
+    match outcome {
+        Outcome::Result(value) => Ok(CallResult::Value(value.into_value())),
+        Outcome::Error(error) => Err(Failure::Error(error)),
+    }
+}
+
+/// What a response `body` (one carrying a waiting call's id) settles, read by the general decoder: its result,
+/// the peer's error, or why it is not a valid response.
+pub(crate) fn settle(body: Bytes) -> Result<CallResult, Failure> {
+    if let Some((_, range)) = success_result(&body) {
+        return Ok(CallResult::Text { body, range });
+    }
+    match decode(&body, DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => answer(response.outcome),
+        Ok(message) => Err(Failure::Invalid(format!(
+            "a {} where a response was expected",
+            message.kind().as_str()
+        ))),
+        Err(error) => invalid(&body, &error),
+    }
+}
+
+/// A frame with a waiting call's id that the decoder refused: read more liberally still (`"result": null`
+/// beside an `error`), else it fails the call with the decoder's reason.
+pub(crate) fn invalid(body: &Bytes, error: &DecodeError) -> Result<CallResult, Failure> {
+    match null_result_beside_error(body) {
+        Some(response) => answer(response.outcome),
+        None => Err(Failure::Invalid(error.to_string())),
+    }
+}
+
+/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
+fn null_result_beside_error(body: &Bytes) -> Option<Response> {
+    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
+        return None;
+    };
+    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
+        return None;
+    }
+    map.remove("result");
+    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
+        Ok(Message::Response(response)) => Some(response),
+        _ => None,
     }
 }
 
@@ -65,6 +150,64 @@ mod tests {
         }
         assert_eq!(text.decode::<R>().unwrap(), value.decode::<R>().unwrap());
         assert_eq!(text.into_value(), value.into_value());
+    }
+
+    const ID: &str = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
+
+    fn unread(body: String) -> CallResult {
+        let body = Bytes::from(body);
+        let (_, range) =
+            gabp_types::decode::written_success(&body).expect("written as gabp-rs writes");
+        CallResult::Unread { body, range }
+    }
+
+    #[test]
+    fn null_result_beside_error_is_read_as_the_error() {
+        let libgab = format!(
+            r#"{{"v":"gabp/1","id":"{ID}","type":"response","result":null,"error":{{"code":-32000,"message":"x"}}}}"#
+        );
+        let read = settle(Bytes::from(libgab.clone()));
+        assert!(matches!(read, Err(Failure::Error(e)) if e.code.0 == -32000));
+        assert!(matches!(unread(libgab).read(), Err(Failure::Error(e)) if e.code.0 == -32000));
+        let both = format!(
+            r#"{{"v":"gabp/1","id":"{ID}","type":"response","result":1,"error":{{"code":-32000,"message":"x"}}}}"#
+        );
+        assert!(matches!(unread(both).read(), Err(Failure::Invalid(_))));
+    }
+
+    /// An unread result is read whole by whoever reads it: a typed decode, or `read`, which falls back on the
+    /// general decoder for what the plain check refuses.
+    #[test]
+    fn an_unread_result_is_checked_when_read() {
+        let plain = |result: &str| {
+            format!(r#"{{"v":"gabp/1","id":"{ID}","type":"response","result":{result}}}"#)
+        };
+        let ok = unread(plain(r#"{"n":1}"#));
+        assert_eq!(ok.decode::<Value>().unwrap(), json!({"n": 1}));
+        assert!(matches!(ok.read(), Ok(CallResult::Text { .. })));
+        // Not JSON: a typed decode fails, and reading it whole says why.
+        let broken = unread(plain(r#"{"n":}"#));
+        assert!(broken.decode::<Value>().is_err());
+        assert!(matches!(broken.read(), Err(Failure::Invalid(_))));
+        // Not UTF-8.
+        let mut bytes = plain(r#""ab""#).into_bytes();
+        let at = bytes.len() - 3;
+        bytes[at] = 0xff;
+        let body = Bytes::from(bytes);
+        let (_, range) = gabp_types::decode::written_success(&body).unwrap();
+        let latin = CallResult::Unread { body, range };
+        assert!(latin.decode::<String>().is_err());
+        assert!(matches!(latin.read(), Err(Failure::Invalid(_))));
+        // A member after `result` the general decoder reads: a result, as that decoder read it.
+        let extra = unread(plain(r#"{"n":1},"x":2"#));
+        assert!(extra.decode::<Value>().is_err());
+        assert!(matches!(extra.read(), Ok(CallResult::Value(v)) if v == json!({"n": 1})));
+        // Deeper than the plain check reads, valid all the same.
+        let deep = format!("{}1{}", "[".repeat(80), "]".repeat(80));
+        assert!(matches!(
+            unread(plain(&deep)).read(),
+            Ok(CallResult::Value(_))
+        ));
     }
 
     #[test]

@@ -156,14 +156,14 @@ pub(super) fn success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
         return None;
     }
     let id = MessageId::parse(&s.id).ok()?;
-    Some((id, range_in(body, s.result.get())?))
+    Some((id, range_in(body, s.result.get().as_bytes())?))
 }
 
 /// Where `part`, which borrows from `body`, lies in it: the distance between the two.
-fn range_in(body: &[u8], part: &str) -> Option<std::ops::Range<usize>> {
+fn range_in(body: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
     let start = (part.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
     let range = start..start.checked_add(part.len())?;
-    (body.get(range.clone()) == Some(part.as_bytes())).then_some(range)
+    (body.get(range.clone()) == Some(part)).then_some(range)
 }
 
 /// What follows the id of a `tools/call` request written that way, up to its params.
@@ -172,14 +172,15 @@ const CALL: &[u8] = br#"","type":"request","method":"tools/call","params":"#;
 const SUCCESS: &[u8] = br#"","type":"response","result":"#;
 
 /// A body written as the encoder's `HEAD`, an id, `kind`, one last member's value and `}`: its id and that value's text,
-/// whitespace around it aside. `None` for a body written any other way; the value is not read here.
-fn written_plainly<'a>(body: &'a [u8], kind: &[u8]) -> Option<(MessageId, &'a str)> {
+/// whitespace around it aside. `None` for a body written any other way; the value is not read here (not even
+/// its UTF-8).
+fn written_plainly<'a>(body: &'a [u8], kind: &[u8]) -> Option<(MessageId, &'a [u8])> {
     let rest = body.strip_prefix(crate::encode::HEAD)?;
     let (id, rest) = rest.split_at_checked(crate::id::ID_LEN)?;
     let value = trim(trim(rest.strip_prefix(kind)?).strip_suffix(b"}")?);
     // A quote or backslash in the id fails the UUID check: the id's text is the string's value.
     let id = MessageId::from_ascii(id)?;
-    Some((id, std::str::from_utf8(value).ok()?))
+    Some((id, value))
 }
 
 /// `bytes` without JSON whitespace at either end (RFC 8259 §2: space, tab, line feed, carriage return).
@@ -198,6 +199,7 @@ fn trim(bytes: &[u8]) -> &[u8] {
 /// the check accepts; anything else takes the other paths.
 fn plain_call(body: &[u8]) -> Option<Message> {
     let (id, text) = written_plainly(body, CALL)?;
+    let text = std::str::from_utf8(text).ok()?;
     if !text.starts_with('{') {
         return None;
     }
@@ -211,9 +213,20 @@ fn plain_call(body: &[u8]) -> Option<Message> {
 /// A success response as gabp-rs writes it: the envelope is matched as bytes, the result read once.
 fn plain_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
     let (id, result) = written_plainly(body, SUCCESS)?;
-    if !value_reads(result) {
+    if !result_reads(result) {
         return None;
     }
+    Some((id, range_in(body, result)?))
+}
+
+/// Whether a result's text is UTF-8 that [`value_reads`].
+pub(super) fn result_reads(text: &[u8]) -> bool {
+    std::str::from_utf8(text).is_ok_and(value_reads)
+}
+
+/// A success response as gabp-rs writes it, its result not read.
+pub(super) fn written_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
+    let (id, result) = written_plainly(body, SUCCESS)?;
     Some((id, range_in(body, result)?))
 }
 

@@ -78,6 +78,31 @@ pub fn success_result(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
     fast::success(body)
 }
 
+/// The id of a success response written exactly as gabp-rs writes it (the encoder's members, in its order), and
+/// where its `result` lies in `body`, without reading the result: not even its UTF-8 is checked. A reader that
+/// reads the result whole anyway (decoding it into a type does) checks it that way, once; should that read fail,
+/// the body is what [`decode`] and [`success_result`] say of it. `None` for a body written any other way.
+///
+/// ```
+/// use gabp_types::decode::{success_result, written_success};
+///
+/// let body = br#"{"v":"gabp/1","id":"550e8400-e29b-41d4-a716-446655440000","type":"response","result":{"ok":"#;
+/// let mut body = body.to_vec();
+/// body.extend_from_slice(b"}");
+/// let (_, range) = written_success(&body).unwrap();
+/// assert_eq!(&body[range], br#"{"ok":"#);
+/// assert_eq!(success_result(&body), None);
+/// ```
+pub fn written_success(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)> {
+    fast::written_success(body)
+}
+
+/// Whether `text`, the `result` of a success response, reads as [`success_result`] requires of it: UTF-8 that a
+/// `serde_json::Value` reads. (A result nested deeper than 64 levels does not, though [`decode`] may read it.)
+pub fn result_reads(text: &[u8]) -> bool {
+    fast::result_reads(text)
+}
+
 /// Decodes one message body strictly.
 pub fn decode_strict(body: &[u8]) -> Result<Message, DecodeError> {
     decode(body, DecodeMode::Strict)
