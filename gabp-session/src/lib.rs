@@ -85,8 +85,8 @@
 //! serving main-thread tools); `cargo run -p gabp-session --example minimal_mod`.
 #![forbid(unsafe_code)]
 
+mod alarm;
 pub mod bridge;
-mod cancel;
 mod engine;
 mod error;
 pub mod server;

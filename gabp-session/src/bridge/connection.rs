@@ -11,7 +11,7 @@ use gabp_types::decode::DecodeError;
 use gabp_types::Response;
 use tokio::time::{Instant, Sleep};
 
-use crate::cancel::Cancelled;
+use crate::alarm::{Alarm, Cancellation};
 use crate::engine::{Answer, Ended, Engine, Role, Signal};
 
 use super::link::Link;
@@ -39,22 +39,25 @@ pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(500);
 pub(super) struct BridgeRole {
     pub(super) link: Arc<Link>,
     pub(super) shared: Arc<Shared>,
-    pub(super) killed: Cancelled,
-    pub(super) closing: Cancelled,
+    pub(super) killed: Cancellation,
+    pub(super) closing: Cancellation,
     pub(super) closing_sent: bool,
     /// When the oldest event held back for reordering is due.
     pub(super) reorder: Option<Pin<Box<Sleep>>>,
+    /// Watches the signals above.
+    alarm: Alarm,
 }
 
 impl BridgeRole {
     pub(super) fn new(link: Arc<Link>, shared: Arc<Shared>) -> Self {
         BridgeRole {
-            killed: Cancelled::new(link.kill.clone()),
-            closing: Cancelled::new(link.close_writes.clone()),
+            killed: Cancellation::new(link.kill.clone()),
+            closing: Cancellation::new(link.close_writes.clone()),
             closing_sent: false,
             link,
             shared,
             reorder: None,
+            alarm: Alarm::new(),
         }
     }
 
@@ -64,6 +67,34 @@ impl BridgeRole {
             (Some(at), Some(sleep)) => sleep.as_mut().reset(at),
             (Some(at), None) => self.reorder = Some(Box::pin(tokio::time::sleep_until(at))),
         }
+        // A deadline set or moved registers on the next poll.
+        self.alarm.reset();
+    }
+
+    /// The signals' sources, each polled with the alarm's waker.
+    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
+        if Pin::new(&mut self.killed).poll(cx).is_ready() {
+            return Poll::Ready(Signal::End(self.link.reason()));
+        }
+        if !self.closing_sent && Pin::new(&mut self.closing).poll(cx).is_ready() {
+            self.closing_sent = true;
+            return Poll::Ready(Signal::CloseWrites);
+        }
+        if let Some(reorder) = &mut self.reorder {
+            if reorder.as_mut().poll(cx).is_ready() {
+                let deadline = {
+                    let mut router = self.shared.router.lock();
+                    router.release_expired(Instant::now());
+                    router.next_deadline()
+                };
+                self.set_reorder(deadline);
+                // A new deadline registers on the next poll: the wake rings the alarm.
+                if self.reorder.is_some() {
+                    cx.waker().wake_by_ref();
+                }
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -108,28 +139,15 @@ impl Role for BridgeRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
-        if Pin::new(&mut self.killed).poll(cx).is_ready() {
-            return Poll::Ready(Signal::End(self.link.reason()));
+        if !self.alarm.rang(cx) {
+            return Poll::Pending;
         }
-        if !self.closing_sent && Pin::new(&mut self.closing).poll(cx).is_ready() {
-            self.closing_sent = true;
-            return Poll::Ready(Signal::CloseWrites);
+        let waker = self.alarm.waker();
+        let signal = self.poll_sources(&mut Context::from_waker(&waker));
+        if signal.is_pending() {
+            self.alarm.set();
         }
-        if let Some(reorder) = &mut self.reorder {
-            if reorder.as_mut().poll(cx).is_ready() {
-                let deadline = {
-                    let mut router = self.shared.router.lock();
-                    router.release_expired(Instant::now());
-                    router.next_deadline()
-                };
-                self.set_reorder(deadline);
-                // A new deadline registers on the next poll.
-                if self.reorder.is_some() {
-                    cx.waker().wake_by_ref();
-                }
-            }
-        }
-        Poll::Pending
+        signal
     }
 
     fn on_frame(&mut self) {

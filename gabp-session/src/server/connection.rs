@@ -18,7 +18,7 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
-use crate::cancel::Cancelled;
+use crate::alarm::{Alarm, Cancellation};
 use crate::engine::{Answer, Ended, Role, Signal};
 
 use super::admission::Admitted;
@@ -32,11 +32,13 @@ pub(crate) struct ModRole {
     service: ModService,
     session: Session,
     hub: Arc<EventHub>,
-    shutdown: Cancelled,
+    shutdown: Cancellation,
     hello_deadline: Option<Pin<Box<Sleep>>>,
     /// The connection's slot, and its signal to make room for a new connection while it has no session.
     slot: Admitted,
-    displaced: Cancelled,
+    displaced: Cancellation,
+    /// Watches the signals above and the session's close request (its establishment rings it too).
+    alarm: Alarm,
 }
 
 impl ModRole {
@@ -49,13 +51,14 @@ impl ModRole {
         slot: Admitted,
     ) -> Self {
         ModRole {
-            displaced: Cancelled::new(slot.displaced()),
+            displaced: Cancellation::new(slot.displaced()),
             slot,
             service,
             session,
             hub,
-            shutdown: Cancelled::new(shutdown),
+            shutdown: Cancellation::new(shutdown),
             hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
+            alarm: Alarm::new(),
         }
     }
 }
@@ -121,6 +124,25 @@ impl Role for ModRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
+        if !self.alarm.rang(cx) {
+            return Poll::Pending;
+        }
+        let waker = self.alarm.waker();
+        let signal = self.poll_sources(&mut Context::from_waker(&waker));
+        if signal.is_pending() {
+            self.alarm.set();
+        }
+        signal
+    }
+
+    fn on_read_end(&mut self) {
+        self.hub.unsubscribe_all(self.session.subscription_state());
+    }
+}
+
+impl ModRole {
+    /// The signals' sources, each polled with the alarm's waker.
+    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
         if let Some(reason) = self.session.poll_close_requested(cx) {
             return Poll::Ready(Signal::StopReading(reason));
         }
@@ -144,9 +166,5 @@ impl Role for ModRole {
             }
         }
         Poll::Pending
-    }
-
-    fn on_read_end(&mut self) {
-        self.hub.unsubscribe_all(self.session.subscription_state());
     }
 }

@@ -244,6 +244,8 @@ impl Session {
     pub(crate) fn establish(&self, bridge: BridgeInfo) {
         *self.inner.bridge.lock() = Some(bridge);
         self.inner.established.store(true, Ordering::Release);
+        // The connection's loop ends its hello deadline now.
+        self.inner.waker.wake();
     }
 
     /// What the bridge said about itself in `session/hello`.
@@ -274,7 +276,8 @@ impl Session {
         self.inner.closing.load(Ordering::Acquire)
     }
 
-    /// The close request, if any; registers `cx` to be woken by a later [`Session::close`].
+    /// The close request, if any; registers `cx` to be woken by a later [`Session::close`] (or by the session's
+    /// establishment).
     pub(crate) fn poll_close_requested(&self, cx: &mut Context<'_>) -> Option<CloseReason> {
         self.inner.waker.register(cx.waker());
         if self.is_closing() {
