@@ -90,6 +90,7 @@ pub mod bridge;
 mod engine;
 mod error;
 pub mod server;
+mod slots;
 
 pub use bridge::{Bridge, BridgeBuilder};
 #[allow(deprecated)]

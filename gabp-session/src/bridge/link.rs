@@ -11,12 +11,13 @@ use std::time::Duration;
 use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{oneshot, Semaphore, TryAcquireError};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing};
+use crate::slots::{Slots, TryTake};
 
 use super::reconnect::Keepalive;
 use super::settings::Settings;
@@ -66,7 +67,7 @@ pub(crate) struct Link {
     pub(super) outgoing: FrameSender<Outgoing>,
     /// How many calls wait for their answer; a caller that gave up no longer counts.
     pub(super) pending: AtomicUsize,
-    pub(super) in_flight: Semaphore,
+    pub(super) in_flight: Slots,
     pub(super) kill: CancellationToken,
     /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
     /// mod closes its side too (or [`CLOSE_GRACE`] passes).
@@ -261,12 +262,12 @@ pub(super) async fn exchange(
     // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
     // stays small.
     let _permit = match slot {
-        Slot::Take => Some(match link.in_flight.try_acquire() {
-            Ok(permit) => permit,
-            Err(TryAcquireError::NoPermits) => {
-                waited(link.in_flight.acquire(), deadline, timed_out, link).await?
+        Slot::Take => Some(match Slots::try_take(&link.in_flight) {
+            Ok(taken) => taken,
+            Err(TryTake::Full) => {
+                waited(Slots::take(&link.in_flight), deadline, timed_out, link).await?
             }
-            Err(TryAcquireError::Closed) => return Err(link.lost()),
+            Err(TryTake::Closed) => return Err(link.lost()),
         }),
         Slot::Bypass => None,
     };

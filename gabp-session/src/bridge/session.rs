@@ -13,13 +13,13 @@ use gabp_types::methods::{
     SubscribeResult, WelcomeResult,
 };
 use gabp_types::{MethodName, NonEmptyString};
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::engine::{self, Engine, Queues};
+use crate::slots::Slots;
 
 use super::builder::Connector;
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
@@ -104,7 +104,7 @@ pub(super) async fn establish(
         generation,
         outgoing,
         pending: AtomicUsize::new(0),
-        in_flight: Semaphore::new(settings.max_in_flight),
+        in_flight: Slots::new(settings.max_in_flight),
         kill: CancellationToken::new(),
         close_writes: CancellationToken::new(),
         reason: Mutex::new(None),
@@ -210,8 +210,7 @@ pub(super) async fn handshake(
         .and_then(|m| usize::try_from(m.get()).ok())
     {
         if limit < settings.max_in_flight {
-            link.in_flight
-                .forget_permits(settings.max_in_flight - limit);
+            link.in_flight.forget(settings.max_in_flight - limit);
         }
     }
     let advertised = welcome

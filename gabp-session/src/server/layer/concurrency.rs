@@ -8,11 +8,14 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
 use crate::server::ServerRequest;
+use crate::slots::{Closed, Slots, Taken};
+use futures::future::BoxFuture;
 use gabp_types::Response;
 use pin_project_lite::pin_project;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio_util::sync::PollSemaphore;
 use tower::{Layer, Service};
+
+/// A slot of a connection's limit, held by a request until it is answered.
+type Slot = Taken<Arc<Slots>>;
 
 /// The per-connection concurrency rule (`capabilities.limits.maxConcurrentRequests`): the service is not
 /// ready while `max` requests are in flight, so the connection stops reading new requests until one
@@ -59,8 +62,9 @@ impl<S> Layer<S> for ConcurrencyLimitLayer {
     fn layer(&self, inner: S) -> ConcurrencyLimit<S> {
         ConcurrencyLimit {
             inner,
-            semaphore: PollSemaphore::new(Arc::new(Semaphore::new(self.max))),
-            permit: None,
+            slots: Arc::new(Slots::new(self.max)),
+            slot: None,
+            waiting: None,
         }
     }
 }
@@ -68,16 +72,20 @@ impl<S> Layer<S> for ConcurrencyLimitLayer {
 /// The service of [`ConcurrencyLimitLayer`]. Clones share the limit.
 pub struct ConcurrencyLimit<S> {
     inner: S,
-    semaphore: PollSemaphore,
-    permit: Option<OwnedSemaphorePermit>,
+    slots: Arc<Slots>,
+    /// The slot `poll_ready` took, for the next call.
+    slot: Option<Slot>,
+    /// The wait for a slot while none is free.
+    waiting: Option<BoxFuture<'static, Result<Slot, Closed>>>,
 }
 
 impl<S: Clone> Clone for ConcurrencyLimit<S> {
     fn clone(&self) -> Self {
         ConcurrencyLimit {
             inner: self.inner.clone(),
-            semaphore: self.semaphore.clone(),
-            permit: None,
+            slots: self.slots.clone(),
+            slot: None,
+            waiting: None,
         }
     }
 }
@@ -85,8 +93,26 @@ impl<S: Clone> Clone for ConcurrencyLimit<S> {
 impl<S> fmt::Debug for ConcurrencyLimit<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConcurrencyLimit")
-            .field("available", &self.semaphore.available_permits())
+            .field("available", &self.slots.available())
             .finish_non_exhaustive()
+    }
+}
+
+impl<S> ConcurrencyLimit<S> {
+    fn poll_slot(&mut self, cx: &mut Context<'_>) -> Poll<Slot> {
+        if self.waiting.is_none() {
+            if let Ok(slot) = Slots::try_take(self.slots.clone()) {
+                return Poll::Ready(slot);
+            }
+            self.waiting = Some(Box::pin(Slots::take(self.slots.clone())));
+        }
+        let Some(waiting) = &mut self.waiting else {
+            return Poll::Pending;
+        };
+        let taken = ready!(waiting.as_mut().poll(cx));
+        self.waiting = None;
+        // The limit is never closed, so `Closed` cannot happen; treat it as "not ready".
+        taken.map_or(Poll::Pending, Poll::Ready)
     }
 }
 
@@ -100,22 +126,18 @@ where
     type Future = Limited<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        if self.permit.is_none() {
-            // The semaphore is never closed, so `None` cannot happen; treat it as "not ready".
-            match ready!(self.semaphore.poll_acquire(cx)) {
-                Some(permit) => self.permit = Some(permit),
-                None => return Poll::Pending,
-            }
+        if self.slot.is_none() {
+            self.slot = Some(ready!(self.poll_slot(cx)));
         }
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
-        let permit = self.permit.take();
-        debug_assert!(permit.is_some(), "call without poll_ready");
+        let slot = self.slot.take();
+        debug_assert!(slot.is_some(), "call without poll_ready");
         Limited {
             inner: self.inner.call(req),
-            permit,
+            slot,
         }
     }
 }
@@ -126,7 +148,7 @@ pin_project! {
     pub struct Limited<F> {
         #[pin]
         inner: F,
-        permit: Option<OwnedSemaphorePermit>,
+        slot: Option<Slot>,
     }
 }
 
@@ -140,7 +162,7 @@ where
         let this = self.project();
         let response = ready!(this.inner.poll(cx));
         // The slot frees with the answer, not when whoever holds the future drops it.
-        this.permit.take();
+        this.slot.take();
         Poll::Ready(response)
     }
 }
@@ -161,7 +183,7 @@ mod tests {
     use tower::ServiceExt;
 
     #[tokio::test(start_paused = true)]
-    async fn the_third_request_waits_for_a_permit() {
+    async fn the_third_request_waits_for_a_slot() {
         let inner = tower::service_fn(|req: ServerRequest| async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             Ok::<_, Infallible>(req.reply(serde_json::json!({})))
