@@ -54,8 +54,12 @@ impl MessageId {
 
     /// The id of a UUID, in lower case.
     pub fn from_uuid(uuid: uuid::Uuid) -> MessageId {
-        let mut text = [0u8; 36];
-        uuid.hyphenated().encode_lower(&mut text);
+        let mut text = *b"00000000-0000-0000-0000-000000000000";
+        // Where each byte's two digits go in the 8-4-4-4-12 form.
+        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+        for (byte, at) in uuid.as_bytes().iter().zip(AT) {
+            text[at..at + 2].copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
+        }
         MessageId { text }
     }
 
@@ -118,36 +122,57 @@ impl Hash for MessageId {
     }
 }
 
+/// Two lower-case hex digits for each byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0xf]];
+        byte += 1;
+    }
+    pairs
+};
+
 /// 16 random bytes for a version 4 id, without a system call.
 ///
 /// Each thread keeps a [`RandomState`](std::collections::hash_map::RandomState) (SipHash keyed with 128 bits
-/// from the operating system, once per thread) and a counter; the bytes are the keyed hashes of the counter,
-/// so they are unpredictable without the key and never repeat within a thread, and threads have independent
-/// keys. (`uuid::Uuid::new_v4` asks the operating system for every id: a `getrandom` system call per message.)
-/// Like any user-space generator, a process that forks without exec shares the state with its child.
+/// from the operating system, once per thread), a secret word drawn from it, and a counter. The first eight
+/// bytes are the keyed hash of the counter, unpredictable without the key; the last eight a permutation of the
+/// counter under the secret word, so that ids never repeat within a thread. Threads have independent keys.
+/// (`uuid::Uuid::new_v4` asks the operating system for every id: a `getrandom` system call per message.) Like
+/// any user-space generator, a process that forks without exec shares the state with its child.
 fn random_bytes() -> [u8; 16] {
     use std::cell::Cell;
     use std::collections::hash_map::RandomState;
     use std::hash::BuildHasher;
 
-    thread_local! {
-        static KEY: RandomState = RandomState::new();
-        static COUNTER: Cell<u64> = const { Cell::new(0) };
+    struct Generator {
+        key: RandomState,
+        secret: u64,
+        counter: Cell<u64>,
     }
-    let n = COUNTER.with(|c| {
-        let n = c.get();
-        c.set(n.wrapping_add(1));
-        n
-    });
-    KEY.with(|key| {
+    thread_local! {
+        static GENERATOR: Generator = {
+            let key = RandomState::new();
+            Generator { secret: key.hash_one(u64::MAX), key, counter: Cell::new(0) }
+        };
+    }
+    GENERATOR.with(|g| {
+        let n = g.counter.get();
+        g.counter.set(n.wrapping_add(1));
         let mut bytes = [0u8; 16];
-        // Two inputs a counter value never shares with another: each a single word, which SipHash reads in one
-        // step (a tuple with a tag byte takes a second, partial one).
-        let n = n.wrapping_mul(2);
-        bytes[..8].copy_from_slice(&key.hash_one(n).to_le_bytes());
-        bytes[8..].copy_from_slice(&key.hash_one(n | 1).to_le_bytes());
+        bytes[..8].copy_from_slice(&g.key.hash_one(n).to_le_bytes());
+        bytes[8..].copy_from_slice(&permute(n ^ g.secret).to_le_bytes());
         bytes
     })
+}
+
+/// A bijection of 64-bit words that mixes every bit into every other (the finalizer of SplitMix64).
+fn permute(word: u64) -> u64 {
+    let word = (word ^ (word >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let word = (word ^ (word >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    word ^ (word >> 31)
 }
 
 impl PartialOrd for MessageId {
@@ -245,6 +270,15 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Written as the `uuid` crate writes a UUID in lower case, and read back as the same UUID.
+        #[test]
+        fn an_id_is_the_uuid_s_own_text(uuid: u128) {
+            let uuid = uuid::Uuid::from_u128(uuid);
+            let id = MessageId::from_uuid(uuid);
+            proptest::prop_assert_eq!(id.as_str(), uuid.hyphenated().to_string());
+            proptest::prop_assert_eq!(id.as_uuid(), uuid);
+        }
+
         /// Equal and hashed alike whatever the case of each letter; unequal when the UUIDs differ.
         #[test]
         fn case_never_matters_and_the_uuid_always_does(
