@@ -1,9 +1,6 @@
 //! [`Slots`]: a count of slots given out the way a semaphore gives out permits (a connection's requests in
-//! flight, on either side), with a fast path that takes no lock.
-//!
-//! Taking a free slot is one compare-and-swap; giving one back while nobody waits is an increment and a load.
-//! A taker that finds none free waits on a tokio semaphore, and a slot given back while anyone waits is handed
-//! to that semaphore. (tokio's semaphore alone takes its waiters' lock on every release.)
+//! flight, on either side). Taking a free slot, and giving one back while nobody waits, take no lock; a taker
+//! that finds none free waits on a tokio semaphore, to which a slot given back is handed while anyone waits.
 
 use std::fmt;
 use std::ops::Deref;
@@ -80,7 +77,9 @@ impl Slots {
         if self.closed.load(Ordering::Acquire) {
             return Err(TryTake::Closed);
         }
-        let mut free = self.free.load(Ordering::Relaxed);
+        // Sequentially consistent, as `give_back`'s: a taker that counted itself waiting and then finds none free
+        // is seen waiting by whoever frees one after that.
+        let mut free = self.free.load(Ordering::SeqCst);
         loop {
             if free == 0 {
                 return Err(TryTake::Full);
@@ -89,7 +88,7 @@ impl Slots {
                 free,
                 free - 1,
                 Ordering::SeqCst,
-                Ordering::Relaxed,
+                Ordering::SeqCst,
             ) {
                 Ok(_) => return Ok(()),
                 Err(now) => free = now,

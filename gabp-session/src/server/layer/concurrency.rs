@@ -9,13 +9,15 @@ use std::task::{ready, Context, Poll};
 
 use crate::server::ServerRequest;
 use crate::slots::{Closed, Slots, Taken};
-use futures::future::BoxFuture;
 use gabp_types::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 
 /// A slot of a connection's limit, held by a request until it is answered.
 type Slot = Taken<Arc<Slots>>;
+
+/// The wait for a slot while none is free.
+type Waiting = Pin<Box<dyn Future<Output = Result<Slot, Closed>> + Send + Sync>>;
 
 /// The per-connection concurrency rule (`capabilities.limits.maxConcurrentRequests`): the service is not
 /// ready while `max` requests are in flight, so the connection stops reading new requests until one
@@ -75,8 +77,7 @@ pub struct ConcurrencyLimit<S> {
     slots: Arc<Slots>,
     /// The slot `poll_ready` took, for the next call.
     slot: Option<Slot>,
-    /// The wait for a slot while none is free.
-    waiting: Option<BoxFuture<'static, Result<Slot, Closed>>>,
+    waiting: Option<Waiting>,
 }
 
 impl<S: Clone> Clone for ConcurrencyLimit<S> {
@@ -181,6 +182,13 @@ mod tests {
     use crate::server::layer::testing::request;
     use crate::server::Session;
     use tower::ServiceExt;
+
+    #[test]
+    fn the_service_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<ConcurrencyLimit<crate::server::Router>>();
+        shared::<Limited<std::future::Ready<Result<Response, Infallible>>>>();
+    }
 
     #[tokio::test(start_paused = true)]
     async fn the_third_request_waits_for_a_slot() {
