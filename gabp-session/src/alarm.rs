@@ -1,10 +1,5 @@
-//! [`Alarm`]: the sources of a connection's signals (cancellation tokens, deadlines, close requests), watched
-//! through one flag so that polling them all is cheap when none has fired.
-//!
-//! The connection loops poll their signals on every turn, several times per round trip. Polled each in turn, the
-//! sources cost a waker registration apiece, and `CancellationToken::cancelled()` takes two locks (the token's
-//! state and its waiter list). Polled under an [`Alarm`], they are registered with the alarm's own waker, and a
-//! turn costs one registration of the task's waker and one atomic swap until one of them may have fired.
+//! [`Alarm`]: the sources of a connection's signals (cancellation tokens, deadlines, close requests), polled
+//! with one waker of their own, and polled again only once one of them has woken it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,8 +28,7 @@ impl Wake for Flag {
     }
 }
 
-/// The flag a set of sources wakes. Poll the sources with [`Alarm::waker`] whenever [`Alarm::rang`] says so, and
-/// [`Alarm::set`] it once they are all pending.
+/// The flag a set of sources wakes: [`Alarm::poll`] polls them when it may have rung.
 pub(crate) struct Alarm {
     flag: Arc<Flag>,
     waker: Waker,
@@ -52,29 +46,25 @@ impl Alarm {
         }
     }
 
-    /// Registers the task's waker; whether a source may have fired since the sources were last all pending (or
-    /// was added since: [`Alarm::reset`]), so that they have to be polled.
-    pub(crate) fn rang(&mut self, cx: &Context<'_>) -> bool {
+    /// Registers the task's waker and, if a source may have fired since they were last all pending (or one was
+    /// added since: [`Alarm::reset`]), polls them with `sources`, given the alarm's own waker; pending otherwise.
+    pub(crate) fn poll<T>(
+        &mut self,
+        cx: &Context<'_>,
+        sources: impl FnOnce(&mut Context<'_>) -> Poll<T>,
+    ) -> Poll<T> {
         // Register first: a notification from here on wakes this task, and the flag is read after.
         self.flag.task.register(cx.waker());
         if self.set && !self.flag.rang.swap(false, Ordering::Acquire) {
-            return false;
+            return Poll::Pending;
         }
-        self.set = false;
-        true
+        let polled = sources(&mut Context::from_waker(&self.waker));
+        // Every source pending was registered with the alarm's waker: only a wake can change that now.
+        self.set = polled.is_pending();
+        polled
     }
 
-    /// The waker to poll the sources with.
-    pub(crate) fn waker(&self) -> Waker {
-        self.waker.clone()
-    }
-
-    /// The sources were all polled with [`Alarm::waker`] and are pending.
-    pub(crate) fn set(&mut self) {
-        self.set = true;
-    }
-
-    /// A source was added or moved: the sources are polled on the next [`Alarm::rang`].
+    /// A source was added or moved: the sources are polled on the next [`Alarm::poll`].
     pub(crate) fn reset(&mut self) {
         self.set = false;
     }
@@ -117,17 +107,17 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    /// Polls `token`'s cancellation the way the connection loops do: under the alarm, set once pending.
-    fn poll_watched(alarm: &mut Alarm, source: &mut Cancellation, cx: &Context<'_>) -> Poll<()> {
-        if !alarm.rang(cx) {
-            return Poll::Pending;
-        }
-        let waker = alarm.waker();
-        let polled = Pin::new(source).poll(&mut Context::from_waker(&waker));
-        if polled.is_pending() {
-            alarm.set();
-        }
-        polled
+    /// Polls `token`'s cancellation the way the connection loops do: under the alarm; counts the polls.
+    fn poll_watched(
+        alarm: &mut Alarm,
+        source: &mut Cancellation,
+        cx: &Context<'_>,
+        polls: &mut u32,
+    ) -> Poll<()> {
+        alarm.poll(cx, |cx| {
+            *polls += 1;
+            Pin::new(source).poll(cx)
+        })
     }
 
     #[tokio::test]
@@ -135,7 +125,7 @@ mod tests {
         let token = CancellationToken::new();
         token.cancel();
         let (mut alarm, mut source) = (Alarm::new(), Cancellation::new(token));
-        futures::future::poll_fn(|cx| poll_watched(&mut alarm, &mut source, cx)).await;
+        futures::future::poll_fn(|cx| poll_watched(&mut alarm, &mut source, cx, &mut 0)).await;
     }
 
     #[tokio::test]
@@ -144,16 +134,17 @@ mod tests {
         let (mut alarm, mut source) = (Alarm::new(), Cancellation::new(token.clone()));
         let waker = futures::task::noop_waker();
         let cx = Context::from_waker(&waker);
-        assert!(poll_watched(&mut alarm, &mut source, &cx).is_pending());
+        let mut polls = 0;
         for _ in 0..3 {
-            assert!(!alarm.rang(&cx), "nothing fired");
+            assert!(poll_watched(&mut alarm, &mut source, &cx, &mut polls).is_pending());
         }
+        assert_eq!(polls, 1, "polled once, then only when woken");
         alarm.reset();
-        assert!(alarm.rang(&cx), "a source was added");
-        assert!(poll_watched(&mut alarm, &mut source, &cx).is_pending());
+        assert!(poll_watched(&mut alarm, &mut source, &cx, &mut polls).is_pending());
+        assert_eq!(polls, 2, "a source was added");
         let waiter = tokio::spawn(async move {
             // Asked by a new task (another waker) before the cancel arrives.
-            futures::future::poll_fn(|cx| poll_watched(&mut alarm, &mut source, cx)).await;
+            futures::future::poll_fn(|cx| poll_watched(&mut alarm, &mut source, cx, &mut 0)).await;
         });
         tokio::task::yield_now().await;
         token.cancel();
@@ -184,7 +175,7 @@ mod tests {
                     if polls % 3 == 0 {
                         cx.waker().wake_by_ref();
                     }
-                    poll_watched(&mut alarm, &mut source, cx)
+                    poll_watched(&mut alarm, &mut source, cx, &mut 0)
                 }),
             )
             .await;

@@ -115,6 +115,24 @@ async fn seq_gap_is_reported_when_the_reorder_window_expires() {
     assert_eq!(next(&mut sub).await, "4");
 }
 
+/// The reorder deadline moves from one channel's gap to the next's on its own, with no frame in between.
+#[tokio::test]
+async fn gaps_on_two_channels_are_each_reported_when_their_window_expires() {
+    let (bridge, mut mock) = connected().await;
+    let channels = ["player/move", "world/block_change"];
+    let mut sub = subscribe(&bridge, &mut mock, &channels, &channels).await;
+    mock.event("player/move", 0, json!({})).await;
+    mock.event("player/move", 2, json!({})).await;
+    assert_eq!(next(&mut sub).await, "0");
+    tokio::time::sleep(gabp_session::bridge::DEFAULT_REORDER_WINDOW / 2).await;
+    mock.event("world/block_change", 0, json!({})).await;
+    mock.event("world/block_change", 2, json!({})).await;
+    assert_eq!(next(&mut sub).await, "0");
+    let waiting = tokio::time::Instant::now();
+    assert_eq!(take(&mut sub, 4).await, ["lag1", "2", "lag1", "2"]);
+    assert!(waiting.elapsed() >= gabp_session::bridge::DEFAULT_REORDER_WINDOW / 2);
+}
+
 #[tokio::test]
 async fn out_of_order_and_duplicate_events_are_put_in_order_once() {
     let (bridge, mut mock) = connected().await;

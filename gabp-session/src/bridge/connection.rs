@@ -39,40 +39,51 @@ pub(super) const CLOSE_GRACE: Duration = Duration::from_millis(500);
 pub(super) struct BridgeRole {
     pub(super) link: Arc<Link>,
     pub(super) shared: Arc<Shared>,
-    pub(super) killed: Cancellation,
-    pub(super) closing: Cancellation,
-    pub(super) closing_sent: bool,
-    /// When the oldest event held back for reordering is due.
-    pub(super) reorder: Option<Pin<Box<Sleep>>>,
-    /// Watches the signals above.
+    signals: Signals,
+    /// Watches the signals' sources.
     alarm: Alarm,
+}
+
+/// What makes a bridge's connection act on its own: its link shut, a graceful close, and the reorder deadline of
+/// held-back events (SPEC/1.0 gabp.md §6).
+struct Signals {
+    link: Arc<Link>,
+    shared: Arc<Shared>,
+    killed: Cancellation,
+    closing: Cancellation,
+    closing_sent: bool,
+    /// When the oldest event held back for reordering is due.
+    reorder: Option<Pin<Box<Sleep>>>,
 }
 
 impl BridgeRole {
     pub(super) fn new(link: Arc<Link>, shared: Arc<Shared>) -> Self {
         BridgeRole {
-            killed: Cancellation::new(link.kill.clone()),
-            closing: Cancellation::new(link.close_writes.clone()),
-            closing_sent: false,
+            signals: Signals {
+                killed: Cancellation::new(link.kill.clone()),
+                closing: Cancellation::new(link.close_writes.clone()),
+                closing_sent: false,
+                reorder: None,
+                link: link.clone(),
+                shared: shared.clone(),
+            },
             link,
             shared,
-            reorder: None,
             alarm: Alarm::new(),
         }
     }
+}
 
+impl Signals {
     fn set_reorder(&mut self, deadline: Option<Instant>) {
         match (deadline, &mut self.reorder) {
             (None, _) => self.reorder = None,
             (Some(at), Some(sleep)) => sleep.as_mut().reset(at),
             (Some(at), None) => self.reorder = Some(Box::pin(tokio::time::sleep_until(at))),
         }
-        // A deadline set or moved registers on the next poll.
-        self.alarm.reset();
     }
 
-    /// The signals' sources, each polled with the alarm's waker.
-    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
         if Pin::new(&mut self.killed).poll(cx).is_ready() {
             return Poll::Ready(Signal::End(self.link.reason()));
         }
@@ -80,19 +91,18 @@ impl BridgeRole {
             self.closing_sent = true;
             return Poll::Ready(Signal::CloseWrites);
         }
-        if let Some(reorder) = &mut self.reorder {
-            if reorder.as_mut().poll(cx).is_ready() {
-                let deadline = {
-                    let mut router = self.shared.router.lock();
-                    router.release_expired(Instant::now());
-                    router.next_deadline()
-                };
-                self.set_reorder(deadline);
-                // A new deadline registers on the next poll: the wake rings the alarm.
-                if self.reorder.is_some() {
-                    cx.waker().wake_by_ref();
-                }
+        // Events held back past their deadline go out; the next deadline is polled at once, so that it
+        // registers.
+        while let Some(reorder) = &mut self.reorder {
+            if reorder.as_mut().poll(cx).is_pending() {
+                break;
             }
+            let deadline = {
+                let mut router = self.shared.router.lock();
+                router.release_expired(Instant::now());
+                router.next_deadline()
+            };
+            self.set_reorder(deadline);
         }
         Poll::Pending
     }
@@ -126,7 +136,9 @@ impl Role for BridgeRole {
             router.dispatch(event, size, Instant::now());
             router.next_deadline()
         };
-        self.set_reorder(deadline);
+        self.signals.set_reorder(deadline);
+        // A deadline set or moved registers on the next poll.
+        self.alarm.reset();
     }
 
     fn on_invalid(&mut self, _body: Bytes, error: DecodeError) -> Option<Response> {
@@ -139,15 +151,8 @@ impl Role for BridgeRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
-        if !self.alarm.rang(cx) {
-            return Poll::Pending;
-        }
-        let waker = self.alarm.waker();
-        let signal = self.poll_sources(&mut Context::from_waker(&waker));
-        if signal.is_pending() {
-            self.alarm.set();
-        }
-        signal
+        let signals = &mut self.signals;
+        self.alarm.poll(cx, |cx| signals.poll(cx))
     }
 
     fn on_frame(&mut self) {

@@ -32,13 +32,20 @@ pub(crate) struct ModRole {
     service: ModService,
     session: Session,
     hub: Arc<EventHub>,
+    signals: Signals,
+    /// Watches the signals' sources.
+    alarm: Alarm,
+}
+
+/// What makes a mod's connection stop: the session's close request (its establishment wakes it too), the
+/// server's shutdown, making room for a new connection, and the hello deadline.
+struct Signals {
+    session: Session,
     shutdown: Cancellation,
     hello_deadline: Option<Pin<Box<Sleep>>>,
     /// The connection's slot, and its signal to make room for a new connection while it has no session.
     slot: Admitted,
     displaced: Cancellation,
-    /// Watches the signals above and the session's close request (its establishment rings it too).
-    alarm: Alarm,
 }
 
 impl ModRole {
@@ -51,13 +58,16 @@ impl ModRole {
         slot: Admitted,
     ) -> Self {
         ModRole {
-            displaced: Cancellation::new(slot.displaced()),
-            slot,
+            signals: Signals {
+                session: session.clone(),
+                shutdown: Cancellation::new(shutdown),
+                hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
+                displaced: Cancellation::new(slot.displaced()),
+                slot,
+            },
             service,
             session,
             hub,
-            shutdown: Cancellation::new(shutdown),
-            hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
             alarm: Alarm::new(),
         }
     }
@@ -124,15 +134,8 @@ impl Role for ModRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
-        if !self.alarm.rang(cx) {
-            return Poll::Pending;
-        }
-        let waker = self.alarm.waker();
-        let signal = self.poll_sources(&mut Context::from_waker(&waker));
-        if signal.is_pending() {
-            self.alarm.set();
-        }
-        signal
+        let signals = &mut self.signals;
+        self.alarm.poll(cx, |cx| signals.poll(cx))
     }
 
     fn on_read_end(&mut self) {
@@ -140,9 +143,8 @@ impl Role for ModRole {
     }
 }
 
-impl ModRole {
-    /// The signals' sources, each polled with the alarm's waker.
-    fn poll_sources(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
+impl Signals {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
         if let Some(reason) = self.session.poll_close_requested(cx) {
             return Poll::Ready(Signal::StopReading(reason));
         }
