@@ -137,9 +137,10 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
 /// 16 random bytes for a version 4 id, without a system call.
 ///
 /// Each thread keeps a [`RandomState`](std::collections::hash_map::RandomState) (SipHash keyed with 128 bits
-/// from the operating system, once per thread), a secret word drawn from it, and a counter. The first eight
-/// bytes are the keyed hash of the counter, unpredictable without the key; the last eight a permutation of the
-/// counter under the secret word, so that ids never repeat within a thread. Threads have independent keys.
+/// from the operating system, once per thread), a secret word drawn from it, and a counter. Eight of the bytes
+/// are the keyed hash of the counter, unpredictable without the key (but for the six bits the version and
+/// variant take); the other eight a permutation of the counter under the secret word, which the version and
+/// variant leave whole, so that ids never repeat within a thread. Threads have independent keys.
 /// (`uuid::Uuid::new_v4` asks the operating system for every id: a `getrandom` system call per message.) Like
 /// any user-space generator, a process that forks without exec shares the state with its child.
 fn random_bytes() -> [u8; 16] {
@@ -161,9 +162,17 @@ fn random_bytes() -> [u8; 16] {
     GENERATOR.with(|g| {
         let n = g.counter.get();
         g.counter.set(n.wrapping_add(1));
+        // The version is in byte 6 and the variant in byte 8 (RFC 9562 §5.4): the hash's bytes go there.
+        const HASHED: [usize; 8] = [6, 8, 10, 11, 12, 13, 14, 15];
+        const COUNTED: [usize; 8] = [0, 1, 2, 3, 4, 5, 7, 9];
         let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&g.key.hash_one(n).to_le_bytes());
-        bytes[8..].copy_from_slice(&permute(n ^ g.secret).to_le_bytes());
+        let (hash, count) = (g.key.hash_one(n), permute(n ^ g.secret));
+        for (at, byte) in HASHED.into_iter().zip(hash.to_le_bytes()) {
+            bytes[at] = byte;
+        }
+        for (at, byte) in COUNTED.into_iter().zip(count.to_le_bytes()) {
+            bytes[at] = byte;
+        }
         bytes
     })
 }
