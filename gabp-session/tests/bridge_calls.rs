@@ -10,8 +10,8 @@ use bridge_support::*;
 use futures::future::join_all;
 use gabp_session::bridge::{Bridge, DEFAULT_REQUEST_TIMEOUT, GOODBYE_WAIT};
 use gabp_session::Error;
-use gabp_types::methods::StateGetParams;
-use gabp_types::{ErrorCode, MessageId};
+use gabp_types::methods::{StateGetParams, ToolsCall, ToolsCallParams};
+use gabp_types::{ErrorCode, MessageId, ToolName};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -333,9 +333,12 @@ async fn an_invalid_response_fails_its_call_at_once() {
 }
 
 /// Answers the next `tools/call` with a success written as gabp-rs writes one, whatever `result` holds.
-async fn reply_plainly(mock: &mut MockMod, result: &str) {
+async fn reply_plainly(mock: &mut MockMod, result: &[u8]) {
     let id = mock.expect("tools/call").await.id;
-    let body = format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":{result}}}"#);
+    let mut body =
+        format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":"#).into_bytes();
+    body.extend_from_slice(result);
+    body.push(b'}');
     mock.send_raw(body).await;
 }
 
@@ -357,9 +360,16 @@ async fn results_written_plainly_read_alike_typed_or_untyped() {
     );
     let layered = (bridge.unwrap(), mock);
     assert!(format!("{:?}", layered.0).contains("layered: true"));
-    let refused = r#"null,"error":{"code":-32402,"message":"boom"}"#;
+    let refused = br#"null,"error":{"code":-32400,"message":"gone"}"#;
+    let cases: [&[u8]; 5] = [
+        br#"{"n":}"#,
+        b"{\"n\":1,\"x\":\"\xff\"}",
+        refused,
+        br#"{"n":300}"#,
+        br#"{"n":1}"#,
+    ];
     for (bridge, mut mock) in [direct, layered] {
-        for result in [r#"{"n":}"#, refused, r#"{"n":300}"#, r#"{"n":1}"#] {
+        for result in cases {
             let (untyped, ()) = tokio::join!(
                 bridge.call_tool("demo/echo", json!({})),
                 reply_plainly(&mut mock, result)
@@ -369,23 +379,38 @@ async fn results_written_plainly_read_alike_typed_or_untyped() {
                 bridge.call_tool_as::<_, Small>("demo/echo", &args),
                 reply_plainly(&mut mock, result)
             );
+            let params = ToolsCallParams {
+                name: ToolName::new("demo/echo").unwrap(),
+                arguments: None,
+                meta: None,
+            };
+            let (core, ()) = tokio::join!(
+                bridge.call::<ToolsCall>(&params),
+                reply_plainly(&mut mock, result)
+            );
+            let case = String::from_utf8_lossy(result);
             match result {
-                r#"{"n":}"# => {
-                    assert!(matches!(err(untyped), Error::InvalidResponse { .. }));
-                    assert!(matches!(err(typed), Error::InvalidResponse { .. }));
-                }
-                r#"{"n":300}"# => {
+                br#"{"n":300}"# => {
                     assert_eq!(untyped.unwrap(), json!({"n": 300}));
                     assert!(matches!(err(typed), Error::InvalidResult { .. }));
+                    assert!(core.is_ok());
                 }
-                r#"{"n":1}"# => {
+                br#"{"n":1}"# => {
                     assert_eq!(untyped.unwrap(), json!({"n": 1}));
                     assert_eq!(typed.unwrap().n, 1);
+                    assert!(core.is_ok());
+                }
+                _ if result == refused => {
+                    let gone = |e: Error| matches!(e, Error::ToolNotFound { tool, .. } if tool == "demo/echo");
+                    assert!(gone(err(untyped)), "{case}");
+                    assert!(gone(err(typed)), "{case}");
+                    assert!(gone(err(core)), "{case}");
                 }
                 _ => {
-                    let failed = |e: Error| matches!(e, Error::ToolFailed { tool, .. } if tool == "demo/echo");
-                    assert!(failed(err(untyped)));
-                    assert!(failed(err(typed)));
+                    let invalid = |e: Error| matches!(e, Error::InvalidResponse { .. });
+                    assert!(invalid(err(untyped)), "{case}");
+                    assert!(invalid(err(typed)), "{case}");
+                    assert!(invalid(err(core)), "{case}");
                 }
             }
         }

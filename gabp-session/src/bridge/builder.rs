@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use gabp_transport::{Connection, Endpoint, ModProcess, Token, TransportError};
 use tower::layer::util::{Identity, Stack};
 use tower::util::BoxCloneSyncService;
-use tower::{Layer, Service};
+use tower::{Layer, Service, ServiceExt};
 
 use super::events::Reorder;
 use super::link::Reading;
@@ -79,6 +79,20 @@ pub(crate) enum Started {
 }
 
 impl CallPath {
+    /// Sends `request` along the path: through the layers, or straight to `raw`.
+    pub(crate) async fn send(
+        &self,
+        raw: &BridgeService,
+        request: BridgeRequest,
+    ) -> Result<BridgeResponse, Error> {
+        match self.start(request) {
+            Err(request) => raw.send(request).await,
+            Ok(Started::Called(future)) => future.await,
+            Ok(Started::Stalled(service, request)) => service.oneshot(request).await,
+            Ok(Started::Failed(error)) => Err(error),
+        }
+    }
+
     /// Starts a call on the layered path; hands the request back on the direct path.
     pub(crate) fn start(&self, mut request: BridgeRequest) -> Result<Started, BridgeRequest> {
         let CallPath::Layered(shared) = self else {

@@ -148,10 +148,14 @@ impl Link {
     }
 }
 
-/// The error the caller of `method` (with a tool, for `tools/call`) sees for a call that `failure` ended.
-pub(super) fn failed(failure: Failure, method: &str, tool: Option<&str>) -> Error {
+/// The error the caller of `request` sees for a call that `failure` ended.
+pub(super) fn failed(failure: Failure, request: &gabp_types::Request) -> Error {
+    let method = request.method.as_str();
     match failure {
-        Failure::Error(error) => Error::from_remote(error, method, tool),
+        Failure::Error(error) => {
+            let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
+            Error::from_remote(error, method, tool.as_deref())
+        }
         Failure::Invalid(reason) => Error::InvalidResponse {
             method: method.to_owned(),
             reason,
@@ -213,7 +217,7 @@ pub(crate) enum Reading {
     /// Whole, before the call returns: the result is handed on (to layers, as a value).
     #[default]
     Whole,
-    /// Into the caller's own type, which reads it whole anyway: the call may return it unread.
+    /// Into the caller's own type, which reads it whole anyway (or not at all): the call may return it unread.
     AsType,
 }
 
@@ -301,12 +305,9 @@ pub(super) async fn exchange(
     guard.armed = false;
     match delivery {
         Ok(Delivery::Answered(Ok(result))) if reading == Reading::AsType => Ok(result),
-        Ok(Delivery::Answered(answered)) => {
-            answered.and_then(CallResult::read).map_err(|failure| {
-                let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
-                failed(failure, request.method.as_str(), tool.as_deref())
-            })
-        }
+        Ok(Delivery::Answered(answered)) => answered
+            .and_then(CallResult::read)
+            .map_err(|failure| failed(failure, request)),
         Ok(Delivery::TimedOut { written }) => {
             // A request the mod has: it is asked to stop the call, as when a caller gives up.
             guard.armed = written;

@@ -73,6 +73,7 @@ mod link;
 mod progress;
 mod reconnect;
 mod redact;
+mod response;
 mod retry;
 mod service;
 mod session;
@@ -101,7 +102,6 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::DropGuard;
-use tower::ServiceExt;
 
 pub use crate::error::{
     ParamError, LIBGAB_AUTHENTICATION_FAILED, LIBGAB_NOT_ESTABLISHED, LIBGAB_TOOL_NOT_FOUND,
@@ -109,7 +109,8 @@ pub use crate::error::{
 pub use builder::{BridgeBuilder, Connector};
 pub use events::{Subscription, SubscriptionItem};
 pub use progress::ProgressUpdates;
-pub use service::{BridgeRequest, BridgeResponse, BridgeService, Extensions};
+pub use response::BridgeResponse;
+pub use service::{BridgeRequest, BridgeService, Extensions};
 pub use settings::{
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REORDER_CAPACITY,
     DEFAULT_REORDER_WINDOW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUBSCRIPTION_QUEUE,
@@ -118,7 +119,7 @@ pub use settings::{
 pub use state::{ConnectionState, DisconnectReason};
 
 use crate::Error;
-use builder::{CallPath, Started};
+use builder::CallPath;
 use link::Reading;
 pub use reconnect::{Keepalive, ReconnectPolicy};
 pub use retry::ConnectRetry;
@@ -314,21 +315,29 @@ impl Bridge {
     /// # Errors
     ///
     /// See [`Error`].
-    pub async fn send(&self, mut request: BridgeRequest) -> Result<BridgeResponse, Error> {
+    pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, Error> {
+        let response = self.send_on_path(request).await;
+        self.inner.raw.shared.tools.noted(response)
+    }
+
+    /// Sends `request` (one of the bridge's own typed calls of `method`) and reads its result as `T`: on the
+    /// path without layers, straight from the text the mod wrote.
+    async fn send_as<T: DeserializeOwned>(
+        &self,
+        mut request: BridgeRequest,
+        method: &str,
+    ) -> Result<T, Error> {
+        request.set_reading(Reading::AsType);
+        let read = self.send_on_path(request).await;
+        let read = read.and_then(|response| response.read_as(method));
+        self.inner.raw.shared.tools.noted(read)
+    }
+
+    async fn send_on_path(&self, mut request: BridgeRequest) -> Result<BridgeResponse, Error> {
         if request.timeout().is_none() {
             request.set_timeout(self.timeout);
         }
-        let response = match self.inner.path.start(request) {
-            Err(request) => self.inner.raw.send(request).await,
-            Ok(Started::Called(future)) => future.await,
-            Ok(Started::Stalled(service, request)) => service.oneshot(request).await,
-            Ok(Started::Failed(error)) => Err(error),
-        };
-        // A tool that is gone: the cached list is stale (SPEC/1.0 extensions.md §tools-changed).
-        if matches!(response, Err(Error::ToolNotFound { .. })) {
-            self.inner.raw.shared.tools.invalidate();
-        }
-        response
+        self.inner.path.send(&self.inner.raw, request).await
     }
 
     /// A raw request: `method` with `params` (`null` for none, else a JSON object); returns the raw result.
@@ -356,9 +365,8 @@ impl Bridge {
     /// See [`Error`]; a result that does not have the shape of `M::Result` is
     /// [`Error::InvalidResult`].
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, Error> {
-        let mut request = BridgeRequest::typed::<M>(params)?;
-        request.set_reading(Reading::AsType);
-        self.send(request).await?.read_as(M::NAME, None)
+        self.send_as(BridgeRequest::typed::<M>(params)?, M::NAME)
+            .await
     }
 
     /// Calls tool `name` with `arguments` (`null` for none, else a JSON object); returns the tool's result.
@@ -396,10 +404,9 @@ impl Bridge {
         A: Serialize + ?Sized,
         R: DeserializeOwned,
     {
-        let mut request = BridgeRequest::tool_call_as(name, arguments)?;
-        request.set_reading(Reading::AsType);
-        let response = self.send(request).await?;
-        response.read_as(gabp_types::methods::ToolsCall::NAME, Some(name))
+        let request = BridgeRequest::tool_call_as(name, arguments)?;
+        self.send_as(request, gabp_types::methods::ToolsCall::NAME)
+            .await
     }
 
     /// The mod's tools (`tools/list`).

@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -13,16 +13,15 @@ use futures::future::BoxFuture;
 use gabp_types::methods::WelcomeResult;
 use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::{MethodName, Params};
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 use tower::Service;
 
-use super::link::{failed, Reading};
+use super::link::Reading;
+use super::response::BridgeResponse;
 use super::shared::Shared;
 use super::{ConnectionState, Subscription};
-use crate::engine::CallResult;
 use crate::Error;
 
 /// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call
@@ -299,102 +298,6 @@ impl BridgeRequest {
     pub(crate) fn set_reading(&mut self, reading: Reading) {
         self.reading = reading;
     }
-}
-
-/// The answer to a [`BridgeRequest`]: the mod's `result`, and extensions layers may attach.
-///
-/// The result is kept as the text the mod wrote until it is read: [`BridgeResponse::result_as`] reads it
-/// straight into a type, [`BridgeResponse::result`] into a JSON value (once).
-#[derive(Debug)]
-pub struct BridgeResponse {
-    result: CallResult,
-    value: OnceLock<Value>,
-    extensions: Extensions,
-}
-
-impl BridgeResponse {
-    /// A response carrying `result`.
-    pub fn new(result: Value) -> Self {
-        BridgeResponse::from_call(CallResult::Value(result))
-    }
-
-    pub(crate) fn from_call(result: CallResult) -> Self {
-        BridgeResponse {
-            result,
-            value: OnceLock::new(),
-            extensions: Extensions::new(),
-        }
-    }
-
-    /// The mod's result.
-    pub fn result(&self) -> &Value {
-        match &self.result {
-            CallResult::Value(value) => value,
-            text => self.value.get_or_init(|| text.clone().into_value()),
-        }
-    }
-
-    /// The mod's result read as `T`, without a JSON value in between.
-    ///
-    /// # Errors
-    ///
-    /// When the result does not have the shape of `T`.
-    pub fn result_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
-        match self.value.get() {
-            Some(value) => T::deserialize(value),
-            None => self.result.decode(),
-        }
-    }
-
-    /// The mod's result read as `T` by the bridge's typed calls: straight from the text the mod wrote, and should
-    /// that fail for a result not read yet, from the response read whole, as the general path reads it (a
-    /// result that is not JSON is then [`Error::InvalidResponse`], one of another shape [`Error::InvalidResult`]).
-    pub(crate) fn read_as<T: DeserializeOwned>(
-        &self,
-        method: &str,
-        tool: Option<&str>,
-    ) -> Result<T, Error> {
-        let shape = match self.result_as() {
-            Ok(read) => return Ok(read),
-            Err(shape) => shape,
-        };
-        if !self.result.is_unread() {
-            return typed_result(method, Err(shape));
-        }
-        match self.result.clone().read() {
-            Ok(result) => typed_result(method, result.decode()),
-            Err(failure) => Err(failed(failure, method, tool)),
-        }
-    }
-
-    /// The mod's result, consuming the response.
-    pub fn into_result(self) -> Value {
-        match self.value.into_inner() {
-            Some(value) => value,
-            None => self.result.into_value(),
-        }
-    }
-
-    /// The response's extensions (for example, what a layer learned while the call ran).
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
-    }
-
-    /// The response's extensions, mutably.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
-    }
-}
-
-/// The result `read` as `T`, or the protocol error that names `method`.
-pub(super) fn typed_result<T>(
-    method: &str,
-    read: Result<T, serde_json::Error>,
-) -> Result<T, Error> {
-    read.map_err(|e| Error::InvalidResult {
-        method: method.to_owned(),
-        reason: e.to_string(),
-    })
 }
 
 pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {

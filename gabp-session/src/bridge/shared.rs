@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::events::Router;
-use super::link::{call_link, call_link_slot, Link, Reading, Slot};
-use super::service::typed_result;
+use super::link::{call_link, exchange, Link, Reading, Slot};
+use super::response::typed_result;
 use super::session::finish;
 use super::settings::Settings;
 use super::tools::ToolCache;
@@ -157,10 +157,11 @@ impl Shared {
                 reading,
             } = prepared?;
             let span = tracing::debug_span!("gabp.call", method = %method);
-            call_link_slot(&link, method, params, timeout, Slot::Take, reading)
+            let request = gabp_types::Request::with_raw_params(method, params);
+            let result = exchange(&link, &request, Slot::Take, timeout, reading)
                 .instrument(span)
-                .await
-                .map(BridgeResponse::from_call)
+                .await?;
+            Ok(BridgeResponse::from_call(result, Some(request)))
         }
     }
 

@@ -30,6 +30,14 @@ impl ToolCache {
         *list = None;
     }
 
+    /// Forgets the list when `outcome` says a tool is gone (SPEC/1.0 extensions.md §tools-changed).
+    pub(crate) fn noted<T>(&self, outcome: Result<T, Error>) -> Result<T, Error> {
+        if matches!(outcome, Err(Error::ToolNotFound { .. })) {
+            self.invalidate();
+        }
+        outcome
+    }
+
     /// The current epoch, and the list if it is still valid.
     fn current(&self) -> (u64, Option<Arc<[ToolDescriptor]>>) {
         let list = self.list.lock();

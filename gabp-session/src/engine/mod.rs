@@ -455,7 +455,7 @@ impl<P: Role> Engine<P> {
             }
         };
         // A success answering a call waiting here: its result stays text until its caller reads it, and one as
-        // gabp-rs writes it is not even read here: its caller reads it whole, once (SPEC/1.0 gabp.md §3.3).
+        // gabp-rs writes it is not even checked here: its caller reads it whole, once.
         if !self.calls.is_empty() {
             if let Some((id, range)) = written_success(&body) {
                 self.answer(id, Ok(CallResult::Unread { body, range }));

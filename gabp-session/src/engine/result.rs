@@ -31,12 +31,15 @@ pub(crate) enum Failure {
 }
 
 impl CallResult {
-    /// The result read as `T`, straight from its text when there is one (an unread text is read whole here).
+    /// The result read as `T`, straight from its text when there is one. An unread text is read here: its UTF-8
+    /// whole, its JSON as far as `T` reads it (the syntax of what `T` skips too, not what only a JSON value
+    /// refuses there: a number beyond `f64`, a lone surrogate escape, nesting deeper than 128).
     pub(crate) fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match self {
-            CallResult::Text { body, range } | CallResult::Unread { body, range } => {
-                serde_json::from_slice(text(body, range))
-            }
+            CallResult::Text { body, range } => serde_json::from_slice(text(body, range)),
+            CallResult::Unread { body, range } => std::str::from_utf8(text(body, range))
+                .map_err(serde::de::Error::custom)
+                .and_then(serde_json::from_str),
             CallResult::Value(value) => T::deserialize(value),
         }
     }
@@ -63,12 +66,10 @@ impl CallResult {
         match self.read() {
             Ok(CallResult::Value(value)) => value,
             // Read whole above, so it reads; should it not, the caller sees `null` rather than a panic.
-            Ok(CallResult::Text { body, range } | CallResult::Unread { body, range }) => {
-                serde_json::from_slice(text(&body, &range)).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "a result the decoder accepted does not read");
-                    Value::Null
-                })
-            }
+            Ok(read) => read.decode().unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "a result the decoder accepted does not read");
+                Value::Null
+            }),
             Err(failure) => {
                 tracing::warn!(?failure, "a result taken as a value does not read");
                 Value::Null
@@ -87,7 +88,7 @@ pub(crate) fn answer(outcome: Outcome) -> Result<CallResult, Failure> {
 
 /// What a response `body` (one carrying a waiting call's id) settles, read by the general decoder: its result,
 /// the peer's error, or why it is not a valid response.
-pub(crate) fn settle(body: Bytes) -> Result<CallResult, Failure> {
+fn settle(body: Bytes) -> Result<CallResult, Failure> {
     if let Some((_, range)) = success_result(&body) {
         return Ok(CallResult::Text { body, range });
     }

@@ -33,6 +33,50 @@ fn a_repeated_params_member_reads_as_the_last() {
     assert!(params.decode::<methods::ToolsCallParams>().is_ok());
 }
 
+/// `written_success` finds the result of a success only as gabp-rs writes one, without reading it; where
+/// `success_result` finds one in such a body, the range is the same, and `result_reads` says whether it would.
+#[test]
+fn written_success_finds_the_result_unread() {
+    let id = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
+    let plain = |result: &[u8]| {
+        let mut body =
+            format!(r#"{{"v":"gabp/1","id":"{id}","type":"response","result":"#).into_bytes();
+        body.extend_from_slice(result);
+        body.push(b'}');
+        body
+    };
+    for (result, reads) in [
+        (&br#"{"value":"x"}"#[..], true),
+        (br#" null "#, true),
+        (br#"{"n":}"#, false),
+        (b"\"\xff\"", false),
+        (br#"1,"error":{"code":-1,"message":"m"}"#, false),
+        (br#"1e999"#, false),
+    ] {
+        let body = plain(result);
+        let (found, range) = written_success(&body).expect("written as gabp-rs writes");
+        assert_eq!(found.as_str(), id);
+        assert_eq!(&body[range.clone()], result.trim_ascii());
+        assert_eq!(
+            result_reads(&body[range.clone()]),
+            reads,
+            "{:?}",
+            String::from_utf8_lossy(result)
+        );
+        let checked = success_result(&body);
+        assert_eq!(checked.is_some(), reads);
+        assert!(checked.is_none_or(|(_, checked)| checked == range));
+    }
+    // Any other layout is not read here.
+    let reordered = format!(r#"{{"id":"{id}","v":"gabp/1","type":"response","result":1}}"#);
+    assert_eq!(written_success(reordered.as_bytes()), None);
+    assert_eq!(written_success(b"\xff"), None);
+    let error = format!(
+        r#"{{"v":"gabp/1","id":"{id}","type":"response","error":{{"code":-1,"message":"m"}}}}"#
+    );
+    assert_eq!(written_success(error.as_bytes()), None);
+}
+
 /// `success_result` finds the result of plain success responses only, and where it finds one, both
 /// decoders read the response as that result.
 #[test]
