@@ -147,14 +147,35 @@ fn launch_failed(game: &GameConfig, reason: String) -> HubError {
     }
 }
 
-/// A port on 127.0.0.1 that nothing listens on now.
+/// A port on 127.0.0.1 that nothing listens on now. It is picked below the range the system gives outgoing
+/// connections their ports from: a port from that range may be taken by a connection before the game listens on
+/// it. (Only when none of those is free is it one the system picks.)
 fn free_port() -> Result<u16, String> {
+    let below = ephemeral_start().unwrap_or(32768);
+    let low = below.saturating_sub(12_768).max(1024);
+    let span = below.saturating_sub(low);
+    if span > 0 {
+        use std::hash::BuildHasher;
+        let start = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+        for step in 0..64u64 {
+            let port = low + u16::try_from((start + step) % u64::from(span)).unwrap_or(0);
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| format!("cannot find a free loopback port: {e}"))?;
     listener
         .local_addr()
         .map(|a| a.port())
         .map_err(|e| format!("cannot find a free loopback port: {e}"))
+}
+
+/// The first port of the range the system gives outgoing connections (Linux), if it says.
+fn ephemeral_start() -> Option<u16> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().next()?.parse().ok()
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), String> {
@@ -222,6 +243,10 @@ mod tests {
         let text = std::fs::read_to_string(plan.bridge_json()).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["port"], plan.port);
+        // Not from the range outgoing connections take their ports from.
+        if let Some(start) = ephemeral_start() {
+            assert!(plan.port < start, "{} is in the ephemeral range", plan.port);
+        }
         assert_eq!(value["gameId"], "g");
         assert_eq!(value["token"], plan.token.expose_secret());
         #[cfg(unix)]
