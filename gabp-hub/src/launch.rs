@@ -149,7 +149,7 @@ fn launch_failed(game: &GameConfig, reason: String) -> HubError {
 
 /// A port on 127.0.0.1 that nothing listens on now. It is picked below the range the system gives outgoing
 /// connections their ports from: a port from that range may be taken by a connection before the game listens on
-/// it. (Only when none of those is free is it one the system picks.)
+/// it. (When none of 64 tried there is free, it is one the system picks.)
 fn free_port() -> Result<u16, String> {
     let below = ephemeral_start().unwrap_or(32768);
     let low = below.saturating_sub(12_768).max(1024);
@@ -158,7 +158,7 @@ fn free_port() -> Result<u16, String> {
         use std::hash::BuildHasher;
         let start = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
         for step in 0..64u64 {
-            let port = low + u16::try_from((start + step) % u64::from(span)).unwrap_or(0);
+            let port = low + u16::try_from(start.wrapping_add(step) % u64::from(span)).unwrap_or(0);
             if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
                 return Ok(port);
             }
@@ -243,7 +243,7 @@ mod tests {
         let text = std::fs::read_to_string(plan.bridge_json()).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(value["port"], plan.port);
-        // Not from the range outgoing connections take their ports from.
+        // Not from the range outgoing connections take their ports from (unless all 64 tried were taken).
         if let Some(start) = ephemeral_start() {
             assert!(plan.port < start, "{} is in the ephemeral range", plan.port);
         }

@@ -162,9 +162,6 @@ fn random_bytes() -> [u8; 16] {
     GENERATOR.with(|g| {
         let n = g.counter.get();
         g.counter.set(n.wrapping_add(1));
-        // The version is in byte 6 and the variant in byte 8 (RFC 9562 §5.4): the hash's bytes go there.
-        const HASHED: [usize; 8] = [6, 8, 10, 11, 12, 13, 14, 15];
-        const COUNTED: [usize; 8] = [0, 1, 2, 3, 4, 5, 7, 9];
         let mut bytes = [0u8; 16];
         let (hash, count) = (g.key.hash_one(n), permute(n ^ g.secret));
         for (at, byte) in HASHED.into_iter().zip(hash.to_le_bytes()) {
@@ -176,6 +173,11 @@ fn random_bytes() -> [u8; 16] {
         bytes
     })
 }
+
+/// Where an id's hashed bytes go: the version is in byte 6 and the variant in byte 8 (RFC 9562 §5.4).
+const HASHED: [usize; 8] = [6, 8, 10, 11, 12, 13, 14, 15];
+/// Where the permuted counter's bytes go, which the version and variant leave whole.
+const COUNTED: [usize; 8] = [0, 1, 2, 3, 4, 5, 7, 9];
 
 /// A bijection of 64-bit words that mixes every bit into every other (the finalizer of SplitMix64).
 fn permute(word: u64) -> u64 {
@@ -347,6 +349,14 @@ mod tests {
         let (a, b) = (MessageId::new_v4().as_uuid(), MessageId::new_v4().as_uuid());
         let differing = (a.as_u128() ^ b.as_u128()).count_ones();
         assert!((20..=102).contains(&differing), "{differing} bits differ");
+    }
+
+    #[test]
+    fn the_counter_s_bytes_are_never_the_version_s_or_the_variant_s() {
+        let mut all: Vec<usize> = HASHED.iter().chain(&COUNTED).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..16).collect::<Vec<_>>());
+        assert!(HASHED.contains(&6) && HASHED.contains(&8));
     }
 
     #[test]

@@ -217,7 +217,8 @@ pub(crate) enum Reading {
     /// Whole, before the call returns: the result is handed on (to layers, as a value).
     #[default]
     Whole,
-    /// Into the caller's own type, which reads it whole anyway (or not at all): the call may return it unread.
+    /// Into the caller's own type, which checks what it reads (or it is not read at all): the call may return
+    /// it unread.
     AsType,
 }
 
@@ -239,8 +240,7 @@ pub(super) async fn call_link_slot(
     slot: Slot,
     reading: Reading,
 ) -> Result<CallResult, Error> {
-    // One request value for the whole call (no copies of the method or params kept beside it): every layered
-    // call boxes this future, and a small one is cheaper to allocate and move.
+    // One request value for the whole call (no copies of the method or params kept beside it).
     let request = gabp_types::Request::with_raw_params(method, params);
     exchange(link, &request, slot, timeout, reading).await
 }

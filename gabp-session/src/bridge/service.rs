@@ -1,4 +1,4 @@
-//! The call path as a tower [`Service`]: [`BridgeRequest`], [`BridgeResponse`], [`Extensions`] and the
+//! The call path as a tower [`Service`]: [`BridgeRequest`], [`Extensions`] and the
 //! innermost service, [`BridgeService`].
 
 use std::any::{Any, TypeId};

@@ -157,6 +157,8 @@ impl Shared {
                 reading,
             } = prepared?;
             let span = tracing::debug_span!("gabp.call", method = %method);
+            // One request value for the whole call: every layered call boxes this future, and a small one is
+            // cheaper to allocate and move.
             let request = gabp_types::Request::with_raw_params(method, params);
             let result = exchange(&link, &request, Slot::Take, timeout, reading)
                 .instrument(span)

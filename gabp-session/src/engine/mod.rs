@@ -455,7 +455,7 @@ impl<P: Role> Engine<P> {
             }
         };
         // A success answering a call waiting here: its result stays text until its caller reads it, and one as
-        // gabp-rs writes it is not even checked here: its caller reads it whole, once.
+        // gabp-rs writes it is not even checked here: its caller checks what it reads of it.
         if !self.calls.is_empty() {
             if let Some((id, range)) = written_success(&body) {
                 self.answer(id, Ok(CallResult::Unread { body, range }));

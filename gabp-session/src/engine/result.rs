@@ -33,7 +33,8 @@ pub(crate) enum Failure {
 impl CallResult {
     /// The result read as `T`, straight from its text when there is one. An unread text is read here: its UTF-8
     /// whole, its JSON as far as `T` reads it (the syntax of what `T` skips too, not what only a JSON value
-    /// refuses there: a number beyond `f64`, a lone surrogate escape, nesting deeper than 128).
+    /// refuses there: a number beyond `f64`, a lone surrogate escape, nesting deeper than 128, serde_json's
+    /// private marker names).
     pub(crate) fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match self {
             CallResult::Text { body, range } => serde_json::from_slice(text(body, range)),

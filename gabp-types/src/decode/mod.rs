@@ -79,9 +79,10 @@ pub fn success_result(body: &[u8]) -> Option<(MessageId, std::ops::Range<usize>)
 }
 
 /// The id of a success response written exactly as gabp-rs writes it (the encoder's members, in its order), and
-/// where its `result` lies in `body`, without reading the result: not even its UTF-8 is checked. A reader that
-/// reads the result whole anyway (decoding it into a type does) checks it that way, once; should that read fail,
-/// the body is what [`decode`] and [`success_result`] say of it. `None` for a body written any other way.
+/// where its `result` lies in `body`, without reading the result: not even its UTF-8 is checked. A reader checks
+/// the UTF-8 itself, then reads as far as it needs (decoding into a type checks the syntax of what the type
+/// skips, not what only a JSON value refuses: see [`result_reads`]); should that read fail, the body is what
+/// [`decode`] and [`success_result`] say of it. `None` for a body written any other way.
 ///
 /// ```
 /// use gabp_types::decode::{success_result, written_success};
