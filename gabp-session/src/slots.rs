@@ -155,6 +155,16 @@ mod tests {
 
     use super::*;
 
+    /// Waits for every taker, each within `limit`: none waits for ever.
+    async fn all_finish(tasks: Vec<tokio::task::JoinHandle<()>>, limit: Duration) {
+        for task in tasks {
+            tokio::time::timeout(limit, task)
+                .await
+                .expect("no taker waits for ever")
+                .unwrap();
+        }
+    }
+
     #[test]
     fn slots_are_taken_until_none_is_free_and_given_back_on_drop() {
         let slots = Slots::new(2);
@@ -217,12 +227,7 @@ mod tests {
                 })
             })
             .collect();
-        for task in tasks {
-            tokio::time::timeout(Duration::from_secs(20), task)
-                .await
-                .expect("no taker waits for ever")
-                .unwrap();
-        }
+        all_finish(tasks, Duration::from_secs(20)).await;
         assert_eq!(slots.available(), 3);
     }
 
@@ -242,12 +247,7 @@ mod tests {
                     })
                 })
                 .collect();
-            for task in tasks {
-                tokio::time::timeout(Duration::from_secs(10), task)
-                    .await
-                    .expect("no taker waits for ever")
-                    .unwrap();
-            }
+            all_finish(tasks, Duration::from_secs(10)).await;
             assert_eq!(slots.available(), 1);
         }
     }
