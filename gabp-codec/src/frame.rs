@@ -277,6 +277,30 @@ impl FrameCodec {
         Ok(())
     }
 
+    /// Writes `body` as one frame into `dst`, as [`Encoder::encode`] does with a [`Bytes`]: for a body that
+    /// lies in a scratch buffer, which it copies without a [`Bytes`] of its own. Refuses a body over the limit
+    /// without writing anything.
+    ///
+    /// ```
+    /// use bytes::BytesMut;
+    /// use gabp_codec::FrameCodec;
+    ///
+    /// let mut frame = BytesMut::new();
+    /// FrameCodec::new().encode_body(b"{}", &mut frame)?;
+    /// assert_eq!(&frame[..], b"Content-Length: 2\r\nContent-Type: application/json\r\n\r\n{}");
+    /// # Ok::<(), gabp_codec::CodecError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::BodyTooLarge`] for a body over the limit.
+    pub fn encode_body(&self, body: &[u8], dst: &mut BytesMut) -> Result<(), CodecError> {
+        self.check_body_len(body.len())?;
+        put_header_block(body.len(), body.len(), dst);
+        dst.extend_from_slice(body);
+        Ok(())
+    }
+
     /// Refuses a body over the limit.
     fn check_body_len(&self, len: usize) -> Result<(), CodecError> {
         if len > self.max_body_size {
@@ -451,10 +475,7 @@ impl Encoder<Bytes> for FrameCodec {
     type Error = CodecError;
 
     fn encode(&mut self, body: Bytes, dst: &mut BytesMut) -> Result<(), CodecError> {
-        self.check_body_len(body.len())?;
-        put_header_block(body.len(), body.len(), dst);
-        dst.extend_from_slice(&body);
-        Ok(())
+        self.encode_body(&body, dst)
     }
 }
 

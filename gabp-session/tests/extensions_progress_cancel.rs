@@ -34,6 +34,13 @@ fn server(cancelled: Arc<AtomicBool>) -> ModServer {
                 Ok::<_, ToolError>(json!({ "done": n }))
             },
         ))
+        .tool(Tool::new(
+            "work/at_once",
+            |ctx: CallContext, _: Value| async move {
+                ctx.progress(1.0, Some(1.0), Some("done"));
+                Ok::<_, ToolError>(json!({ "done": 1 }))
+            },
+        ))
         .tool(Tool::new("work/wait", move |ctx: CallContext, _: Value| {
             // A task of the game's that watches the call's token (the handler itself is dropped when cancelled).
             let token = ctx.cancellation().clone();
@@ -110,6 +117,28 @@ async fn progress_comes_before_the_answer_and_never_after() {
     assert_eq!(progress.last().unwrap().payload["progress"], 5.0);
     // Nothing follows the answer, although the handler's clone reported again.
     assert!(client.try_event(Duration::from_millis(200)).await.is_none());
+}
+
+#[tokio::test]
+async fn progress_of_a_call_answered_at_once_comes_before_its_answer() {
+    let server = server(Arc::default());
+    let mut client = connect_hello(&server).await;
+    let id = call_raw(
+        &mut client,
+        json!({"name": "work/at_once", "_meta": {"progressToken": "t"}}),
+    )
+    .await;
+    match client.recv().await {
+        Message::Event(e) => {
+            assert_eq!(e.channel.as_str(), "tools/progress");
+            assert_eq!(e.payload["progress"], 1.0);
+        }
+        other => panic!("the progress should come first: {other:?}"),
+    }
+    match client.recv().await {
+        Message::Response(r) => assert_eq!((r.id, result(&r)["done"].clone()), (id, json!(1))),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -253,6 +253,29 @@ impl FrameWriter {
     }
 }
 
+impl FrameWriter {
+    /// Whether a frame is taken now without writing first: what [`Sink::poll_ready`] answers at once.
+    #[must_use]
+    pub fn has_room(&self) -> bool {
+        self.sink.has_room()
+    }
+
+    /// Queues `body` as one frame, copied behind the frames already queued: for a body that lies in a scratch
+    /// buffer, which then needs no [`Bytes`] of its own. Call it only while [`FrameWriter::has_room`], as
+    /// [`Sink::start_send`] only after [`Sink::poll_ready`].
+    ///
+    /// # Errors
+    ///
+    /// [`CodecError::BodyTooLarge`] for a body over the codec's limit; nothing is queued then.
+    pub fn start_send_slice(&mut self, body: &[u8]) -> Result<(), CodecError> {
+        // A large body still queued on its own goes into the buffer first, so that frames stay in order.
+        if let Some(queued) = self.sink.body.take() {
+            self.sink.buf.extend_from_slice(&queued);
+        }
+        self.codec.encode_body(body, &mut self.sink.buf)
+    }
+}
+
 impl fmt::Debug for FrameWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FrameWriter")
@@ -311,15 +334,19 @@ impl FrameSink {
         !self.buf.is_empty() || self.body.is_some()
     }
 
+    fn has_room(&self) -> bool {
+        self.body.is_none() && self.buf.len() < HIGH_WATER
+    }
+
     fn poll_ready<W: AsyncWrite + ?Sized>(
         &mut self,
         io: Pin<&mut W>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.body.is_some() || self.buf.len() >= HIGH_WATER {
-            self.poll_write_out(io, cx)
-        } else {
+        if self.has_room() {
             Poll::Ready(Ok(()))
+        } else {
+            self.poll_write_out(io, cx)
         }
     }
 

@@ -136,3 +136,37 @@ async fn closing_the_writing_half_ends_the_peer_s_stream_and_reading_goes_on() {
         );
     }
 }
+
+#[tokio::test]
+async fn slices_leave_behind_what_was_queued_before_them() {
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let codec = gabp_transport::FrameCodec::new().with_max_body_size(64 * 1024);
+    let (_reader, mut writer) = Connection::with_codec(a, codec).into_split();
+    let mut peer = Connection::new(b);
+    assert!(writer.has_room());
+    // A large body is queued on its own, so the writer has no room until it is written.
+    let large = Bytes::from(vec![b'x'; 32 * 1024]);
+    writer.feed(large.clone()).await.expect("feed");
+    assert!(!writer.has_room());
+    writer.start_send_slice(b"{\"after\":1}").expect("slice");
+    let refused = writer.start_send_slice(&vec![b'y'; 64 * 1024 + 1]);
+    assert!(
+        matches!(
+            refused,
+            Err(gabp_transport::CodecError::BodyTooLarge { .. })
+        ),
+        "{refused:?}"
+    );
+    writer.start_send_slice(b"{\"last\":2}").expect("slice");
+    writer.flush().await.expect("flush");
+    assert!(writer.has_room());
+    assert_eq!(within("large", next_body(&mut peer)).await, large);
+    assert_eq!(
+        &within("after", next_body(&mut peer)).await[..],
+        b"{\"after\":1}"
+    );
+    assert_eq!(
+        &within("last", next_body(&mut peer)).await[..],
+        b"{\"last\":2}"
+    );
+}

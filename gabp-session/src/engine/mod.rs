@@ -512,9 +512,26 @@ impl<P: Role> Engine<P> {
         }
     }
 
+    /// Owes `response`: written into the sink at once when nothing owed is waiting before it (no answer, no
+    /// progress, which precedes its call's answer) and the sink takes it, else queued behind them.
     fn push_answer(&mut self, response: Response) {
-        self.backlog
-            .push(encode(response, self.limits.max_message_size));
+        let max = self.limits.max_message_size;
+        let response = if self.backlog.is_empty()
+            && !self.writer_closed
+            && self.progress.as_ref().is_none_or(FrameQueue::is_empty)
+            && self.writer.has_room()
+        {
+            match body::write(&mut self.writer, response, max) {
+                Ok(()) => {
+                    self.unflushed = true;
+                    return;
+                }
+                Err(response) => response,
+            }
+        } else {
+            response
+        };
+        self.backlog.push(encode(response, max));
     }
 
     /// Handles a request of `size` bytes on the wire: polled once in place, on a task of its own if it waits.
@@ -526,20 +543,19 @@ impl<P: Role> Engine<P> {
         let Some(mut future) = self.peer.call(request) else {
             return;
         };
-        let max = self.limits.max_message_size;
         // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
         // task of its own. Its task's first poll registers the task's waker, so nothing is lost by polling it
         // here with a no-op one.
         let mut cx = Context::from_waker(std::task::Waker::noop());
         match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
             Ok(Poll::Ready(Ok(response))) => {
-                self.backlog.push(encode(response, max));
+                self.push_answer(response);
                 return;
             }
             Ok(Poll::Ready(Err(never))) => match never {},
             Ok(Poll::Pending) => {}
             Err(_) => {
-                self.backlog.push(encode(panicked(id), max));
+                self.push_answer(panicked(id));
                 return;
             }
         }
