@@ -12,7 +12,7 @@ use gabp_types::Response;
 use tokio::time::{Instant, Sleep};
 
 use crate::alarm::{Alarm, Cancellation};
-use crate::engine::{Answer, Ended, Engine, Role, Signal};
+use crate::engine::{Ended, Engine, Role, Signal};
 
 use super::link::Link;
 use super::shared::Shared;
@@ -110,12 +110,14 @@ impl Signals {
 
 impl Role for BridgeRole {
     type Reason = DisconnectReason;
+    /// A bridge answers nothing.
+    type Answer = std::future::Ready<Result<gabp_types::Response, std::convert::Infallible>>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
         Poll::Ready(())
     }
 
-    fn call(&mut self, request: gabp_types::Request) -> Option<Answer> {
+    fn call(&mut self, request: gabp_types::Request) -> Option<Self::Answer> {
         // SPEC/1.0 gabp.md §2, §8: a mod sends no requests, and a bridge never answers anything.
         tracing::debug!(method = %request.method, "the mod sent a request; a bridge answers nothing");
         None

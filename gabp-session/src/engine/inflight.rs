@@ -2,6 +2,8 @@
 //! bridge may cancel with `tools/cancel` (SPEC/1.0 extensions.md §cancel). A request answered at its first poll
 //! never gets here: it is finished before a cancel could name it.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -14,7 +16,6 @@ use tokio::task::{AbortHandle, Id, JoinSet};
 
 use super::backlog::Charge;
 use super::body::{encode, panicked};
-use super::Answer;
 
 /// The answer of a call cancelled with `tools/cancel`.
 fn cancelled_error() -> ErrorObject {
@@ -57,13 +58,10 @@ impl Handling {
 
     /// Handles request `id` on a task of its own, its bytes counted by `charge` until it ends; `cancellable`: the
     /// peer may name it in `tools/cancel`.
-    pub(crate) fn spawn(
-        &mut self,
-        id: MessageId,
-        answer: Answer,
-        charge: Charge,
-        cancellable: bool,
-    ) {
+    pub(crate) fn spawn<F>(&mut self, id: MessageId, answer: F, charge: Charge, cancellable: bool)
+    where
+        F: Future<Output = Result<Response, Infallible>> + Send + 'static,
+    {
         let max = self.max;
         let handle = self.tasks.spawn(async move {
             let _charge = charge;
@@ -227,7 +225,7 @@ mod tests {
         let backlog = super::super::backlog::Backlog::new(4, 1 << 20);
         let (go, wait) = tokio::sync::oneshot::channel::<()>();
         let quick = MessageId::new_v4();
-        let answer: Answer = Box::pin(async move {
+        let answer = Box::pin(async move {
             let _ = wait.await;
             Ok(Response::success(quick, serde_json::Value::from(1)))
         });

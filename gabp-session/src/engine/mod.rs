@@ -27,6 +27,7 @@
 //! backlog's bounds in answers and in bytes, requests sent by their frame queue and the table's bound on frames
 //! not yet written, events by the role's event queue.
 
+mod answering;
 mod backlog;
 mod body;
 mod calls;
@@ -36,9 +37,7 @@ mod queue;
 mod result;
 mod role;
 
-use std::convert::Infallible;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -47,11 +46,10 @@ use bytes::Bytes;
 use futures::{Sink, Stream};
 use gabp_transport::{CodecError, Connection, Frame, FrameReader, FrameWriter};
 use gabp_types::decode::{decode, success_result, written_success, DecodeError, DecodeMode};
-use gabp_types::{Message, MessageId, MessageKind, Request, Response};
+use gabp_types::{Message, MessageId, MessageKind, Request};
 use tokio::time::Sleep;
 
 pub(crate) use body::to_body;
-use body::{encode, panicked};
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
@@ -66,9 +64,6 @@ use result::answer;
 /// How many frames one poll of the engine reads (and requests among them it dispatches) before it flushes and
 /// yields to the runtime: the answers to pipelined requests leave in batches of this many.
 const FRAMES_PER_POLL: usize = 32;
-
-/// The future of a request being handled (a tower service's future; it never fails).
-pub(crate) type Answer = futures::future::BoxFuture<'static, Result<Response, Infallible>>;
 
 /// The engine's bounds and timings.
 #[derive(Debug, Clone)]
@@ -108,6 +103,8 @@ pub(crate) struct Engine<P: Role> {
     events: Option<FrameQueue>,
     progress: Option<FrameQueue>,
     handling: Handling,
+    /// Where each handler is first polled.
+    answering: answering::Slot<P::Answer>,
     /// Answers waiting for the sink, in order.
     backlog: Backlog,
     /// A request read (and its size) but waiting for the role to be ready.
@@ -136,6 +133,7 @@ impl<P: Role> Engine<P> {
             events: queues.events,
             progress: queues.progress,
             handling: Handling::new(queues.in_flight, limits.max_message_size),
+            answering: answering::Slot::new(),
             backlog: Backlog::new(limits.backlog, limits.backlog_bytes),
             waiting: None,
             reading: true,
@@ -510,57 +508,6 @@ impl<P: Role> Engine<P> {
         if !self.calls.deliver(&id, Delivery::Answered(answered)) {
             tracing::debug!(%id, "discarding a late or unknown response");
         }
-    }
-
-    /// Owes `response`: written into the sink at once when nothing owed is waiting before it (no answer, no
-    /// progress, which precedes its call's answer) and the sink takes it, else queued behind them.
-    fn push_answer(&mut self, response: Response) {
-        let max = self.limits.max_message_size;
-        let response = if self.backlog.is_empty()
-            && !self.writer_closed
-            && self.progress.as_ref().is_none_or(FrameQueue::is_empty)
-            && self.writer.has_room()
-        {
-            match body::write(&mut self.writer, response, max) {
-                Ok(()) => {
-                    self.unflushed = true;
-                    return;
-                }
-                Err(response) => response,
-            }
-        } else {
-            response
-        };
-        self.backlog.push(encode(response, max));
-    }
-
-    /// Handles a request of `size` bytes on the wire: polled once in place, on a task of its own if it waits.
-    fn dispatch(&mut self, request: Request, size: usize) {
-        let id = request.id;
-        let cancellable = self.handling.cancellable()
-            && request.method.as_str()
-                == <gabp_types::methods::ToolsCall as gabp_types::methods::Method>::NAME;
-        let Some(mut future) = self.peer.call(request) else {
-            return;
-        };
-        // Most handlers answer without ever waiting: poll once here, and only a request that has to wait gets a
-        // task of its own. Its task's first poll registers the task's waker, so nothing is lost by polling it
-        // here with a no-op one.
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
-            Ok(Poll::Ready(Ok(response))) => {
-                self.push_answer(response);
-                return;
-            }
-            Ok(Poll::Ready(Err(never))) => match never {},
-            Ok(Poll::Pending) => {}
-            Err(_) => {
-                self.push_answer(panicked(id));
-                return;
-            }
-        }
-        let charge = self.backlog.charge(size);
-        self.handling.spawn(id, future, charge, cancellable);
     }
 }
 

@@ -3,11 +3,12 @@
 
 use std::task::{Context, Poll};
 
+use std::convert::Infallible;
+use std::future::Future;
+
 use bytes::Bytes;
 use gabp_types::decode::DecodeError;
 use gabp_types::{Event, Request, Response};
-
-use super::Answer;
 
 /// What the role asks of the engine.
 pub(crate) enum Signal<R> {
@@ -38,11 +39,14 @@ pub(crate) trait Role: Send {
     /// Why a role stops a connection.
     type Reason: Send;
 
+    /// The future of a request being handled (a tower service's future; it never fails).
+    type Answer: Future<Output = Result<Response, Infallible>> + Send + 'static;
+
     /// Room for one more request (the role's concurrency limit).
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()>;
 
     /// Starts handling a request; `None` leaves it unanswered (a bridge answers nothing, SPEC/1.0 gabp.md §8).
-    fn call(&mut self, request: Request) -> Option<Answer>;
+    fn call(&mut self, request: Request) -> Option<Self::Answer>;
 
     /// An event from the peer, and the bytes of its frame's body (what queues count it as).
     fn on_event(&mut self, event: Event, size: usize);

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use gabp_types::{ErrorCode, Event, MessageId, MethodName, Outcome};
+use gabp_types::{ErrorCode, Event, MessageId, MethodName, Outcome, Response};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::body::encode;
 use super::*;
 
 type Steps = Arc<std::sync::Mutex<Vec<&'static str>>>;
@@ -42,6 +43,7 @@ struct Echo {
 
 impl Role for Echo {
     type Reason = &'static str;
+    type Answer = futures::future::BoxFuture<'static, Result<Response, std::convert::Infallible>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         self.room.waker.register(cx.waker());
@@ -51,10 +53,21 @@ impl Role for Echo {
         Poll::Ready(())
     }
 
-    fn call(&mut self, request: Request) -> Option<Answer> {
+    fn call(&mut self, request: Request) -> Option<Self::Answer> {
         step(&self.steps, "call");
         self.ending |= request.method.as_str() == "game/end";
+        let method = request.method.as_str();
+        if method == "game/boom" {
+            return Some(Box::pin(async { panic!("boom") }));
+        }
+        let waits = method == "game/later";
         let answer = Response::success(request.id, Value::String(request.method.into_string()));
+        if waits {
+            return Some(Box::pin(async move {
+                tokio::task::yield_now().await;
+                Ok(answer)
+            }));
+        }
         Some(Box::pin(std::future::ready(Ok(answer))))
     }
 
@@ -234,6 +247,44 @@ async fn the_peer_closing_fails_the_calls_still_waiting_at_once() {
         "the call fails when nothing can answer it"
     );
     assert!(matches!(h.engine.await.unwrap(), Ended::Eof));
+}
+
+#[tokio::test]
+async fn handlers_that_wait_panic_or_answer_at_once_are_each_answered_once() {
+    let mut h = start();
+    let methods = [
+        "game/later",
+        "game/boom",
+        "game/now",
+        "game/later",
+        "game/now",
+    ];
+    let mut ids = Vec::new();
+    for method in methods {
+        ids.push(send_request(&mut h.peer, method).await);
+    }
+    let mut answered = std::collections::HashMap::new();
+    for _ in methods {
+        let Message::Response(response) = next_message(&mut h.peer).await else {
+            panic!("not a response")
+        };
+        assert!(answered.insert(response.id, response.outcome).is_none());
+    }
+    for (id, method) in ids.iter().zip(methods) {
+        let outcome = &answered[id];
+        if method == "game/boom" {
+            assert!(
+                matches!(outcome, Outcome::Error(e) if e.code == ErrorCode::INTERNAL_ERROR),
+                "{outcome:?}"
+            );
+        } else {
+            assert_eq!(
+                outcome,
+                &Outcome::Result(Value::from(method).into()),
+                "{method}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

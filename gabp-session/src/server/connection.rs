@@ -19,17 +19,17 @@ use tokio_util::sync::CancellationToken;
 use tower::Service;
 
 use crate::alarm::{Alarm, Cancellation};
-use crate::engine::{Answer, Ended, Role, Signal};
+use crate::engine::{Ended, Role, Signal};
 
 use super::admission::Admitted;
 use super::events::EventHub;
 use super::layer::auth::{already_established, authentication_failed};
-use super::layer::ModService;
 use super::session::{CloseReason, Session};
+use super::stack::Stack;
 use super::ServerRequest;
 
 pub(crate) struct ModRole {
-    service: ModService,
+    service: Stack,
     session: Session,
     hub: Arc<EventHub>,
     signals: Signals,
@@ -50,7 +50,7 @@ struct Signals {
 
 impl ModRole {
     pub(crate) fn new(
-        service: ModService,
+        service: Stack,
         session: Session,
         hub: Arc<EventHub>,
         shutdown: CancellationToken,
@@ -85,6 +85,7 @@ pub(crate) fn close_reason(ended: Ended<CloseReason>) -> CloseReason {
 
 impl Role for ModRole {
     type Reason = CloseReason;
+    type Answer = <Stack as Service<ServerRequest>>::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match self.service.poll_ready(cx) {
@@ -94,7 +95,7 @@ impl Role for ModRole {
         }
     }
 
-    fn call(&mut self, request: Request) -> Option<Answer> {
+    fn call(&mut self, request: Request) -> Option<Self::Answer> {
         Some(
             self.service
                 .call(ServerRequest::new(request, self.session.clone())),

@@ -76,6 +76,7 @@ mod resource;
 mod router;
 mod serve;
 mod session;
+mod stack;
 mod tool;
 mod welcome;
 

@@ -30,7 +30,7 @@ use super::main_thread::MainThread;
 use super::registry::{ToolRegistry, ToolTable};
 use super::router::Router;
 use super::session::{CloseReason, Session};
-use super::ServerRequest;
+use super::stack::{Protocol, Stack};
 
 pub(crate) struct Parts {
     pub(crate) router: Router,
@@ -105,22 +105,10 @@ struct Inner {
 }
 
 impl Inner {
-    /// The protocol layers around `service`, type-erased.
-    fn protocol<S>(&self, service: S) -> ModService
-    where
-        S: tower::Service<
-                ServerRequest,
-                Response = gabp_types::Response,
-                Error = std::convert::Infallible,
-            > + Send
-            + 'static,
-        S::Future: Send + 'static,
-    {
-        BoxService::new(
-            TraceLayer::new().layer(
-                CatchPanicLayer::new().layer(self.auth.layer(self.capability.layer(service))),
-            ),
-        )
+    /// The protocol layers around `service`.
+    fn protocol<S>(&self, service: S) -> Protocol<S> {
+        TraceLayer::new()
+            .layer(CatchPanicLayer::new().layer(self.auth.layer(self.capability.layer(service))))
     }
 }
 
@@ -248,14 +236,18 @@ impl ModServer {
     /// any transport.
     #[must_use]
     pub fn service(&self) -> ModService {
+        BoxService::new(self.stack())
+    }
+
+    /// The stack a connection gets (see [`ModServer::service`]), erased only around the user's layers.
+    fn stack(&self) -> Stack {
         let inner = &self.inner;
         let core = ConcurrencyLimitLayer::new(inner.limits.max_concurrent_requests)
             .layer(inner.timeout.layer(inner.router.clone()));
         if inner.layers.is_empty() {
-            // One type-erased service, so one allocation per request for the whole stack.
-            return inner.protocol(core);
+            return Stack::Plain(inner.protocol(core));
         }
-        inner.protocol(apply_layers(&inner.layers, BoxService::new(core)))
+        Stack::Layered(inner.protocol(apply_layers(&inner.layers, BoxService::new(core))))
     }
 
     /// How many connections are being served.
@@ -319,7 +311,7 @@ impl ModServer {
                 peer = %session.peer()
             );
             let role = ModRole::new(
-                server.service(),
+                server.stack(),
                 session.clone(),
                 server.inner.publisher.hub().clone(),
                 shutdown,
