@@ -260,19 +260,16 @@ impl FrameWriter {
         self.sink.has_room()
     }
 
-    /// Queues `body` as one frame, copied behind the frames already queued: for a body that lies in a scratch
-    /// buffer, which then needs no [`Bytes`] of its own. Call it only while [`FrameWriter::has_room`], as
-    /// [`Sink::start_send`] only after [`Sink::poll_ready`].
+    /// Queues `body` as one frame behind the frames already queued, as [`Sink::start_send`] does with a
+    /// [`Bytes`]: for a body that lies in a scratch buffer, which then needs no [`Bytes`] of its own unless it is
+    /// large. Meant for while [`FrameWriter::has_room`]; without room the frame is still queued in order, and
+    /// the buffer grows past its mark.
     ///
     /// # Errors
     ///
     /// [`CodecError::BodyTooLarge`] for a body over the codec's limit; nothing is queued then.
     pub fn start_send_slice(&mut self, body: &[u8]) -> Result<(), CodecError> {
-        // A large body still queued on its own goes into the buffer first, so that frames stay in order.
-        if let Some(queued) = self.sink.body.take() {
-            self.sink.buf.extend_from_slice(&queued);
-        }
-        self.codec.encode_body(body, &mut self.sink.buf)
+        self.sink.start_send_slice(&mut self.codec, body)
     }
 }
 
@@ -352,7 +349,8 @@ impl FrameSink {
 
     /// Queue one frame. Call only after `poll_ready` returned `Ready(Ok)`.
     fn start_send(&mut self, codec: &mut FrameCodec, body: Bytes) -> Result<(), CodecError> {
-        if body.len() <= COPY_LIMIT || self.body.is_some() {
+        self.queue_behind_held();
+        if body.len() <= COPY_LIMIT {
             // The codec writes the frame exactly (and checks the limit).
             return codec.encode(body, &mut self.buf);
         }
@@ -360,6 +358,23 @@ impl FrameSink {
         codec.encode_header(body.len(), &mut self.buf)?;
         self.body = Some(body);
         Ok(())
+    }
+
+    /// Queue one frame from a slice: copied into `buf` unless it is large.
+    fn start_send_slice(&mut self, codec: &mut FrameCodec, body: &[u8]) -> Result<(), CodecError> {
+        if body.len() > COPY_LIMIT {
+            return self.start_send(codec, Bytes::copy_from_slice(body));
+        }
+        self.queue_behind_held();
+        codec.encode_body(body, &mut self.buf)
+    }
+
+    /// A large body still held on its own moves into `buf`, so that a frame queued now follows it (SPEC/1.0
+    /// transport.md §1.1: frames never interleave). Only without room, which `poll_ready` rules out.
+    fn queue_behind_held(&mut self) {
+        if let Some(held) = self.body.take() {
+            self.buf.extend_from_slice(&held);
+        }
     }
 
     /// Write everything queued, in order.

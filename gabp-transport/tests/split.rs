@@ -157,6 +157,10 @@ async fn slices_leave_behind_what_was_queued_before_them() {
         ),
         "{refused:?}"
     );
+    // A large slice is held on its own too, and what follows it still comes after it.
+    let large_slice = vec![b'z'; 20 * 1024];
+    writer.start_send_slice(&large_slice).expect("large slice");
+    assert!(!writer.has_room());
     writer.start_send_slice(b"{\"last\":2}").expect("slice");
     writer.flush().await.expect("flush");
     assert!(writer.has_room());
@@ -164,6 +168,10 @@ async fn slices_leave_behind_what_was_queued_before_them() {
     assert_eq!(
         &within("after", next_body(&mut peer)).await[..],
         b"{\"after\":1}"
+    );
+    assert_eq!(
+        &within("large slice", next_body(&mut peer)).await[..],
+        &large_slice[..]
     );
     assert_eq!(
         &within("last", next_body(&mut peer)).await[..],

@@ -1,40 +1,38 @@
 //! Answering the peer's requests: each handler is polled once in place, in a slot the engine reuses from
 //! request to request, and only one that has to wait moves to a task of its own, slot and all. An answer given
-//! at once goes straight into the sink when nothing owed waits before it (SPEC/1.0 gabp.md §6: answers may
-//! come in any order, a call's progress always before its answer).
+//! at once goes straight into the sink when nothing owed waits before it (SPEC/1.0 extensions.md §progress:
+//! a call's progress comes before its answer).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use std::convert::Infallible;
+
 use gabp_types::methods::{Method, ToolsCall};
-use gabp_types::{Request, Response};
+use gabp_types::{MessageId, Request, Response};
 
 use super::body::{self, encode, panicked};
-use super::queue::FrameQueue;
 use super::{Engine, Role};
 
 impl<P: Role> Engine<P> {
-    /// Owes `response`: written into the sink at once when nothing owed is waiting before it (no answer, no
-    /// progress) and the sink takes it, else queued behind them.
+    /// Owes `response`: written into the sink at once when nothing is written before answers (see
+    /// `next_frame`) and the sink takes it, else queued behind what is.
     pub(super) fn push_answer(&mut self, response: Response) {
         let max = self.limits.max_message_size;
-        let response = if self.backlog.is_empty()
-            && !self.writer_closed
-            && self.progress.as_ref().is_none_or(FrameQueue::is_empty)
-            && self.writer.has_room()
-        {
-            match body::write(&mut self.writer, response, max) {
-                Ok(()) => {
-                    self.unflushed = true;
-                    return;
+        let response =
+            if !self.writer_closed && self.nothing_before_answers() && self.writer.has_room() {
+                match body::write(&mut self.writer, response, max) {
+                    Ok(()) => {
+                        self.unflushed = true;
+                        return;
+                    }
+                    Err(response) => response,
                 }
-                Err(response) => response,
-            }
-        } else {
-            response
-        };
+            } else {
+                response
+            };
         self.backlog.push(encode(response, max));
     }
 
@@ -55,11 +53,13 @@ impl<P: Role> Engine<P> {
             Ok(Poll::Ready(Err(never))) => match never {},
             Ok(Poll::Pending) => {
                 let charge = self.backlog.charge(size);
-                let parked = self.answering.park();
+                let parked = self.answering.park(id);
                 self.handling.spawn(id, parked, charge, cancellable);
             }
             Err(_) => {
-                self.answering.clear();
+                // Dropping what panicked may panic again: that costs this request only.
+                let slot = &mut self.answering;
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| slot.clear()));
                 self.push_answer(panicked(id));
             }
         }
@@ -67,10 +67,10 @@ impl<P: Role> Engine<P> {
 }
 
 /// Where a handler's future is first polled: a box kept from request to request, so that a handler that answers
-/// at once costs no allocation; one that has to wait leaves with the box, and the next request gets a new one.
+/// at once costs no allocation; one that has to wait leaves with the box, and the slot takes a new one.
 pub(super) struct Slot<F>(Pin<Box<Option<F>>>);
 
-impl<F: Future> Slot<F> {
+impl<F: Future<Output = Answered>> Slot<F> {
     pub(super) fn new() -> Self {
         Slot(Box::pin(None))
     }
@@ -94,20 +94,34 @@ impl<F: Future> Slot<F> {
         self.0.set(None);
     }
 
-    /// The future left waiting in the slot, in its box; the slot gets a new, empty one.
-    fn park(&mut self) -> Parked<F> {
-        Parked(std::mem::replace(&mut self.0, Box::pin(None)))
+    /// The future of request `id` left waiting in the slot, in its box; the slot gets a new, empty one.
+    fn park(&mut self, id: MessageId) -> Parked<F> {
+        Parked {
+            id,
+            slot: std::mem::replace(&mut self.0, Box::pin(None)),
+        }
     }
 }
 
-/// A handler's future that waits, still in the box it was first polled in.
-pub(super) struct Parked<F>(Pin<Box<Option<F>>>);
+/// What a handler's future gives.
+type Answered = Result<Response, Infallible>;
 
-impl<F: Future> Future for Parked<F> {
-    type Output = F::Output;
+/// The future of request `id` that waits, still in the box it was first polled in.
+pub(super) struct Parked<F> {
+    id: MessageId,
+    slot: Pin<Box<Option<F>>>,
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        poll_in(self.0.as_mut(), cx)
+impl<F: Future<Output = Answered>> Future for Parked<F> {
+    type Output = Answered;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answered> {
+        let id = self.id;
+        match self.slot.as_mut().as_pin_mut() {
+            Some(future) => future.poll(cx),
+            // Never parked empty; were it, the request is still answered.
+            None => Poll::Ready(Ok(panicked(id))),
+        }
     }
 }
 

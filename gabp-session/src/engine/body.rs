@@ -24,37 +24,45 @@ pub(super) fn panicked(id: MessageId) -> Response {
 /// Serializes an answer; one over the size limit is replaced by a `-32603` error with the same id.
 pub(super) fn encode(response: Response, max: usize) -> Bytes {
     let body = to_body(&response).unwrap_or_default();
-    if body.len() <= max {
-        return body;
+    match stand_in(response.id, body.len(), max) {
+        None => body,
+        Some(error) => to_body(&error).unwrap_or_default(),
     }
-    to_body(&oversized(response.id, body.len(), max)).unwrap_or_default()
 }
 
 /// Writes an answer straight into `writer`'s buffer, as [`encode`] serializes it, without a body of its own.
-/// `Err` gives the answer back with nothing written: one over the size limit, or one the writer refused.
+/// `Err` is what to queue instead, nothing written: the `-32603` standing in for an answer over the size
+/// limit, or the answer itself when the writer refused it.
 pub(super) fn write(
     writer: &mut FrameWriter,
     response: Response,
     max: usize,
 ) -> Result<(), Response> {
-    let sent = gabp_types::encode::with_envelope(&response, |body| {
-        body.len() <= max && writer.start_send_slice(body).is_ok()
-    });
+    let id = response.id;
+    let sent =
+        gabp_types::encode::with_envelope(&response, |body| match stand_in(id, body.len(), max) {
+            Some(error) => Err(Some(error)),
+            None => writer.start_send_slice(body).map_err(|_| None),
+        });
     match sent {
-        Ok(true) => Ok(()),
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(Some(error))) => Err(error),
         _ => Err(response),
     }
 }
 
-/// The `-32603` error standing in for an answer of `len` bytes, over the size limit.
-fn oversized(id: MessageId, len: usize, max: usize) -> Response {
+/// The `-32603` error standing in for answer `id` of `len` bytes when that is over the size limit.
+fn stand_in(id: MessageId, len: usize, max: usize) -> Option<Response> {
+    if len <= max {
+        return None;
+    }
     tracing::warn!(len, max, "an answer exceeds maxMessageSize");
     let error = ErrorObject::new(
         ErrorCode::INTERNAL_ERROR,
         format!("the answer of {len} bytes exceeds the maximum message size of {max} bytes"),
     )
     .with_data(serde_json::json!({ "maxMessageSize": max }));
-    Response::error(id, error)
+    Some(Response::error(id, error))
 }
 
 #[cfg(test)]

@@ -9,14 +9,15 @@
 //! 2. *Calls this side sends* enter the table of calls as soon as they are queued, so that their time limits run
 //!    whether or not the sink is ready; calls past their limit fail (SPEC/1.0 gabp.md §7).
 //! 3. *Finished requests* move from the set being handled to the backlog of answers (already serialized).
-//! 4. *Writing*: answers first, then requests this side sends, then events, while the sink accepts frames;
-//!    flushed once the bytes already read are handled (reading goes idle, or the turn's budget of frames is
-//!    spent), so that answers to requests that arrived together leave together. Frames are whole bodies, so they
-//!    never interleave.
+//! 4. *Writing*: progress and answers first, then requests this side sends, then events, while the sink accepts
+//!    frames; flushed once the bytes already read are handled (reading goes idle, or the turn's budget of frames
+//!    is spent), so that answers to requests that arrived together leave together. Frames are whole bodies, so
+//!    they never interleave.
 //! 5. *Reading*, only while the backlog is below its bound: one frame at a time. Responses go to the table of
 //!    calls, events and requests to the role. A request is dispatched in the turn that reads it, or waits for
 //!    the role to be ready (its concurrency limit); its handler is polled once in place and, if that has to wait,
-//!    runs on its own task, so a slow handler never delays a fast one.
+//!    runs on its own task, so a slow handler never delays a fast one. An answer given at once is written into
+//!    the sink then, when nothing is to be written before it.
 //! 6. When reading has stopped, calls still waiting fail at once (nothing can answer them now); the answers this
 //!    side owes are written, then the sink is closed. While handlers still run, the stream is still polled and
 //!    what arrives dropped, so that a peer gone meanwhile is noticed. Reading or writing failing means the peer
@@ -339,7 +340,14 @@ impl<P: Role> Engine<P> {
         Ok(())
     }
 
-    /// The next frame to write: an answer, a request this side sends, or an event.
+    /// Whether nothing is written before answers: no progress (SPEC/1.0 extensions.md §progress: a call's
+    /// progress comes before its answer) and no answer waiting. `next_frame`'s order.
+    fn nothing_before_answers(&self) -> bool {
+        self.backlog.is_empty() && self.progress.as_ref().is_none_or(FrameQueue::is_empty)
+    }
+
+    /// The next frame to write: progress, an answer, a request this side sends, or an event (what
+    /// `nothing_before_answers` checks comes first).
     fn next_frame(&mut self, cx: &mut Context<'_>) -> Option<Bytes> {
         if let Some(progress) = &mut self.progress {
             match progress.poll_next(cx) {

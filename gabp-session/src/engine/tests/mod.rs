@@ -264,9 +264,10 @@ async fn handlers_that_wait_panic_or_answer_at_once_are_each_answered_once() {
         ids.push(send_request(&mut h.peer, method).await);
     }
     let mut answered = std::collections::HashMap::new();
-    for _ in methods {
-        let Message::Response(response) = next_message(&mut h.peer).await else {
-            panic!("not a response")
+    for k in 0..methods.len() {
+        let read = tokio::time::timeout(Duration::from_secs(10), next_message(&mut h.peer)).await;
+        let Ok(Message::Response(response)) = read else {
+            panic!("answer {k} did not arrive")
         };
         assert!(answered.insert(response.id, response.outcome).is_none());
     }
