@@ -3,12 +3,11 @@
 //! at once goes straight into the sink when nothing owed waits before it (SPEC/1.0 extensions.md §progress:
 //! a call's progress comes before its answer).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-
-use std::convert::Infallible;
 
 use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::{MessageId, Request, Response};

@@ -76,4 +76,25 @@ mod tests {
         let body = to_body(&response).unwrap();
         assert_eq!(body, serde_json::to_vec(&response).unwrap());
     }
+
+    #[tokio::test]
+    async fn an_answer_is_written_as_encoded_and_one_over_the_limit_gives_its_stand_in() {
+        use futures::StreamExt;
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (_, mut writer) = gabp_transport::Connection::new(ours).into_split();
+        let mut peer = gabp_transport::Connection::new(theirs);
+        let fits = Response::success(MessageId::new_v4(), json!({"a": "b"}));
+        let max = encode(fits.clone(), usize::MAX).len();
+        assert!(write(&mut writer, fits.clone(), max).is_ok());
+        let big = Response::success(MessageId::new_v4(), json!({"a": "b".repeat(max)}));
+        let Err(stand_in) = write(&mut writer, big.clone(), max) else {
+            panic!("an answer over the limit was written")
+        };
+        assert_eq!(to_body(&stand_in).unwrap(), encode(big, max));
+        futures::SinkExt::flush(&mut writer).await.unwrap();
+        let frame = peer.next().await.unwrap().unwrap();
+        assert_eq!(frame.into_body().unwrap(), encode(fits, max));
+        drop(writer);
+        assert!(peer.next().await.is_none(), "nothing else was written");
+    }
 }
