@@ -59,7 +59,8 @@ impl StateMap {
 pub struct CallContext {
     session: Session,
     request_id: MessageId,
-    cancellation: CancellationToken,
+    /// The call's own token; `None`: the session's (a handler that takes no context needs none of its own).
+    cancellation: Option<CancellationToken>,
     events: EventPublisher,
     state: Arc<StateMap>,
     progress: Option<Arc<Progress>>,
@@ -71,7 +72,7 @@ impl fmt::Debug for CallContext {
         f.debug_struct("CallContext")
             .field("session", &self.session)
             .field("request_id", &self.request_id)
-            .field("cancelled", &self.cancellation.is_cancelled())
+            .field("cancelled", &self.cancellation().is_cancelled())
             .finish_non_exhaustive()
     }
 }
@@ -80,7 +81,7 @@ impl CallContext {
     pub(crate) fn new(
         session: Session,
         request_id: MessageId,
-        cancellation: CancellationToken,
+        cancellation: Option<CancellationToken>,
         events: EventPublisher,
         state: Arc<StateMap>,
         content_limit: usize,
@@ -138,18 +139,20 @@ impl CallContext {
     /// The call's cancellation token (see the type's documentation for when it fires).
     #[must_use]
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancellation
+        self.cancellation
+            .as_ref()
+            .unwrap_or_else(|| self.session.cancellation())
     }
 
     /// Whether the call has been cancelled.
     #[must_use]
     pub fn is_cancelled(&self) -> bool {
-        self.cancellation.is_cancelled()
+        self.cancellation().is_cancelled()
     }
 
     /// Completes when the call is cancelled.
     pub async fn cancelled(&self) {
-        self.cancellation.cancelled().await;
+        self.cancellation().cancelled().await;
     }
 
     /// The mod's event publisher.
@@ -188,7 +191,7 @@ impl FromContext for Session {
 
 impl FromContext for CancellationToken {
     fn from_context(context: &CallContext) -> Result<Self, ToolError> {
-        Ok(context.cancellation.clone())
+        Ok(context.cancellation().clone())
     }
 }
 
@@ -244,7 +247,7 @@ mod tests {
         CallContext::new(
             Session::detached(),
             MessageId::nil(),
-            CancellationToken::new(),
+            Some(CancellationToken::new()),
             EventPublisher::new(Arc::new(super::super::events::EventHub::new(1024))),
             Arc::new(state),
             1024,

@@ -187,7 +187,7 @@ mod tests {
         CallContext::new(
             Session::detached(),
             gabp_types::MessageId::nil(),
-            tokio_util::sync::CancellationToken::new(),
+            Some(tokio_util::sync::CancellationToken::new()),
             EventPublisher::new(Arc::new(EventHub::new(1024))),
             Arc::new(state),
             1024,

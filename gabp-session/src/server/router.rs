@@ -212,7 +212,7 @@ impl Router {
         &self,
         session: Session,
         id: MessageId,
-        cancellation: CancellationToken,
+        cancellation: Option<CancellationToken>,
     ) -> CallContext {
         CallContext::new(
             session,
@@ -295,9 +295,9 @@ impl Router {
                 // a handler that takes no context needs none of its own.
                 let (cancellation, guard) = if *takes_context {
                     let (token, guard) = call_token(req);
-                    (token, Some(guard))
+                    (Some(token), Some(guard))
                 } else {
-                    (session.cancellation().clone(), None)
+                    (None, None)
                 };
                 let context = self
                     .context(session.clone(), id, cancellation)
@@ -307,7 +307,7 @@ impl Router {
             Handler::MainThread(handler) => {
                 let (cancellation, cancel_on_drop) = call_token(req);
                 let context = self
-                    .context(session.clone(), id, cancellation)
+                    .context(session.clone(), id, Some(cancellation))
                     .with_progress(progress);
                 let job = handler(context, args).map_err(explain)?;
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
@@ -395,7 +395,7 @@ impl Router {
         };
         let id = req.id();
         let (cancellation, cancel_on_drop) = call_token(req);
-        let context = self.context(req.session.clone(), id, cancellation);
+        let context = self.context(req.session.clone(), id, Some(cancellation));
         Ok(async move {
             let _cancel_on_drop = cancel_on_drop;
             Ok(match resource.read(&context).await {
@@ -415,7 +415,10 @@ impl Router {
         let components = p.components.clone();
         let id = req.id();
         let (cancellation, cancel_on_drop) = call_token(req);
-        let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
+        let fut = handler(
+            &self.context(req.session.clone(), id, Some(cancellation)),
+            p,
+        );
         Ok(async move {
             let _cancel_on_drop = cancel_on_drop;
             let mut state = match fut.await {
@@ -442,7 +445,10 @@ impl Router {
         let p: StateSetParams = required_params(req)?;
         let id = req.id();
         let (cancellation, cancel_on_drop) = call_token(req);
-        let fut = handler(&self.context(req.session.clone(), id, cancellation), p);
+        let fut = handler(
+            &self.context(req.session.clone(), id, Some(cancellation)),
+            p,
+        );
         Ok(async move {
             let _cancel_on_drop = cancel_on_drop;
             Ok(match fut.await.and_then(to_value) {
@@ -505,7 +511,7 @@ impl Router {
                 Some(handler) => {
                     let id = req.id();
                     let (cancellation, cancel_on_drop) = call_token(&req);
-                    let context = self.context(req.session.clone(), id, cancellation);
+                    let context = self.context(req.session.clone(), id, Some(cancellation));
                     let fut = handler(&context, req);
                     return Ok(async move {
                         let _cancel_on_drop = cancel_on_drop;
