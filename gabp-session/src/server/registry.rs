@@ -68,6 +68,8 @@ pub(crate) struct ToolTable {
     changes: Mutex<()>,
     built: AtomicBool,
     dynamic: AtomicBool,
+    /// Whether a tool served now was registered with its own time limit.
+    own_limits: AtomicBool,
     publisher: Mutex<Option<EventPublisher>>,
 }
 
@@ -102,6 +104,25 @@ impl ToolTable {
         self.current.read().longest_timeout
     }
 
+    /// Whether a tool served now was registered with its own time limit (a load, not a lookup).
+    pub(crate) fn has_own_limits(&self) -> bool {
+        self.own_limits.load(Ordering::Acquire)
+    }
+
+    /// Serves `snapshot` from now on.
+    fn swap_in(&self, snapshot: Snapshot) {
+        // Raised before the snapshot that needs it, lowered after the last one that did. A call racing the
+        // change may still run under the default limit, as if it had come just before it.
+        let own_limits = snapshot.longest_timeout.is_some();
+        if own_limits {
+            self.own_limits.store(true, Ordering::Release);
+        }
+        *self.current.write() = Arc::new(snapshot);
+        if !own_limits {
+            self.own_limits.store(false, Ordering::Release);
+        }
+    }
+
     pub(crate) fn is_built(&self) -> bool {
         self.built.load(Ordering::Acquire)
     }
@@ -126,7 +147,7 @@ impl ToolTable {
             }
             entries.push(entry(tool));
         }
-        *self.current.write() = Arc::new(Snapshot::new(entries));
+        self.swap_in(Snapshot::new(entries));
         self.dynamic.store(dynamic.is_some(), Ordering::Release);
         *self.publisher.lock() = dynamic;
         self.built.store(true, Ordering::Release);
@@ -175,7 +196,7 @@ impl ToolTable {
         if new_names.is_empty() && gone.is_empty() {
             return Ok(gone);
         }
-        *self.current.write() = Arc::new(Snapshot::new(entries));
+        self.swap_in(Snapshot::new(entries));
         // SPEC/1.0 extensions.md §tools-changed: announced once the change is in effect.
         self.announce(new_names, gone.clone());
         Ok(gone)

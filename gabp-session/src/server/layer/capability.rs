@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use gabp_types::methods::{Method, ToolsCall};
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
@@ -40,6 +41,8 @@ use crate::OwnKeySet;
 #[derive(Clone)]
 pub struct CapabilityLayer {
     methods: Arc<OwnKeySet<String>>,
+    /// Whether `tools/call` is served: asked on nearly every request, so looked up once.
+    tools_call: bool,
 }
 
 impl CapabilityLayer {
@@ -49,8 +52,10 @@ impl CapabilityLayer {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        let methods: OwnKeySet<String> = methods.into_iter().map(Into::into).collect();
         CapabilityLayer {
-            methods: Arc::new(methods.into_iter().map(Into::into).collect()),
+            tools_call: methods.contains(ToolsCall::NAME),
+            methods: Arc::new(methods),
         }
     }
 }
@@ -72,6 +77,7 @@ impl<S> Layer<S> for CapabilityLayer {
         Capability {
             inner,
             methods: self.methods.clone(),
+            tools_call: self.tools_call,
         }
     }
 }
@@ -81,6 +87,7 @@ impl<S> Layer<S> for CapabilityLayer {
 pub struct Capability<S> {
     inner: S,
     methods: Arc<OwnKeySet<String>>,
+    tools_call: bool,
 }
 
 impl<S> fmt::Debug for Capability<S> {
@@ -113,7 +120,12 @@ where
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
         let method = req.method();
-        if method == "session/hello" || self.methods.contains(method) {
+        let served = if method == ToolsCall::NAME {
+            self.tools_call
+        } else {
+            method == "session/hello" || self.methods.contains(method)
+        };
+        if served {
             passed_on(self.inner.call(req))
         } else {
             let answer = req.error(method_not_found(method));
@@ -149,6 +161,13 @@ mod tests {
             r.error_object().unwrap().data.as_ref().unwrap()["method"],
             "state/set"
         );
+        // `tools/call`, looked up once, follows the list like any other method.
+        let r = call(&mut svc, &s, request("tools/call", None)).await;
+        assert_eq!(code(&r), Some(-32601));
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let mut tools = CapabilityLayer::new(["tools/call"]).layer(echo(calls.clone()));
+        let r = call(&mut tools, &s, request("tools/call", None)).await;
+        assert_eq!(code(&r), None);
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 }

@@ -192,6 +192,7 @@ where
         let error = match &*this.subject {
             Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
             Subject::ToolNamed(tool) => tool_timeout(tool, limit),
+            Subject::ToolCopied(name) => tool_timeout(name.as_str(), limit),
             Subject::Method(method) => request_timeout(method, limit),
         };
         tracing::debug!(message = %error.message, "request timed out");
@@ -208,12 +209,48 @@ impl<F> std::fmt::Debug for TimeLimited<F> {
     }
 }
 
-/// What timed out, named without copying on the common path: a tool of the live table is shared, a core
-/// method's name is static.
+/// What timed out, named without an allocation on the common path: a tool with its own limit is shared from
+/// the live table, another tool's name is copied inline when short, a core method's name is static.
 enum Subject {
     Tool(Arc<RegisteredTool>),
     ToolNamed(String),
+    ToolCopied(ShortName),
     Method(Cow<'static, str>),
+}
+
+/// The longest tool name kept inline.
+const SHORT_NAME: usize = 48;
+
+/// A name of at most [`SHORT_NAME`] bytes, copied.
+struct ShortName {
+    bytes: [u8; SHORT_NAME],
+    len: u8,
+}
+
+impl ShortName {
+    fn new(name: &str) -> Option<ShortName> {
+        let mut bytes = [0; SHORT_NAME];
+        bytes
+            .get_mut(..name.len())?
+            .copy_from_slice(name.as_bytes());
+        Some(ShortName {
+            bytes,
+            len: u8::try_from(name.len()).ok()?,
+        })
+    }
+
+    fn as_str(&self) -> &str {
+        // A whole `str` was copied, so this is always that `str`.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl Subject {
+    /// A tool without a limit of its own.
+    fn tool_named(name: &str) -> Subject {
+        ShortName::new(name)
+            .map_or_else(|| Subject::ToolNamed(name.to_owned()), Subject::ToolCopied)
+    }
 }
 
 impl TimeoutLayer {
@@ -226,15 +263,20 @@ impl TimeoutLayer {
             };
             return (Subject::Method(method), self.default);
         };
+        // Most servers give no tool a limit of its own: then no tool is looked up.
+        let table = self.table.as_ref().filter(|t| t.has_own_limits());
+        if self.tools.is_empty() && table.is_none() {
+            return (Subject::tool_named(&name), self.default);
+        }
         if let Some(limit) = self.tools.get(name.as_ref()) {
             return (Subject::ToolNamed(name.into_owned()), *limit);
         }
-        match self.table.as_ref().and_then(|t| t.get(&name)) {
+        match table.and_then(|t| t.get(&name)) {
             Some(tool) => {
                 let limit = tool.timeout.unwrap_or(self.default);
                 (Subject::Tool(tool), limit)
             }
-            None => (Subject::ToolNamed(name.into_owned()), self.default),
+            None => (Subject::tool_named(&name), self.default),
         }
     }
 }
@@ -277,6 +319,30 @@ mod tests {
         assert_eq!(code(&r), None);
         let r = call(&mut svc, &s, request("resources/read", None)).await;
         assert_eq!(code(&r), Some(-32603));
+    }
+
+    /// With no tool limits of its own anywhere, no tool is looked up, and the tool, short name or long, is still
+    /// named in its error.
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_without_a_limit_of_its_own_is_named_in_its_timeout() {
+        let slow = tower::service_fn(|req: ServerRequest| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok::<_, Infallible>(req.reply(json!({})))
+        });
+        let mut svc = TimeoutLayer::new(Duration::from_secs(1)).layer(slow);
+        let s = Session::detached();
+        let long = format!("slow/{}", "x".repeat(SHORT_NAME));
+        for name in ["slow/tool", &long[..SHORT_NAME], &long] {
+            let params = json!({ "name": name });
+            let r = call(&mut svc, &s, request("tools/call", Some(params))).await;
+            assert_eq!(code(&r), Some(-32403), "{name}");
+            let error = r.error_object().unwrap();
+            assert_eq!(
+                error.message.as_str(),
+                format!("tool {name} exceeded its time limit of 1000 ms")
+            );
+            assert_eq!(error.data.as_ref().unwrap()["timeoutMs"], 1000);
+        }
     }
 
     /// The limit counts from the call: time a handler spends before its first wait counts too.

@@ -157,6 +157,17 @@ fn catalog_lookups_and_timeouts_follow_the_table() {
     assert!(table.get("a/new").is_none());
     assert_eq!(table.timeout("a/new"), None);
     assert_eq!(table.longest_timeout(), Some(Duration::from_secs(2)));
+    assert!(table.has_own_limits());
+
+    // The time-limit layer looks tools up only while one has a limit of its own.
+    server.tools().remove("a/old").unwrap();
+    assert_eq!(table.longest_timeout(), None);
+    assert!(!table.has_own_limits());
+    server
+        .tools()
+        .add(tool("a/old").timeout(Duration::from_secs(3)))
+        .unwrap();
+    assert!(table.has_own_limits());
 }
 
 #[test]
