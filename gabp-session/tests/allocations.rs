@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 /// The most allocations (and reallocations) one typed round trip may take, client and server together.
-const BOUND: usize = 8;
+const BOUND: usize = 7;
 const CALLS: usize = 2_000;
 
 #[global_allocator]

@@ -11,12 +11,11 @@ use std::time::Duration;
 use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing};
+use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing, Replies};
 use crate::slots::{Slots, TryTake};
 
 use super::reconnect::Keepalive;
@@ -68,6 +67,8 @@ pub(crate) struct Link {
     /// How many calls wait for their answer; a caller that gave up no longer counts.
     pub(super) pending: AtomicUsize,
     pub(super) in_flight: Slots,
+    /// Where the engine leaves each call's outcome, kept from call to call.
+    pub(super) replies: Replies,
     pub(super) kill: CancellationToken,
     /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
     /// mod closes its side too (or [`CLOSE_GRACE`] passes).
@@ -284,7 +285,7 @@ pub(super) async fn exchange(
             limit,
         });
     }
-    let (reply, rx) = oneshot::channel();
+    let (reply, mut rx) = link.replies.open();
     let call = Outgoing::Call {
         id: request.id,
         body,
@@ -301,7 +302,8 @@ pub(super) async fn exchange(
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
     // tells it to forget the call.
     let mut guard = PendingGuard::new(link, request.id, request.method.as_str());
-    let delivery = rx.await;
+    let delivery = (&mut rx).await;
+    link.replies.recycle(rx);
     guard.armed = false;
     match delivery {
         Ok(Delivery::Answered(Ok(result))) if reading == Reading::AsType => Ok(result),

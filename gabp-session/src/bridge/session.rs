@@ -105,6 +105,7 @@ pub(super) async fn establish(
         outgoing,
         pending: AtomicUsize::new(0),
         in_flight: Slots::new(settings.max_in_flight),
+        replies: engine::Replies::new(settings.max_in_flight),
         kill: CancellationToken::new(),
         close_writes: CancellationToken::new(),
         reason: Mutex::new(None),

@@ -12,10 +12,10 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
 use gabp_types::MessageId;
-use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
 use super::queue::FrameQueue;
+use super::reply::Replier;
 use super::result::{CallResult, Failure};
 
 /// What the engine hands to a waiting caller.
@@ -35,7 +35,7 @@ pub(crate) enum Outgoing {
     Call {
         id: MessageId,
         body: Bytes,
-        reply: oneshot::Sender<Delivery>,
+        reply: Replier,
         deadline: Instant,
     },
     /// The caller of `id` gave up (timed out or dropped): forget it, discard its answer, and write `cancel`
@@ -57,7 +57,7 @@ impl super::queue::Queued for Outgoing {
 
 /// A call waiting for its answer.
 struct Waiting {
-    reply: oneshot::Sender<Delivery>,
+    reply: Replier,
     deadline: Instant,
 }
 
@@ -184,12 +184,7 @@ impl Calls {
     }
 
     /// Enters a call; `false` when its caller is already gone.
-    fn insert(
-        &mut self,
-        id: MessageId,
-        reply: oneshot::Sender<Delivery>,
-        deadline: Instant,
-    ) -> bool {
+    fn insert(&mut self, id: MessageId, reply: Replier, deadline: Instant) -> bool {
         if reply.is_closed() {
             return false;
         }
@@ -257,7 +252,7 @@ impl Calls {
             return false;
         };
         // A caller that gave up a moment ago is not an error: its answer is discarded.
-        let _ = waiting.reply.send(delivery);
+        waiting.reply.send(delivery);
         true
     }
 
@@ -290,6 +285,7 @@ impl Calls {
 #[cfg(test)]
 mod tests {
     use super::super::frame_queue;
+    use super::super::reply::{channel, Reply, TryRecv};
     use super::*;
     use serde_json::Value;
     use std::time::Duration;
@@ -313,12 +309,8 @@ mod tests {
         rx
     }
 
-    fn call(
-        id: MessageId,
-        body: &'static str,
-        deadline: Instant,
-    ) -> (Outgoing, oneshot::Receiver<Delivery>) {
-        let (reply, rx) = oneshot::channel();
+    fn call(id: MessageId, body: &'static str, deadline: Instant) -> (Outgoing, Reply) {
+        let (reply, rx) = channel();
         let body = Bytes::from_static(body.as_bytes());
         (
             Outgoing::Call {
@@ -332,7 +324,7 @@ mod tests {
     }
 
     /// `n` calls with a distant limit, and the receivers of their answers.
-    fn calls_of(n: usize) -> (Vec<Outgoing>, Vec<oneshot::Receiver<Delivery>>) {
+    fn calls_of(n: usize) -> (Vec<Outgoing>, Vec<Reply>) {
         (0..n)
             .map(|_| call(MessageId::new_v4(), "x", later()))
             .unzip()
@@ -421,7 +413,7 @@ mod tests {
         let queue = take(&mut calls, vec![item, forget]);
         assert_eq!(queue.map(|q| q.len()), Some(0), "both were taken");
         assert!(
-            matches!(reply.try_recv(), Err(oneshot::error::TryRecvError::Closed)),
+            matches!(reply.try_recv(), Err(TryRecv::Closed)),
             "its caller sees it fail"
         );
         assert_eq!(calls.len(), 0);
@@ -530,10 +522,7 @@ mod tests {
         let (item, mut rx) = call(MessageId::new_v4(), "a", later());
         take(&mut calls, vec![item]);
         calls.fail_all();
-        assert!(matches!(
-            rx.try_recv(),
-            Err(oneshot::error::TryRecvError::Closed)
-        ));
+        assert!(matches!(rx.try_recv(), Err(TryRecv::Closed)));
         assert_eq!(calls.len(), 0);
         assert!(!calls.has_unsent());
     }

@@ -35,6 +35,7 @@ mod calls;
 mod framing;
 mod inflight;
 mod queue;
+mod reply;
 mod result;
 mod role;
 
@@ -54,6 +55,7 @@ pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
+pub(crate) use reply::Replies;
 pub(crate) use result::{CallResult, Failure};
 pub(crate) use role::{Ended, Role, Signal};
 

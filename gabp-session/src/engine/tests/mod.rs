@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::body::encode;
+use super::reply::{channel, Reply};
 use super::*;
 
 type Steps = Arc<std::sync::Mutex<Vec<&'static str>>>;
@@ -160,7 +161,7 @@ where
     }
 }
 
-async fn send_call(h: &Harness, method: &str) -> (MessageId, oneshot::Receiver<Delivery>) {
+async fn send_call(h: &Harness, method: &str) -> (MessageId, Reply) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     send_call_until(h, method, None, deadline).await
 }
@@ -170,11 +171,11 @@ async fn send_call_until(
     method: &str,
     params: Option<Value>,
     deadline: tokio::time::Instant,
-) -> (MessageId, oneshot::Receiver<Delivery>) {
+) -> (MessageId, Reply) {
     let params = params.map(|p| gabp_types::Params::from_serialize(&p).unwrap());
     let request = Request::with_raw_params(MethodName::new(method).unwrap(), params);
     let id = request.id;
-    let (reply, rx) = oneshot::channel();
+    let (reply, rx) = channel();
     let body = Bytes::from(Message::Request(request).to_vec());
     let call = Outgoing::Call {
         id,
