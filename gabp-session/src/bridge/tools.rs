@@ -164,4 +164,26 @@ mod tests {
         cache.store(epoch, list("a/fresh"));
         assert_eq!(cache.current().1.unwrap()[0].name.as_str(), "a/fresh");
     }
+
+    /// A call answered "no such tool" means the list is stale even when no `tools/changed` event has arrived
+    /// yet; any other outcome leaves the list as it is.
+    #[test]
+    fn only_a_tool_not_found_forgets_the_list() {
+        let cache = ToolCache::default();
+        let kept = |cache: &ToolCache| cache.current().1.is_some();
+        let (epoch, _) = cache.current();
+        cache.store(epoch, list("a/one"));
+        let failed = |code: i64| {
+            let error = gabp_types::ErrorObject::new(gabp_types::ErrorCode(code), "no");
+            Err::<(), _>(Error::from_remote(error, "tools/call", Some("a/one")))
+        };
+        assert!(cache.noted(Ok(())).is_ok());
+        assert!(cache.noted(failed(-32403)).is_err());
+        assert!(kept(&cache), "success and other errors keep the list");
+        assert!(matches!(
+            cache.noted(failed(-32400)),
+            Err(Error::ToolNotFound { .. })
+        ));
+        assert!(!kept(&cache), "a tool not found forgets it");
+    }
 }
