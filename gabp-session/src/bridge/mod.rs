@@ -84,6 +84,7 @@ mod tools;
 mod welcome;
 
 use std::fmt;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -120,7 +121,6 @@ pub use state::{ConnectionState, DisconnectReason};
 
 use crate::Error;
 use builder::CallPath;
-use link::Reading;
 pub use reconnect::{Keepalive, ReconnectPolicy};
 pub use retry::ConnectRetry;
 
@@ -318,26 +318,6 @@ impl Bridge {
     pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, Error> {
         let response = self.send_on_path(request).await;
         self.inner.raw.shared.tools.noted(response)
-    }
-
-    /// Sends `request` (one of the bridge's own typed calls of `method`) and reads its result as `T`: on the
-    /// path without layers, straight from the text the mod wrote.
-    async fn send_as<T: DeserializeOwned>(
-        &self,
-        mut request: BridgeRequest,
-        method: &str,
-    ) -> Result<T, Error> {
-        request.set_reading(Reading::AsType);
-        let read = self.send_on_path(request).await;
-        let read = read.and_then(|response| response.read_as(method));
-        self.inner.raw.shared.tools.noted(read)
-    }
-
-    async fn send_on_path(&self, mut request: BridgeRequest) -> Result<BridgeResponse, Error> {
-        if request.timeout().is_none() {
-            request.set_timeout(self.timeout);
-        }
-        self.inner.path.send(&self.inner.raw, request).await
     }
 
     /// A raw request: `method` with `params` (`null` for none, else a JSON object); returns the raw result.
