@@ -155,7 +155,7 @@ impl<T: Queued> FrameQueue<T> {
             if self.rx.is_closed() {
                 return self.poll_closed(cx);
             }
-            if !self.wait(cx) {
+            if self.still_armed(cx) || !self.wait(cx) {
                 return Poll::Pending;
             }
         }
@@ -199,17 +199,22 @@ impl<T: Queued> FrameQueue<T> {
         self.rx.close();
     }
 
-    /// Arms the queue to wake `cx`'s waker, unless it is armed for it already; `true` if it armed the queue and
-    /// then found a frame counted.
+    /// Whether the queue is still armed for `cx`'s waker, by an earlier turn's fenced arming: the next send wakes
+    /// it. Asked of every queue on every turn, so kept inline.
+    #[inline]
+    fn still_armed(&self, cx: &Context<'_>) -> bool {
+        self.registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+            && self.queued.armed.load(Ordering::SeqCst)
+    }
+
+    /// Arms the queue to wake `cx`'s waker; `true` if it then found a frame counted.
     fn wait(&mut self, cx: &mut Context<'_>) -> bool {
         let same = self
             .registered
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()));
-        if same && self.queued.armed.load(Ordering::SeqCst) {
-            // Still armed, by an earlier turn's fenced arming: the next send wakes this waker.
-            return false;
-        }
         if !same {
             *self.queued.waker.lock() = Some(cx.waker().clone());
             self.registered = Some(cx.waker().clone());
