@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bridge_support::{pair, soon, token, welcome, MockMod, ALL_METHODS};
 use gabp_session::bridge::Bridge;
+use gabp_session::Error;
 use gabp_types::methods::{TOOLS_CHANGED_CHANNEL, TOOLS_CHANGED_EXTENSION};
 use serde_json::{json, Value};
 
@@ -112,20 +113,33 @@ async fn a_tool_not_found_makes_the_cached_list_stale() {
         answer_list(&mut mock, &["a/one"]).await;
     });
     assert_eq!(names(&tools.unwrap()), ["a/one"]);
-    // The tool went away and its event was lost: the call is answered -32400.
-    let (called, ()) = tokio::join!(bridge.call_tool("a/one", json!({})), async {
-        let call = mock.expect("tools/call").await;
-        mock.reply_error(
-            call.id,
-            -32400,
-            "tool not found: a/one",
-            Some(json!({"tool": "a/one"})),
-        )
-        .await;
-    });
-    assert!(called.is_err());
-    // The next use lists again instead of trusting the cache.
-    let (tools, ()) = tokio::join!(bridge.tools(), answer_list(&mut mock, &[]));
-    assert!(tools.unwrap().is_empty());
+    // Untyped, then typed (the bridge's own typed path): each call reads the answer its own way.
+    for typed in [false, true] {
+        let call = async {
+            if typed {
+                bridge.call_tool_as::<_, Value>("a/one", &json!({})).await
+            } else {
+                bridge.call_tool("a/one", json!({})).await
+            }
+        };
+        // The tool went away and its event was lost: the call is answered -32400.
+        let (called, ()) = tokio::join!(call, async {
+            let call = mock.expect("tools/call").await;
+            mock.reply_error(
+                call.id,
+                -32400,
+                "tool not found: a/one",
+                Some(json!({"tool": "a/one"})),
+            )
+            .await;
+        });
+        assert!(
+            matches!(called, Err(Error::ToolNotFound { .. })),
+            "{called:?}"
+        );
+        // The next use lists again instead of trusting the cache.
+        let (tools, ()) = tokio::join!(bridge.tools(), answer_list(&mut mock, &["a/one"]));
+        assert_eq!(names(&tools.unwrap()), ["a/one"], "typed: {typed}");
+    }
     bridge.close().await;
 }

@@ -517,7 +517,8 @@ mod tests {
     fn a_call_holds_a_small_future() {
         let typed = future_size(|b| b.call_tool_as::<_, serde_json::Value>("a/b", &()));
         let untyped = future_size(|b| b.call_tool("a/b", serde_json::Value::Null));
-        assert!(typed <= 768, "call_tool_as: {typed} bytes");
-        assert!(untyped <= 896, "call_tool: {untyped} bytes");
+        // 664 and 808 bytes with the compiler of this writing (1,600 and 1,472 when each level kept the request).
+        assert!(typed <= 1024, "call_tool_as: {typed} bytes");
+        assert!(untyped <= 1024, "call_tool: {untyped} bytes");
     }
 }

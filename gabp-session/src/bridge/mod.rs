@@ -84,7 +84,6 @@ mod tools;
 mod welcome;
 
 use std::fmt;
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -271,7 +271,7 @@ impl Calls {
         self.pending.len()
     }
 
-    /// Fails every waiting call (their callers see the sender dropped) and drops the frames not yet written; the
+    /// Fails every waiting call (their callers see the connection lost) and drops the frames not yet written; the
     /// calls taken from the queue from now on fail too.
     pub(crate) fn fail_all(&mut self) {
         self.failed = true;

@@ -265,6 +265,23 @@ mod tests {
         assert_eq!(next.try_recv().unwrap_err(), TryRecv::Empty, "and empty");
     }
 
+    /// Woken, the caller finds itself the cell's only holder, so that it can keep the cell for its next call.
+    #[test]
+    fn the_engine_lets_go_of_the_cell_before_it_wakes_the_caller() {
+        struct Holders(std::sync::Weak<Mutex<State>>, AtomicUsize);
+        impl Wake for Holders {
+            fn wake(self: Arc<Self>) {
+                self.1.store(self.0.strong_count(), Ordering::SeqCst);
+            }
+        }
+        let (replier, mut reply) = channel();
+        let cell = Arc::downgrade(reply.cell.as_ref().unwrap());
+        let holders = Arc::new(Holders(cell, AtomicUsize::new(0)));
+        assert!(poll(&mut reply, &Waker::from(holders.clone())).is_pending());
+        replier.send(timed_out());
+        assert_eq!(holders.1.load(Ordering::SeqCst), 1, "the caller's alone");
+    }
+
     #[test]
     fn an_engine_gone_without_an_outcome_wakes_its_caller_with_dropped() {
         let (replier, mut reply) = channel();

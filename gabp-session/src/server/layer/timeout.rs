@@ -246,10 +246,12 @@ impl ShortName {
 }
 
 impl Subject {
-    /// A tool without a limit of its own.
-    fn tool_named(name: &str) -> Subject {
-        ShortName::new(name)
-            .map_or_else(|| Subject::ToolNamed(name.to_owned()), Subject::ToolCopied)
+    /// A tool named in its request.
+    fn tool_named(name: Cow<'_, str>) -> Subject {
+        match ShortName::new(&name) {
+            Some(short) => Subject::ToolCopied(short),
+            None => Subject::ToolNamed(name.into_owned()),
+        }
     }
 }
 
@@ -263,20 +265,17 @@ impl TimeoutLayer {
             };
             return (Subject::Method(method), self.default);
         };
+        if let Some(limit) = self.tools.get(name.as_ref()) {
+            return (Subject::tool_named(name), *limit);
+        }
         // Most servers give no tool a limit of its own: then no tool is looked up.
         let table = self.table.as_ref().filter(|t| t.has_own_limits());
-        if self.tools.is_empty() && table.is_none() {
-            return (Subject::tool_named(&name), self.default);
-        }
-        if let Some(limit) = self.tools.get(name.as_ref()) {
-            return (Subject::ToolNamed(name.into_owned()), *limit);
-        }
         match table.and_then(|t| t.get(&name)) {
             Some(tool) => {
                 let limit = tool.timeout.unwrap_or(self.default);
                 (Subject::Tool(tool), limit)
             }
-            None => (Subject::tool_named(&name), self.default),
+            None => (Subject::tool_named(name), self.default),
         }
     }
 }
@@ -321,27 +320,34 @@ mod tests {
         assert_eq!(code(&r), Some(-32603));
     }
 
-    /// With no tool limits of its own anywhere, no tool is looked up, and the tool, short name or long, is still
-    /// named in its error.
+    /// A tool is named in its timeout error, short name or long: with no limits of their own anywhere (nothing
+    /// is looked up), and with limits for other tools (looked up, not found).
     #[tokio::test(start_paused = true)]
     async fn a_tool_without_a_limit_of_its_own_is_named_in_its_timeout() {
         let slow = tower::service_fn(|req: ServerRequest| async move {
             tokio::time::sleep(Duration::from_secs(5)).await;
             Ok::<_, Infallible>(req.reply(json!({})))
         });
-        let mut svc = TimeoutLayer::new(Duration::from_secs(1)).layer(slow);
+        let others = HashMap::from([("other/tool".to_owned(), Duration::ZERO)]);
+        let layers = [
+            TimeoutLayer::new(Duration::from_secs(1)),
+            TimeoutLayer::new(Duration::from_secs(1)).with_tool_timeouts(others),
+        ];
         let s = Session::detached();
         let long = format!("slow/{}", "x".repeat(SHORT_NAME));
-        for name in ["slow/tool", &long[..SHORT_NAME], &long] {
-            let params = json!({ "name": name });
-            let r = call(&mut svc, &s, request("tools/call", Some(params))).await;
-            assert_eq!(code(&r), Some(-32403), "{name}");
-            let error = r.error_object().unwrap();
-            assert_eq!(
-                error.message.as_str(),
-                format!("tool {name} exceeded its time limit of 1000 ms")
-            );
-            assert_eq!(error.data.as_ref().unwrap()["timeoutMs"], 1000);
+        for layer in layers {
+            let mut svc = layer.layer(slow);
+            for name in ["slow/tool", &long[..SHORT_NAME], &long] {
+                let params = json!({ "name": name });
+                let r = call(&mut svc, &s, request("tools/call", Some(params))).await;
+                assert_eq!(code(&r), Some(-32403), "{name}");
+                let error = r.error_object().unwrap();
+                assert_eq!(
+                    error.message.as_str(),
+                    format!("tool {name} exceeded its time limit of 1000 ms")
+                );
+                assert_eq!(error.data.as_ref().unwrap()["timeoutMs"], 1000);
+            }
         }
     }
 
