@@ -467,3 +467,30 @@ async fn a_layer_failing_readiness_fails_that_call_only() {
     });
     assert_eq!(second.unwrap(), json!({"value": 2}));
 }
+
+/// A call does nothing until it is polled: layers see no request of a call dropped before its first poll, and
+/// the next call goes through as usual.
+#[tokio::test]
+async fn a_call_dropped_before_its_first_poll_reaches_no_layer() {
+    let gate = gate(&[]);
+    let (conn, mut mock) = pair();
+    let builder = Bridge::builder(token()).layer(gate.clone());
+    let (bridge, _) = tokio::join!(builder.over(conn), mock.handshake(ALL_METHODS));
+    let bridge = bridge.unwrap();
+    drop(bridge.call_tool("a/b", json!({})));
+    drop(bridge.call_tool_as::<_, serde_json::Value>("a/b", &json!({})));
+    drop(bridge.send(BridgeRequest::tool_call("a/b", json!({})).unwrap()));
+    assert!(gate.seen.lock().unwrap().is_empty());
+    assert!(mock.try_recv(Duration::from_millis(50)).await.is_none());
+
+    let (result, ()) = tokio::join!(bridge.call_tool("a/b", json!({})), async {
+        let request = mock.expect("tools/call").await;
+        mock.reply(request.id, json!("ran")).await;
+    });
+    assert_eq!(result.unwrap(), json!("ran"));
+    assert_eq!(
+        gate.seen.lock().unwrap().len(),
+        2,
+        "the request and its result"
+    );
+}
