@@ -129,27 +129,19 @@ impl Reply {
             return Poll::Ready(Err(Dropped));
         };
         let mut state = cell.lock();
-        match &mut *state {
-            State::Waiting(kept) => {
-                if let Some(waker) = waker {
-                    if !kept.as_ref().is_some_and(|k| k.will_wake(waker)) {
-                        *kept = Some(waker.clone());
-                    }
-                }
-                Poll::Pending
-            }
-            State::Delivered(_) => {
-                self.done = true;
-                match std::mem::replace(&mut *state, State::Waiting(None)) {
-                    State::Delivered(delivery) => Poll::Ready(Ok(delivery)),
-                    _ => Poll::Ready(Err(Dropped)),
+        if let State::Waiting(kept) = &mut *state {
+            if let Some(waker) = waker {
+                if !kept.as_ref().is_some_and(|k| k.will_wake(waker)) {
+                    *kept = Some(waker.clone());
                 }
             }
-            State::Dropped | State::Abandoned => {
-                self.done = true;
-                *state = State::Waiting(None);
-                Poll::Ready(Err(Dropped))
-            }
+            return Poll::Pending;
+        }
+        // Taken, the cell is left empty for a later call.
+        self.done = true;
+        match std::mem::replace(&mut *state, State::Waiting(None)) {
+            State::Delivered(delivery) => Poll::Ready(Ok(delivery)),
+            _ => Poll::Ready(Err(Dropped)),
         }
     }
 }
