@@ -79,7 +79,7 @@ impl MessageId {
     }
 
     /// The id's text as bytes (ASCII hex digits and hyphens), without the UTF-8 check of [`MessageId::as_str`].
-    pub(crate) fn as_bytes(&self) -> &[u8; 36] {
+    pub fn as_bytes(&self) -> &[u8; 36] {
         &self.text
     }
 

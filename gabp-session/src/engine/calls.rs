@@ -55,6 +55,26 @@ impl super::queue::Queued for Outgoing {
     }
 }
 
+/// A call's id as the table's key. The table holds only ids this side sent, which vary in their first and last
+/// eight digits (SPEC/1.0 gabp.md §3.1: senders generate random ids): those sixteen are hashed, not all 36.
+/// Case-blind, as ids compare. A peer's answer only looks a key up, so it cannot crowd the table's buckets.
+#[derive(PartialEq, Eq)]
+struct CallId(MessageId);
+
+impl std::hash::Hash for CallId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let text = self.0.as_bytes();
+        let word = |at: usize| {
+            let mut digits = [0u8; 8];
+            digits.copy_from_slice(&text[at..at + 8]);
+            // Hex digits and hyphens: the case bit lowers letters and leaves the rest as they are.
+            u64::from_le_bytes(digits) | 0x2020_2020_2020_2020
+        };
+        state.write_u64(word(0));
+        state.write_u64(word(28));
+    }
+}
+
 /// A call waiting for its answer.
 struct Waiting {
     reply: Replier,
@@ -64,7 +84,7 @@ struct Waiting {
 /// The table of calls in flight and the frames of those not yet written. Calls whose caller is gone are swept
 /// lazily, so the table stays bounded even when a `Forget` could not be queued.
 pub(crate) struct Calls {
-    pending: crate::OwnKeyMap<MessageId, Waiting>,
+    pending: crate::OwnKeyMap<CallId, Waiting>,
     /// Frames taken from the caller's queue and not yet written, in order: a call's request (with its id) or a
     /// `tools/cancel` (without). A call that fails or is forgotten before its frame is written takes it out.
     unsent: VecDeque<(Option<MessageId>, Bytes)>,
@@ -139,7 +159,7 @@ impl Calls {
                     }
                 }
                 Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
-                    self.pending.remove(&id);
+                    self.pending.remove(&CallId(id));
                     // Never written: nothing to cancel. Else SPEC/1.0 extensions.md §cancel: the mod stops work
                     // nobody waits for (best effort: dropped when many cancels already wait).
                     if !self.unwrite(&id) && self.unsent.len() < self.expected {
@@ -188,7 +208,7 @@ impl Calls {
         if reply.is_closed() {
             return false;
         }
-        self.pending.insert(id, Waiting { reply, deadline });
+        self.pending.insert(CallId(id), Waiting { reply, deadline });
         if self.pending.len() > self.sweep_at {
             self.pending.retain(|_, w| !w.reply.is_closed());
             self.sweep_at = self.sweep_floor.max(self.pending.len().saturating_mul(2));
@@ -233,7 +253,7 @@ impl Calls {
                 .pending
                 .iter()
                 .filter(|(_, w)| w.deadline <= now)
-                .map(|(id, _)| *id)
+                .map(|(id, _)| id.0)
                 .collect();
             for id in expired {
                 let written = !self.unwrite(&id);
@@ -248,7 +268,7 @@ impl Calls {
 
     /// Hands `delivery` to the caller of `id`; `false` if no such call is waiting.
     pub(crate) fn deliver(&mut self, id: &MessageId, delivery: Delivery) -> bool {
-        let Some(waiting) = self.pending.remove(id) else {
+        let Some(waiting) = self.pending.remove(&CallId(*id)) else {
             return false;
         };
         // A caller that gave up a moment ago is not an error: its answer is discarded.
@@ -257,7 +277,7 @@ impl Calls {
     }
 
     pub(crate) fn contains(&self, id: &MessageId) -> bool {
-        self.pending.contains_key(id)
+        self.pending.contains_key(&CallId(*id))
     }
 
     /// Whether no call is waiting.
@@ -347,6 +367,31 @@ mod tests {
             Ok(Delivery::Answered(Ok(CallResult::Value(Value::Null))))
         ));
         assert_eq!(calls.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_answer_finds_its_call_whatever_the_case_of_its_id() {
+        let mut calls = Calls::new(8);
+        // Ids that differ only in digits the key does not hash share a bucket and are still told apart.
+        let ids = [
+            "550e8400-e29b-41d4-a716-44665544000a",
+            "550e8400-e29b-41d4-a716-44665544000b",
+            "550e8400-ffff-41d4-a716-44665544000a",
+        ]
+        .map(|text| MessageId::parse(text).unwrap());
+        let (items, mut replies): (Vec<_>, Vec<_>) =
+            ids.iter().map(|id| call(*id, "x", later())).unzip();
+        take(&mut calls, items);
+        let upper = MessageId::parse("550E8400-FFFF-41D4-A716-44665544000A").unwrap();
+        assert!(calls.contains(&upper));
+        let null = || Delivery::Answered(Ok(CallResult::Value(Value::Null)));
+        assert!(calls.deliver(&upper, null()));
+        assert!(replies[2].try_recv().is_ok());
+        assert!(replies[0].try_recv().is_err(), "only the call of that id");
+        assert!(calls.contains(&ids[0]) && calls.contains(&ids[1]));
+        let unknown = MessageId::parse("550e8400-0000-41d4-a716-44665544000a").unwrap();
+        assert!(!calls.deliver(&unknown, null()));
+        assert_eq!(calls.len(), 2);
     }
 
     #[tokio::test]
