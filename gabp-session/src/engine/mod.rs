@@ -157,22 +157,12 @@ impl<P: Role> Engine<P> {
             self.peer.on_read_end();
         }
         self.handling.abort_all();
-        // The calls still queued fail now, once the sends that hold room in the queue have put their call in or
-        // given it back (within the drain time: a send is done with its room when its caller next polls it).
+        // The calls still queued fail now: taken and dropped, their callers see the connection lost. A closed
+        // queue lets nothing in, so this ends.
         if let Some(mut outgoing) = self.outgoing.take() {
             outgoing.close();
-            let drained = async {
-                while std::future::poll_fn(|cx| outgoing.poll_next(cx))
-                    .await
-                    .is_some()
-                {}
-            };
-            if tokio::time::timeout(self.limits.drain_timeout, drained)
-                .await
-                .is_err()
-            {
-                tracing::debug!("a send still held room in the closed queue of calls");
-            }
+            let mut cx = Context::from_waker(std::task::Waker::noop());
+            while let Poll::Ready(Some(_)) = outgoing.poll_next(&mut cx) {}
         }
         ended
     }

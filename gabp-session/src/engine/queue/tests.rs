@@ -1,0 +1,325 @@
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
+use std::task::{Wake, Waker};
+
+use super::*;
+
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A waker that raises a flag.
+fn flagged() -> (Arc<Flag>, Waker) {
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    (flag.clone(), Waker::from(flag))
+}
+
+/// Puts `body` in the queue the way a send does, but without waking the engine.
+fn put(tx: &FrameSender, body: Bytes) -> bool {
+    tx.enqueue(body).is_ok()
+}
+
+/// Sends `body`: the send must wake the engine, and the engine's next poll must read it.
+fn send_wakes_and_is_read(
+    tx: &FrameSender,
+    queue: &mut FrameQueue,
+    flag: &Flag,
+    cx: &mut Context<'_>,
+    body: &'static [u8],
+) {
+    flag.0.store(false, Ordering::SeqCst);
+    assert!(tx.try_send(Bytes::from_static(body)).is_ok());
+    assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+    assert_eq!(
+        queue.poll_next(cx),
+        Poll::Ready(Some(Bytes::from_static(body)))
+    );
+}
+
+#[test]
+fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // Quiet: polled again without taking the lock.
+    assert!(queue.poll_next(&mut cx).is_pending());
+    send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"one");
+    assert!(queue.poll_next(&mut cx).is_pending());
+    send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"two");
+}
+
+#[tokio::test]
+async fn a_send_wakes_the_engine_even_after_a_poll_in_a_turn_that_spent_its_budget() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (flag, waker) = flagged();
+    std::future::poll_fn(|cx| {
+        // A busy turn spends the task's cooperative budget before it looks at the queue.
+        super::super::spend_budget(cx);
+        assert!(queue
+            .poll_next(&mut Context::from_waker(&waker))
+            .is_pending());
+        Poll::Ready(())
+    })
+    .await;
+    // The next turn finds the queue quiet; a send must still wake the engine.
+    assert!(queue
+        .poll_next(&mut Context::from_waker(&waker))
+        .is_pending());
+    flag.0.store(false, Ordering::SeqCst);
+    assert!(tx.try_send(Bytes::from_static(b"late")).is_ok());
+    assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+}
+
+#[test]
+fn a_wake_that_comes_after_its_frame_was_taken_does_not_silence_the_next_send() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // A send puts its frame in, and the engine (running for another reason) takes it before that send's wake.
+    assert!(put(&tx, Bytes::from_static(b"early")));
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"early")))
+    );
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // The late wake disarms the queue; the turn it causes finds nothing queued.
+    wake(&tx.queued);
+    assert!(flag.0.swap(false, Ordering::SeqCst));
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // The next send must still wake the engine.
+    send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"next");
+}
+
+#[test]
+fn a_new_waker_is_registered_even_while_the_old_one_is() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (_, old_waker) = flagged();
+    let (new, new_waker) = flagged();
+    assert!(queue
+        .poll_next(&mut Context::from_waker(&old_waker))
+        .is_pending());
+    assert!(queue
+        .poll_next(&mut Context::from_waker(&new_waker))
+        .is_pending());
+    assert!(tx.try_send(Bytes::from_static(b"x")).is_ok());
+    assert!(new.0.load(Ordering::SeqCst), "the current waker is woken");
+}
+
+#[test]
+fn a_wake_that_comes_after_the_engine_armed_again_leaves_it_armed() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // A send disarms the queue, then stops before it wakes the engine.
+    assert!(put(&tx, Bytes::from_static(b"a")));
+    fence(Ordering::SeqCst);
+    assert!(tx.queued.armed.swap(false, Ordering::SeqCst));
+    // The engine, running for another reason, takes its frame and arms the queue again.
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"a")))
+    );
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // The send wakes the engine now; the turn it causes finds nothing queued.
+    if let Some(w) = &*tx.queued.waker.lock() {
+        w.wake_by_ref();
+    }
+    assert!(flag.0.swap(false, Ordering::SeqCst));
+    assert!(queue.poll_next(&mut cx).is_pending());
+    // The next send must still wake the engine.
+    assert!(tx.try_send(Bytes::from_static(b"b")).is_ok());
+    assert!(
+        flag.0.load(Ordering::SeqCst),
+        "the next send woke the engine"
+    );
+}
+
+#[test]
+fn a_frame_sent_just_before_the_last_sender_went_is_taken_before_the_end() {
+    let (tx, mut queue) = frame_queue(4, 1024);
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_next(&mut cx).is_pending());
+    assert!(put(&tx, Bytes::from_static(b"last")));
+    drop(tx);
+    assert!(
+        flag.0.load(Ordering::SeqCst),
+        "the last sender gone woke the engine"
+    );
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"last")))
+    );
+    assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+}
+
+#[test]
+fn the_last_sender_gone_wakes_the_engine_and_ends_the_queue() {
+    let (tx, mut queue) = frame_queue::<Bytes>(4, 1024);
+    let other = tx.clone();
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(queue.poll_next(&mut cx).is_pending());
+    drop(tx);
+    assert!(!flag.0.load(Ordering::SeqCst), "a sender is left");
+    assert!(queue.poll_next(&mut cx).is_pending());
+    drop(other);
+    assert!(
+        flag.0.load(Ordering::SeqCst),
+        "the last one woke the engine"
+    );
+    assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+}
+
+#[test]
+fn a_full_queue_refuses_and_counts_nothing() {
+    let (tx, mut queue) = frame_queue(1, 1024);
+    assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+    assert!(tx.try_send(Bytes::from_static(b"b")).is_err());
+    assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 1);
+    let waker = Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    assert!(queue.poll_next(&mut cx).is_ready());
+    assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 0);
+    assert_eq!(queue.queued.held.lock().bytes, 0);
+    drop(tx);
+    assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+}
+
+#[test]
+fn a_send_waits_for_room_then_wakes_the_engine() {
+    let (tx, mut queue) = frame_queue(1, usize::MAX);
+    let (flag, waker) = flagged();
+    let mut cx = Context::from_waker(&waker);
+    assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+    assert!(matches!(
+        tx.try_send(Bytes::from_static(b"b")),
+        Err(TrySendError::Full(_))
+    ));
+    let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"b")));
+    let (sender, sender_waker) = flagged();
+    let mut sender_cx = Context::from_waker(&sender_waker);
+    assert!(send.as_mut().poll(&mut sender_cx).is_pending(), "full");
+    assert_eq!(queue.len(), 1, "a waiting send counts nothing");
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"a")))
+    );
+    assert!(queue.poll_next(&mut cx).is_pending());
+    flag.0.store(false, Ordering::SeqCst);
+    assert!(sender.0.load(Ordering::SeqCst), "room woke the send");
+    assert!(matches!(send.poll(&mut sender_cx), Poll::Ready(Ok(()))));
+    assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"b")))
+    );
+}
+
+#[test]
+fn a_closed_queue_refuses_sends_and_ends_after_what_it_holds() {
+    let (tx, mut queue) = frame_queue(4, usize::MAX);
+    assert!(tx.try_send(Bytes::from_static(b"held")).is_ok());
+    queue.close();
+    assert!(matches!(
+        tx.try_send(Bytes::from_static(b"late")),
+        Err(TrySendError::Closed(_))
+    ));
+    assert!(!queue.is_empty());
+    let mut cx = Context::from_waker(Waker::noop());
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"held")))
+    );
+    assert!(queue.is_empty());
+    assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+    let send = std::pin::pin!(tx.send(Bytes::from_static(b"later")));
+    assert!(matches!(
+        send.poll(&mut cx),
+        Poll::Ready(Err(TrySendError::Closed(_)))
+    ));
+}
+
+#[test]
+fn a_send_waiting_for_room_is_refused_when_the_queue_closes() {
+    let (tx, mut queue) = frame_queue(1, usize::MAX);
+    assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+    let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"b")));
+    let (sender, sender_waker) = flagged();
+    let mut sender_cx = Context::from_waker(&sender_waker);
+    assert!(send.as_mut().poll(&mut sender_cx).is_pending(), "full");
+    queue.close();
+    assert!(sender.0.load(Ordering::SeqCst), "the close woke the send");
+    assert!(matches!(
+        send.poll(&mut sender_cx),
+        Poll::Ready(Err(TrySendError::Closed(_)))
+    ));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert_eq!(
+        queue.poll_next(&mut cx),
+        Poll::Ready(Some(Bytes::from_static(b"a")))
+    );
+    assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
+}
+
+#[test]
+fn sends_waiting_for_room_each_get_it_though_frames_leave_before_they_run() {
+    let (tx, mut queue) = frame_queue(2, usize::MAX);
+    assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
+    assert!(tx.try_send(Bytes::from_static(b"b")).is_ok());
+    let (first_flag, first_waker) = flagged();
+    let (second_flag, second_waker) = flagged();
+    let mut first = std::pin::pin!(tx.send(Bytes::from_static(b"c")));
+    let mut second = std::pin::pin!(tx.send(Bytes::from_static(b"d")));
+    let mut first_cx = Context::from_waker(&first_waker);
+    let mut second_cx = Context::from_waker(&second_waker);
+    assert!(first.as_mut().poll(&mut first_cx).is_pending());
+    assert!(second.as_mut().poll(&mut second_cx).is_pending());
+    // Both frames leave before either send runs: the take from the full queue tells one send.
+    assert_eq!(queue.try_next(), Some(Bytes::from_static(b"a")));
+    assert_eq!(queue.try_next(), Some(Bytes::from_static(b"b")));
+    assert!(first_flag.0.load(Ordering::SeqCst));
+    assert!(first.poll(&mut first_cx).is_ready());
+    // The room left after that send goes on to the other.
+    assert!(second_flag.0.load(Ordering::SeqCst));
+    assert!(matches!(second.poll(&mut second_cx), Poll::Ready(Ok(()))));
+    assert_eq!(queue.len(), 2);
+}
+
+#[test]
+fn a_send_over_the_bytes_is_refused_not_held() {
+    let (tx, _queue) = frame_queue(4, 4);
+    assert!(tx.try_send(Bytes::from_static(b"abc")).is_ok());
+    let send = std::pin::pin!(tx.send(Bytes::from_static(b"de")));
+    assert!(matches!(
+        send.poll(&mut Context::from_waker(Waker::noop())),
+        Poll::Ready(Err(TrySendError::Full(_)))
+    ));
+}
+
+#[test]
+fn bytes_bound_the_queue_but_one_frame_always_fits() {
+    let (tx, mut queue) = frame_queue(8, 10);
+    assert!(
+        tx.try_send(Bytes::from(vec![b'x'; 64])).is_ok(),
+        "an empty queue takes any frame"
+    );
+    assert!(
+        tx.try_send(Bytes::from_static(b"y")).is_err(),
+        "over the bytes"
+    );
+    assert_eq!(queue.try_next().map(|b| b.len()), Some(64));
+    assert!(tx.try_send(Bytes::from_static(b"0123456789")).is_ok());
+    assert!(
+        tx.try_send(Bytes::from_static(b"a")).is_err(),
+        "11 bytes > 10"
+    );
+    assert_eq!(queue.queued.held.lock().bytes, 10);
+}
