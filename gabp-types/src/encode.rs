@@ -59,7 +59,7 @@ where
     with_scratch(|buf| envelope.write_json(buf), take)
 }
 
-fn with_scratch<R>(
+pub(crate) fn with_scratch<R>(
     write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
     take: impl FnOnce(&[u8]) -> R,
 ) -> Result<R, serde_json::Error> {
@@ -168,7 +168,7 @@ fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
 
 /// A JSON string: as it is when nothing in it needs an escape (names are validated so), else through
 /// serde_json, which escapes exactly `"`, `\` and the characters below U+0020.
-fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
+pub(crate) fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
     if crate::decode::scan::next_stop(s.as_bytes(), 0) == s.len() {
         out.reserve(s.len() + 2);
         out.push(b'"');

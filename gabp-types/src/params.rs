@@ -109,6 +109,47 @@ impl Params {
         Params::from_text(json_text(value, Target::Json)?)
     }
 
+    /// The params of a `tools/call` of tool `name` (SPEC/1.0 gabp.md §4.5): `{"name":…}`, then `"arguments"`
+    /// when given, the same text as serializing a struct of those two fields gives, written with the name first
+    /// as the mod's decoder reads it at once. Only the arguments go through serde.
+    ///
+    /// ```
+    /// use gabp_types::Params;
+    /// use serde_json::json;
+    ///
+    /// let params = Params::tool_call("world/get_block", Some(&json!({"x": 1})))?;
+    /// assert_eq!(params.as_json(), r#"{"name":"world/get_block","arguments":{"x":1}}"#);
+    /// let bare = Params::tool_call::<()>("world/time", None)?;
+    /// assert_eq!(bare.as_json(), r#"{"name":"world/time"}"#);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When the arguments do not serialize.
+    pub fn tool_call<A: Serialize + ?Sized>(
+        name: &str,
+        arguments: Option<&A>,
+    ) -> Result<Params, serde_json::Error> {
+        let guard = Guard::new(Target::Json);
+        let text = crate::encode::with_scratch(
+            |out| {
+                out.extend_from_slice(br#"{"name":"#);
+                crate::encode::string(out, name)?;
+                if let Some(arguments) = arguments {
+                    out.extend_from_slice(br#","arguments":"#);
+                    serde_json::to_writer(&mut *out, &WellFormed::new(arguments, &guard))?;
+                }
+                out.push(b'}');
+                Ok(())
+            },
+            |json| std::str::from_utf8(json).map(Box::<str>::from),
+        )?
+        .map_err(serde_json::Error::custom)?;
+        guard.verdict()?;
+        Ok(Params(text, None))
+    }
+
     /// Params from raw JSON, which must be an object.
     ///
     /// # Errors
@@ -292,11 +333,7 @@ pub(crate) fn json_text<T: Serialize + ?Sized>(
             .map(Box::from)
             .map_err(serde_json::Error::custom)
     })??;
-    if guard.failed() {
-        return Err(serde_json::Error::custom(
-            "a `Serialize` impl went on after an error it was given",
-        ));
-    }
+    guard.verdict()?;
     Ok(text)
 }
 
@@ -384,6 +421,91 @@ impl<'de> Deserialize<'de> for Params {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What `Params::tool_call` must write: the serialization of this struct.
+    #[derive(Serialize)]
+    struct Call<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments: Option<&'a Value>,
+    }
+
+    fn arguments() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(any::<String>(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_tool_call_is_written_as_its_struct_serializes(
+            name in proptest::prelude::any::<String>(),
+            arguments in proptest::option::of(arguments()),
+        ) {
+            let expected = serde_json::to_string(&Call { name: &name, arguments: arguments.as_ref() }).unwrap();
+            let params = Params::tool_call(&name, arguments.as_ref()).unwrap();
+            proptest::prop_assert_eq!(params.as_json(), expected.as_str());
+        }
+    }
+
+    #[test]
+    fn a_tool_call_whose_arguments_fail_to_serialize_is_refused() {
+        /// Fails, then (against serde's contract) serializes on regardless.
+        struct Stubborn;
+        impl Serialize for Stubborn {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(None)?;
+                let _ = map.serialize_entry(&[1u8], &1u8);
+                map.serialize_entry("x", &1u8)?;
+                map.end()
+            }
+        }
+        let mut keys = std::collections::HashMap::new();
+        keys.insert(vec![1u8], 1);
+        assert!(
+            Params::tool_call("a/b", Some(&keys)).is_err(),
+            "keys that are not strings"
+        );
+        let error = Params::tool_call("a/b", Some(&Stubborn)).unwrap_err();
+        assert!(
+            error.to_string().contains("went on after an error"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_tool_call_is_read_by_the_decoder_without_a_second_pass() {
+        let params = Params::tool_call("world/get_block", Some(&json!({"x": 1}))).unwrap();
+        let request =
+            crate::Request::with_raw_params(crate::MethodName::tools_call(), Some(params));
+        let body = crate::encode::with_envelope(&request, <[u8]>::to_vec).unwrap();
+        let Ok(crate::Message::Request(read)) =
+            crate::decode::decode(&body, crate::decode::DecodeMode::Strict)
+        else {
+            panic!("a request");
+        };
+        let read = read.params.unwrap();
+        let record = read.call_record().expect("recorded by the decoder");
+        assert_eq!(
+            record.members(read.as_json()),
+            Some(("world/get_block", Some(r#"{"x":1}"#)))
+        );
+    }
 
     #[test]
     fn the_record_of_call_members_costs_params_8_bytes() {

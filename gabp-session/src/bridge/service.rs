@@ -205,14 +205,8 @@ impl BridgeRequest {
         name: &str,
         arguments: Option<&A>,
     ) -> Result<Self, Error> {
-        #[derive(Serialize)]
-        struct Call<'a, A: ?Sized> {
-            name: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            arguments: Option<&'a A>,
-        }
         check_tool_name(name)?;
-        let params = to_params(&Call { name, arguments })?;
+        let params = Params::tool_call(name, arguments).map_err(params_error)?;
         // The arguments follow `{"name":"<name>","arguments":` (a valid tool name needs no escapes).
         let at = name.len() + r#"{"name":"","arguments":"#.len();
         if arguments.is_some() && params.as_json().as_bytes().get(at) != Some(&b'{') {
@@ -301,8 +295,11 @@ impl BridgeRequest {
 }
 
 pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {
-    Params::from_serialize(value)
-        .map_err(|e| Error::invalid_request(format!("params do not serialize to an object: {e}")))
+    Params::from_serialize(value).map_err(params_error)
+}
+
+fn params_error(e: serde_json::Error) -> Error {
+    Error::invalid_request(format!("params do not serialize to an object: {e}"))
 }
 
 /// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.

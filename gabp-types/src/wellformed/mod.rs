@@ -65,6 +65,17 @@ impl Guard {
         self.failed.get()
     }
 
+    /// An error if any call failed, even one whose error the `Serialize` impl then dropped: the text written is
+    /// then not to be used.
+    pub(crate) fn verdict(&self) -> Result<(), serde_json::Error> {
+        if self.failed() {
+            return Err(ser::Error::custom(
+                "a `Serialize` impl went on after an error it was given",
+            ));
+        }
+        Ok(())
+    }
+
     fn check<T, E>(&self, result: Result<T, E>) -> Result<T, E> {
         if result.is_err() {
             self.failed.set(true);
