@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing, Replies};
+use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing, Replies, TrySendError};
 use crate::slots::{Slots, TryTake};
 
 use super::reconnect::Keepalive;

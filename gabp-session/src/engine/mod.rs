@@ -54,7 +54,7 @@ use tokio::time::Sleep;
 pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
-pub(crate) use queue::{frame_queue, FrameQueue, FrameSender};
+pub(crate) use queue::{frame_queue, FrameQueue, FrameSender, TrySendError};
 pub(crate) use reply::Replies;
 pub(crate) use result::{CallResult, Failure};
 pub(crate) use role::{Ended, Role, Signal};
@@ -157,13 +157,9 @@ impl<P: Role> Engine<P> {
             self.peer.on_read_end();
         }
         self.handling.abort_all();
-        // The calls still queued fail now: taken and dropped, their callers see the connection lost. A closed
-        // queue lets nothing in, so this ends.
-        if let Some(mut outgoing) = self.outgoing.take() {
-            outgoing.close();
-            let mut cx = Context::from_waker(std::task::Waker::noop());
-            while let Poll::Ready(Some(_)) = outgoing.poll_next(&mut cx) {}
-        }
+        // The calls still queued fail now: the queue, dropped, closes and drops them, and their callers see the
+        // connection lost.
+        drop(self.outgoing.take());
         ended
     }
 

@@ -38,9 +38,11 @@ struct Shared<T> {
     senders: AtomicUsize,
     /// The engine's waker, kept when woken.
     waker: parking_lot::Mutex<Option<Waker>>,
-    /// Whether the engine waits for a send's wake: set by the engine, cleared by the send that wakes it.
+    /// Whether the engine waits for a send's wake: set by the engine, cleared by the send (or the last sender
+    /// gone) that wakes it.
     armed: AtomicBool,
-    /// Sends waiting for room: one is told when a frame is taken from a full queue, all when it closes.
+    /// Sends waiting for room: one is told when a frame is taken from a full queue, and passes on any room left
+    /// after its own frame (a send told and then dropped passes its turn on too); all are told when it closes.
     room: Notify,
 }
 
@@ -138,11 +140,12 @@ impl<T: Queued> FrameSender<T> {
             match self.enqueue(item) {
                 Err(Refusal::NoRoom(back)) => item = back,
                 queued => {
-                    queued.map_err(Refusal::into_error)?;
-                    // Room left after this frame goes to the next send waiting: a take tells only one.
+                    // Room left (after this frame, or with this one refused) goes to the next send waiting: a take
+                    // tells only one.
                     if self.queued.frames.load(Ordering::SeqCst) < self.queued.max_frames {
                         self.queued.room.notify_one();
                     }
+                    queued.map_err(Refusal::into_error)?;
                     wake(&self.queued);
                     return Ok(());
                 }
@@ -282,6 +285,23 @@ impl<T: Queued> FrameQueue<T> {
             self.queued.room.notify_one();
         }
         Some(item)
+    }
+}
+
+impl<T> Drop for FrameQueue<T> {
+    /// The engine gone: the queue closes, what it holds is dropped (a call's caller then sees the connection
+    /// lost), and sends waiting for room are refused.
+    fn drop(&mut self) {
+        let held = {
+            let mut held = self.queued.held.lock();
+            held.closed = true;
+            self.queued.frames.store(0, Ordering::SeqCst);
+            held.bytes = 0;
+            std::mem::take(&mut held.items)
+        };
+        self.queued.room.notify_waiters();
+        // Dropped outside the lock: what an item's drop does cannot reach back into the queue while it is held.
+        drop(held);
     }
 }
 

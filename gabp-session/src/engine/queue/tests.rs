@@ -286,7 +286,7 @@ fn sends_waiting_for_room_each_get_it_though_frames_leave_before_they_run() {
     assert_eq!(queue.try_next(), Some(Bytes::from_static(b"a")));
     assert_eq!(queue.try_next(), Some(Bytes::from_static(b"b")));
     assert!(first_flag.0.load(Ordering::SeqCst));
-    assert!(first.poll(&mut first_cx).is_ready());
+    assert!(matches!(first.poll(&mut first_cx), Poll::Ready(Ok(()))));
     // The room left after that send goes on to the other.
     assert!(second_flag.0.load(Ordering::SeqCst));
     assert!(matches!(second.poll(&mut second_cx), Poll::Ready(Ok(()))));
@@ -322,4 +322,102 @@ fn bytes_bound_the_queue_but_one_frame_always_fits() {
         "11 bytes > 10"
     );
     assert_eq!(queue.queued.held.lock().bytes, 10);
+}
+
+#[test]
+fn a_dropped_queue_refuses_sends_and_drops_what_it_held() {
+    let (tx, queue) = frame_queue::<Bytes>(1, usize::MAX);
+    let held = Bytes::from(vec![b'x'; 8]);
+    assert!(tx.try_send(held.clone()).is_ok());
+    let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"waiting")));
+    let (sender, sender_waker) = flagged();
+    let mut sender_cx = Context::from_waker(&sender_waker);
+    assert!(send.as_mut().poll(&mut sender_cx).is_pending(), "full");
+    assert!(!held.is_unique(), "the queue holds the frame");
+    drop(queue);
+    assert!(held.is_unique(), "what the queue held is dropped with it");
+    assert!(
+        sender.0.load(Ordering::SeqCst),
+        "the waiting send was woken"
+    );
+    assert!(matches!(
+        send.poll(&mut sender_cx),
+        Poll::Ready(Err(TrySendError::Closed(_)))
+    ));
+    assert!(matches!(
+        tx.try_send(Bytes::from_static(b"late")),
+        Err(TrySendError::Closed(_))
+    ));
+}
+
+#[test]
+fn a_send_refused_for_bytes_after_waiting_passes_the_room_on() {
+    let (tx, mut queue) = frame_queue(2, 10);
+    assert!(tx.try_send(Bytes::from_static(b"1234")).is_ok());
+    assert!(tx.try_send(Bytes::from_static(b"5678")).is_ok());
+    let (big_flag, big_waker) = flagged();
+    let (small_flag, small_waker) = flagged();
+    let mut big = std::pin::pin!(tx.send(Bytes::from_static(b"123456789")));
+    let mut small = std::pin::pin!(tx.send(Bytes::from_static(b"1")));
+    let mut big_cx = Context::from_waker(&big_waker);
+    let mut small_cx = Context::from_waker(&small_waker);
+    assert!(big.as_mut().poll(&mut big_cx).is_pending());
+    assert!(small.as_mut().poll(&mut small_cx).is_pending());
+    assert_eq!(queue.try_next(), Some(Bytes::from_static(b"1234")));
+    assert!(
+        big_flag.0.load(Ordering::SeqCst),
+        "the take told the first send"
+    );
+    assert!(matches!(
+        big.poll(&mut big_cx),
+        Poll::Ready(Err(TrySendError::Full(_)))
+    ));
+    assert!(
+        small_flag.0.load(Ordering::SeqCst),
+        "the refused send passed the room on"
+    );
+    assert!(matches!(small.poll(&mut small_cx), Poll::Ready(Ok(()))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_senders_on_other_threads_lose_no_frame_and_keep_their_order() {
+    const SENDERS: usize = 4;
+    const EACH: usize = 2_000;
+    let (tx, mut queue) = frame_queue::<Bytes>(2, usize::MAX);
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|s| {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                for n in 0..EACH {
+                    let frame = Bytes::from(format!("{s}:{n}"));
+                    // Half tried at once (and sent waiting when full), half sent waiting for room.
+                    if n % 2 == 0 {
+                        if let Err(TrySendError::Full(frame)) = tx.try_send(frame) {
+                            tx.send(frame).await.unwrap();
+                        }
+                    } else {
+                        tx.send(frame).await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let taken = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        let mut next = [0usize; SENDERS];
+        while let Some(frame) = std::future::poll_fn(|cx| queue.poll_next(cx)).await {
+            let text = std::str::from_utf8(&frame).unwrap();
+            let (s, n) = text.split_once(':').unwrap();
+            let (s, n): (usize, usize) = (s.parse().unwrap(), n.parse().unwrap());
+            assert_eq!(n, next[s], "sender {s}'s frames in order");
+            next[s] += 1;
+        }
+        next
+    })
+    .await
+    .expect("every frame taken and the queue ended, without a lost wake");
+    assert_eq!(taken, [EACH; SENDERS]);
+    for sender in senders {
+        sender.await.unwrap();
+    }
 }

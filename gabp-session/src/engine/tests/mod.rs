@@ -220,6 +220,37 @@ async fn a_call_is_written_and_its_answer_delivered() {
 }
 
 #[tokio::test]
+async fn a_call_still_queued_when_the_engine_ends_fails_at_once() {
+    let mut h = start();
+    // Queued before the engine's first turn, which ends on its signal before it takes any call.
+    let (reply, rx) = channel();
+    let call = Outgoing::Call {
+        id: MessageId::new_v4(),
+        body: Bytes::from_static(b"{}"),
+        reply,
+        deadline: tokio::time::Instant::now() + Duration::from_secs(30),
+    };
+    assert!(h.outgoing.try_send(call).is_ok());
+    h.end.take().unwrap().send(()).unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .expect("the caller learns at once");
+    assert!(outcome.is_err(), "no answer: the connection is gone");
+    assert!(matches!(h.engine.await, Ok(Ended::Signal("asked"))));
+    let (reply, _rx) = channel();
+    let late = Outgoing::Call {
+        id: MessageId::new_v4(),
+        body: Bytes::from_static(b"{}"),
+        reply,
+        deadline: tokio::time::Instant::now() + Duration::from_secs(30),
+    };
+    assert!(matches!(
+        h.outgoing.try_send(late),
+        Err(crate::engine::TrySendError::Closed(_))
+    ));
+}
+
+#[tokio::test]
 async fn a_forgotten_call_discards_its_late_answer() {
     let mut h = start();
     let (id, rx) = send_call(&h, "game/slow").await;
