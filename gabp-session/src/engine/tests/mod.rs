@@ -219,10 +219,8 @@ async fn a_call_is_written_and_its_answer_delivered() {
     assert!(matches!(rx.await, Ok(Delivery::Answered(Ok(r))) if r.clone().into_value() == 7));
 }
 
-#[tokio::test]
-async fn a_call_still_queued_when_the_engine_ends_fails_at_once() {
-    let mut h = start();
-    // Queued before the engine's first turn, which ends on its signal before it takes any call.
+/// A call with an empty body and a distant limit, and where its outcome arrives.
+fn bare_call() -> (Outgoing, Reply) {
     let (reply, rx) = channel();
     let call = Outgoing::Call {
         id: MessageId::new_v4(),
@@ -230,6 +228,14 @@ async fn a_call_still_queued_when_the_engine_ends_fails_at_once() {
         reply,
         deadline: tokio::time::Instant::now() + Duration::from_secs(30),
     };
+    (call, rx)
+}
+
+#[tokio::test]
+async fn a_call_still_queued_when_the_engine_ends_fails_at_once() {
+    let mut h = start();
+    // Queued before the engine's first turn, which ends on its signal before it takes any call.
+    let (call, rx) = bare_call();
     assert!(h.outgoing.try_send(call).is_ok());
     h.end.take().unwrap().send(()).unwrap();
     let outcome = tokio::time::timeout(Duration::from_secs(5), rx)
@@ -237,15 +243,8 @@ async fn a_call_still_queued_when_the_engine_ends_fails_at_once() {
         .expect("the caller learns at once");
     assert!(outcome.is_err(), "no answer: the connection is gone");
     assert!(matches!(h.engine.await, Ok(Ended::Signal("asked"))));
-    let (reply, _rx) = channel();
-    let late = Outgoing::Call {
-        id: MessageId::new_v4(),
-        body: Bytes::from_static(b"{}"),
-        reply,
-        deadline: tokio::time::Instant::now() + Duration::from_secs(30),
-    };
     assert!(matches!(
-        h.outgoing.try_send(late),
+        h.outgoing.try_send(bare_call().0),
         Err(crate::engine::TrySendError::Closed(_))
     ));
 }
