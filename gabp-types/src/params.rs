@@ -143,9 +143,8 @@ impl Params {
                 out.push(b'}');
                 Ok(())
             },
-            |json| std::str::from_utf8(json).map(Box::<str>::from),
-        )?
-        .map_err(serde_json::Error::custom)?;
+            boxed_text,
+        )??;
         guard.verdict()?;
         Ok(Params(text, None))
     }
@@ -328,13 +327,16 @@ pub(crate) fn json_text<T: Serialize + ?Sized>(
     target: Target,
 ) -> Result<Box<str>, serde_json::Error> {
     let guard = Guard::new(target);
-    let text = crate::encode::with_json(&WellFormed::new(value, &guard), |json| {
-        std::str::from_utf8(json)
-            .map(Box::from)
-            .map_err(serde_json::Error::custom)
-    })??;
+    let text = crate::encode::with_json(&WellFormed::new(value, &guard), boxed_text)??;
     guard.verdict()?;
     Ok(text)
+}
+
+/// The text serde_json wrote, in a box of its size.
+fn boxed_text(json: &[u8]) -> Result<Box<str>, serde_json::Error> {
+    std::str::from_utf8(json)
+        .map(Box::from)
+        .map_err(serde_json::Error::custom)
 }
 
 /// `{}` as a raw value, for text that serde_json does not read back (never the case for valid params).

@@ -225,7 +225,11 @@ impl<T: Queued> FrameQueue<T> {
         match self.take() {
             Some(item) => Poll::Ready(Some(item)),
             None if self.has_ended() => Poll::Ready(None),
-            None => Poll::Pending,
+            // Not reached: only the engine takes, and a frame counted is held. Were it, another turn looks again.
+            None => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
         }
     }
 
