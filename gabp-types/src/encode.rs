@@ -59,6 +59,8 @@ where
     with_scratch(|buf| envelope.write_json(buf), take)
 }
 
+/// Runs `write` on this thread's buffer, emptied, then `take` on what it wrote, while the buffer is still borrowed;
+/// a call made from inside `write` (a `Serialize` impl that serializes through here) gets a fresh buffer.
 pub(crate) fn with_scratch<R>(
     write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
     take: impl FnOnce(&[u8]) -> R,

@@ -1,5 +1,5 @@
 //! [`Params`]: a request's `params` object, kept as the JSON text it arrived as until a handler reads it
-//! (SPEC/1.0 gabp.md §3.4: `params` is always an object).
+//! (SPEC/1.0 gabp.md §3.2: `params` is always an object).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -111,7 +111,8 @@ impl Params {
 
     /// The params of a `tools/call` of tool `name` (SPEC/1.0 gabp.md §4.5): `{"name":…}`, then `"arguments"`
     /// when given, the same text as serializing a struct of those two fields gives, written with the name first
-    /// as the mod's decoder reads it at once. Only the arguments go through serde.
+    /// as the mod's decoder reads it at once. The name is written by hand unless it needs escapes, and only the
+    /// arguments go through serde. The name is not checked against the naming rules (the caller does that).
     ///
     /// ```
     /// use gabp_types::Params;
@@ -121,12 +122,13 @@ impl Params {
     /// assert_eq!(params.as_json(), r#"{"name":"world/get_block","arguments":{"x":1}}"#);
     /// let bare = Params::tool_call::<()>("world/time", None)?;
     /// assert_eq!(bare.as_json(), r#"{"name":"world/time"}"#);
+    /// assert!(Params::tool_call("world/time", Some(&[1, 2])).is_err());
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     ///
     /// # Errors
     ///
-    /// When the arguments do not serialize.
+    /// When the arguments do not serialize, or not to a JSON object.
     pub fn tool_call<A: Serialize + ?Sized>(
         name: &str,
         arguments: Option<&A>,
@@ -138,7 +140,26 @@ impl Params {
                 crate::encode::string(out, name)?;
                 if let Some(arguments) = arguments {
                     out.extend_from_slice(br#","arguments":"#);
-                    serde_json::to_writer(&mut *out, &WellFormed::new(arguments, &guard))?;
+                    let start = out.len();
+                    serde_json::to_writer(&mut *out, &WellFormed::new(arguments, &guard)).map_err(
+                        |e| {
+                            serde_json::Error::custom(format!(
+                                "tool arguments do not serialize: {e}"
+                            ))
+                        },
+                    )?;
+                    let written = out.get(start..).unwrap_or_default();
+                    // A raw value may keep the whitespace it was made with.
+                    let at = written.iter().position(|b| !b" \t\n\r".contains(b));
+                    let value = written
+                        .get(at.unwrap_or(written.len())..)
+                        .unwrap_or_default();
+                    if value.first() != Some(&b'{') {
+                        let kind = std::str::from_utf8(value).map_or("not JSON", raw_type_name);
+                        return Err(serde_json::Error::custom(format!(
+                            "tool arguments must serialize to a JSON object, not {kind}"
+                        )));
+                    }
                 }
                 out.push(b'}');
                 Ok(())
@@ -432,6 +453,9 @@ mod tests {
         arguments: Option<&'a Value>,
     }
 
+    /// Text with what JSON escapes (quotes, backslashes, control characters), DEL and non-ASCII.
+    const TEXT: &str = "[\\x00-\\x7f\"\\\\é😀]{0,24}";
+
     fn arguments() -> impl proptest::strategy::Strategy<Value = Value> {
         use proptest::prelude::*;
         let leaf = prop_oneof![
@@ -441,27 +465,48 @@ mod tests {
             any::<f64>()
                 .prop_filter("finite", |f| f.is_finite())
                 .prop_map(Value::from),
-            any::<String>().prop_map(Value::from),
+            TEXT.prop_map(Value::from),
         ];
-        leaf.prop_recursive(3, 24, 4, |inner| {
+        let value = leaf.prop_recursive(3, 24, 4, |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
-                proptest::collection::btree_map(any::<String>(), inner, 0..4)
+                proptest::collection::btree_map(TEXT, inner, 0..4)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
-        })
+        });
+        proptest::collection::btree_map(TEXT, value, 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
     }
 
     proptest::proptest! {
         #[test]
         fn a_tool_call_is_written_as_its_struct_serializes(
-            name in proptest::prelude::any::<String>(),
+            name in TEXT,
             arguments in proptest::option::of(arguments()),
         ) {
             let expected = serde_json::to_string(&Call { name: &name, arguments: arguments.as_ref() }).unwrap();
             let params = Params::tool_call(&name, arguments.as_ref()).unwrap();
             proptest::prop_assert_eq!(params.as_json(), expected.as_str());
         }
+    }
+
+    #[test]
+    fn a_tool_call_takes_only_arguments_that_are_an_object() {
+        for (arguments, kind) in [
+            (json!([1]), "an array"),
+            (json!("{"), "a string"),
+            (json!(null), "null"),
+            (json!(5), "a number"),
+        ] {
+            let error = Params::tool_call("a/b", Some(&arguments)).unwrap_err();
+            assert!(
+                error.to_string().contains(&format!("not {kind}")),
+                "{error}"
+            );
+        }
+        let raw = RawValue::from_string(r#"{"x": 1}"#.to_owned()).unwrap();
+        let params = Params::tool_call("a/b", Some(&raw)).unwrap();
+        assert_eq!(params.as_json(), r#"{"name":"a/b","arguments":{"x": 1}}"#);
     }
 
     #[test]

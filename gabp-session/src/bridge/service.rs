@@ -206,14 +206,8 @@ impl BridgeRequest {
         arguments: Option<&A>,
     ) -> Result<Self, Error> {
         check_tool_name(name)?;
-        let params = Params::tool_call(name, arguments).map_err(params_error)?;
-        // The arguments follow `{"name":"<name>","arguments":` (a valid tool name needs no escapes).
-        let at = name.len() + r#"{"name":"","arguments":"#.len();
-        if arguments.is_some() && params.as_json().as_bytes().get(at) != Some(&b'{') {
-            return Err(Error::invalid_request(
-                "tool arguments must serialize to a JSON object",
-            ));
-        }
+        let params = Params::tool_call(name, arguments)
+            .map_err(|e| Error::invalid_request(e.to_string()))?;
         // Checked once per process rather than once per call.
         static TOOLS_CALL: LazyLock<Result<MethodName, gabp_types::Error>> =
             LazyLock::new(|| MethodName::from_static(ToolsCall::NAME));
@@ -295,11 +289,8 @@ impl BridgeRequest {
 }
 
 pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {
-    Params::from_serialize(value).map_err(params_error)
-}
-
-fn params_error(e: serde_json::Error) -> Error {
-    Error::invalid_request(format!("params do not serialize to an object: {e}"))
+    Params::from_serialize(value)
+        .map_err(|e| Error::invalid_request(format!("params do not serialize to an object: {e}")))
 }
 
 /// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.

@@ -227,6 +227,7 @@ impl<T: Queued> FrameQueue<T> {
             None if self.has_ended() => Poll::Ready(None),
             // Not reached: only the engine takes, and a frame counted is held. Were it, another turn looks again.
             None => {
+                debug_assert!(self.is_empty(), "a frame counted is not held");
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
