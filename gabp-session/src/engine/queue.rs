@@ -255,19 +255,20 @@ impl<T: Queued> FrameQueue<T> {
     /// it. Asked of every queue on every turn, so kept inline.
     #[inline]
     fn still_armed(&self, cx: &Context<'_>) -> bool {
+        self.registered_for(cx) && self.queued.armed.load(Ordering::SeqCst)
+    }
+
+    /// Whether `cx`'s waker is the one the queue last registered.
+    #[inline]
+    fn registered_for(&self, cx: &Context<'_>) -> bool {
         self.registered
             .as_ref()
             .is_some_and(|w| w.will_wake(cx.waker()))
-            && self.queued.armed.load(Ordering::SeqCst)
     }
 
     /// Arms the queue to wake `cx`'s waker; `true` if it then found a frame counted, or every sender gone.
     fn wait(&mut self, cx: &mut Context<'_>) -> bool {
-        let same = self
-            .registered
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()));
-        if !same {
+        if !self.registered_for(cx) {
             *self.queued.waker.lock() = Some(cx.waker().clone());
             self.registered = Some(cx.waker().clone());
         }
