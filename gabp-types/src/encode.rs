@@ -59,27 +59,35 @@ where
     with_scratch(|buf| envelope.write_json(buf), take)
 }
 
-/// Runs `write` on this thread's buffer, emptied, then `take` on what it wrote, while the buffer is still borrowed;
-/// a call made from inside `write` (a `Serialize` impl that serializes through here) gets a fresh buffer.
+/// Runs `write` on this thread's buffer, emptied, then `take` on what it wrote, while the buffer is still borrowed.
+/// A call made from inside `write` (a `Serialize` impl that serializes through here), or while the thread ends
+/// and its buffer is gone (a thread-local's destructor), gets a fresh buffer.
 pub(crate) fn with_scratch<R>(
     write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
     take: impl FnOnce(&[u8]) -> R,
 ) -> Result<R, serde_json::Error> {
-    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            let written = write(&mut buf).map(|()| take(&buf));
-            if buf.capacity() > KEEP {
-                *buf = Vec::new();
-            }
-            written
+    let mut job = Some((write, take));
+    let kept = SCRATCH.try_with(|scratch| {
+        let mut buf = scratch.try_borrow_mut().ok()?;
+        let (write, take) = job.take()?;
+        buf.clear();
+        let written = write(&mut buf).map(|()| take(&buf));
+        if buf.capacity() > KEEP {
+            *buf = Vec::new();
         }
-        // Only a `Serialize` impl that itself serializes through here lands in this arm.
-        Err(_) => {
+        Some(written)
+    });
+    match (kept, job) {
+        (Ok(Some(written)), _) => written,
+        (_, Some((write, take))) => {
             let mut buf = Vec::new();
             write(&mut buf).map(|()| take(&buf))
         }
-    })
+        // The buffer was used, so the first arm matched.
+        (_, None) => Err(serde::ser::Error::custom(
+            "the serialization buffer was lost",
+        )),
+    }
 }
 
 /// A GABP message (SPEC/1.0 gabp.md §3) that writes itself as compact JSON: byte for byte what its
@@ -315,5 +323,42 @@ mod tests {
         let big = "x".repeat(KEEP * 2);
         assert_eq!(with_json(&big, <[u8]>::len).unwrap(), KEEP * 2 + 2);
         SCRATCH.with(|s| assert!(s.borrow().capacity() <= KEEP));
+    }
+
+    /// A thread-local whose destructor serializes, run after this thread's buffer is gone.
+    struct SerializesOnDrop(std::sync::mpsc::Sender<std::thread::Result<Vec<u8>>>);
+
+    impl Drop for SerializesOnDrop {
+        fn drop(&mut self) {
+            let gone = SCRATCH.try_with(|_| ()).is_err();
+            let written = std::panic::catch_unwind(|| {
+                assert!(gone, "the buffer was still there");
+                with_json(&[1, 2], <[u8]>::to_vec).unwrap()
+            });
+            let _ = self.0.send(written);
+        }
+    }
+
+    thread_local! {
+        static LAST: RefCell<Option<SerializesOnDrop>> = const { RefCell::new(None) };
+    }
+
+    // Where thread-locals' destructors run in reverse order of registration.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_that_ends_still_serializes() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Registered first, so destroyed after the buffer (destructors run in reverse order).
+            LAST.with(|last| *last.borrow_mut() = Some(SerializesOnDrop(tx)));
+            assert_eq!(with_json(&"x", <[u8]>::len).unwrap(), 3);
+        })
+        .join()
+        .unwrap();
+        let written = rx
+            .recv()
+            .unwrap()
+            .expect("serializing in a thread-local's destructor");
+        assert_eq!(written, b"[1,2]");
     }
 }
