@@ -325,28 +325,28 @@ mod tests {
         SCRATCH.with(|s| assert!(s.borrow().capacity() <= KEEP));
     }
 
-    /// A thread-local whose destructor serializes, run after this thread's buffer is gone.
-    struct SerializesOnDrop(std::sync::mpsc::Sender<std::thread::Result<Vec<u8>>>);
-
-    impl Drop for SerializesOnDrop {
-        fn drop(&mut self) {
-            let gone = SCRATCH.try_with(|_| ()).is_err();
-            let written = std::panic::catch_unwind(|| {
-                assert!(gone, "the buffer was still there");
-                with_json(&[1, 2], <[u8]>::to_vec).unwrap()
-            });
-            let _ = self.0.send(written);
-        }
-    }
-
-    thread_local! {
-        static LAST: RefCell<Option<SerializesOnDrop>> = const { RefCell::new(None) };
-    }
-
     // Where thread-locals' destructors run in reverse order of registration.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_thread_that_ends_still_serializes() {
+        /// A thread-local whose destructor serializes, run after this thread's buffer is gone.
+        struct SerializesOnDrop(std::sync::mpsc::Sender<std::thread::Result<Vec<u8>>>);
+
+        impl Drop for SerializesOnDrop {
+            fn drop(&mut self) {
+                let gone = SCRATCH.try_with(|_| ()).is_err();
+                let written = std::panic::catch_unwind(|| {
+                    assert!(gone, "the buffer was still there");
+                    with_json(&[1, 2], <[u8]>::to_vec).unwrap()
+                });
+                let _ = self.0.send(written);
+            }
+        }
+
+        thread_local! {
+            static LAST: RefCell<Option<SerializesOnDrop>> = const { RefCell::new(None) };
+        }
+
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // Registered first, so destroyed after the buffer (destructors run in reverse order).
