@@ -325,7 +325,7 @@ mod tests {
         SCRATCH.with(|s| assert!(s.borrow().capacity() <= KEEP));
     }
 
-    // Where thread-locals' destructors run in reverse order of registration.
+    // Linux runs thread-locals' destructors in reverse order of registration.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_thread_that_ends_still_serializes() {
@@ -349,7 +349,7 @@ mod tests {
 
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            // Registered first, so destroyed after the buffer (destructors run in reverse order).
+            // Registered first, so destroyed after the buffer.
             LAST.with(|last| *last.borrow_mut() = Some(SerializesOnDrop(tx)));
             assert_eq!(with_json(&"x", <[u8]>::len).unwrap(), 3);
         })
