@@ -150,10 +150,8 @@ impl Params {
                     )?;
                     let written = out.get(start..).unwrap_or_default();
                     // A raw value may keep the whitespace it was made with.
-                    let at = written.iter().position(|b| !b" \t\n\r".contains(b));
-                    let value = written
-                        .get(at.unwrap_or(written.len())..)
-                        .unwrap_or_default();
+                    let at = crate::decode::scan::skip_space(written, 0);
+                    let value = written.get(at..).unwrap_or_default();
                     if value.first() != Some(&b'{') {
                         let kind = std::str::from_utf8(value).map_or("not JSON", raw_type_name);
                         return Err(serde_json::Error::custom(format!(

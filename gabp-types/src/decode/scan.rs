@@ -64,7 +64,7 @@ pub(super) fn object_members<'a>(
 }
 
 /// JSON whitespace (RFC 8259 §2).
-fn skip_space(bytes: &[u8], mut at: usize) -> usize {
+pub(crate) fn skip_space(bytes: &[u8], mut at: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\n' | b'\r') = bytes.get(at) {
         at += 1;
     }
