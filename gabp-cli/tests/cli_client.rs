@@ -396,6 +396,8 @@ fn bench_self_json_has_gabp_and_floor() {
     assert_eq!(report["gabp"]["calls"], 200);
     assert_eq!(report["gabp"]["call"], "demo/echo");
     assert!(report["gabp"]["vs_floor"]["p50"].as_f64().is_some());
+    assert_eq!(report["gabp"]["vs_floor"]["rounds"], 10);
+    assert_eq!(report["floor"]["calls"], 200);
 
     // The table.
     let out = run(&["bench", "--self", "--calls", "100"]);
@@ -417,6 +419,22 @@ fn bench_self_json_has_gabp_and_floor() {
             && verdict.ends_with("as many calls per second as the echo."),
         "{stdout}"
     );
+}
+
+#[test]
+fn bench_rounds_are_for_self_only_and_at_least_one() {
+    for (args, says) in [
+        (&["bench", "--rounds", "3"][..], "--self"),
+        (&["bench", "--self", "--rounds", "0"][..], "--rounds"),
+    ] {
+        let out = run(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 #[test]

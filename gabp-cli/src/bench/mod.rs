@@ -8,21 +8,20 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Args;
-use futures::{SinkExt, StreamExt};
 use gabp_session::bridge::Bridge;
 use gabp_session::Error as SessionError;
-use gabp_transport::{Endpoint, Listener};
 use gabp_types::{Message, MethodName, Request};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
-use tokio::sync::Semaphore;
 
 use crate::target::{describe_call_error, TargetArgs};
 use crate::terminal::Progress;
+use floor::Floor;
 use gabp_demo::InProcessGame;
 use gabp_testkit::conformance::nagle_hint;
-use report::{human, ratios};
+use report::{human, Ratios};
 
+mod floor;
 mod report;
 
 /// Long help of `gabp bench`.
@@ -31,8 +30,10 @@ Makes CALLS calls (after a short warm-up), CONCURRENCY at a time on one connecti
 (p50) and 99th-percentile (p99) latency and the calls per second. Without --tool it calls demo/echo when the
 mod has it, else session/ping. With --self it starts the demo game in-process on loopback TCP, and also
 measures a raw framed echo over the same transport with frames of the same size: the floor, with the ratio
-of GABP to it. --json prints one object {\"gabp\": {...}, \"floor\": {...}} (floor only with --self) whose parts
-have p50_us, p99_us and calls_per_s.
+of GABP to it. The two take turns in ROUNDS short rounds, and each ratio is the median of the rounds' ratios,
+so that a machine that slows down or speeds up for a while moves both sides alike. --json prints one object
+{\"gabp\": {...}, \"floor\": {...}} (floor only with --self) whose parts have p50_us, p99_us and calls_per_s;
+with --self, gabp.vs_floor has the ratios and the number of rounds.
 
 Examples:
   gabp bench --self
@@ -59,9 +60,19 @@ pub struct BenchArgs {
     /// The tool's arguments, a JSON object (default: {"value": "gabp"} for demo/echo, else {}).
     #[arg(long = "args", value_name = "JSON")]
     pub arguments: Option<String>,
+    /// With --self: how many rounds GABP and the floor take turns in (the calls are split between them).
+    #[arg(long, value_name = "N", default_value_t = 10, requires = "in_process", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub rounds: u64,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The latencies of one measured run, and how long it took.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    latencies: Vec<Duration>,
+    elapsed: Duration,
 }
 
 /// What one measured run found.
@@ -78,6 +89,12 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Of the runs together: their latencies as one set, their calls over the time they took in all.
+    fn pooled(runs: &[Run]) -> Stats {
+        let latencies = runs.iter().flat_map(|r| r.latencies.iter().copied());
+        Stats::from_latencies(latencies.collect(), runs.iter().map(|r| r.elapsed).sum())
+    }
+
     /// From the latencies of a run that took `elapsed`.
     fn from_latencies(mut latencies: Vec<Duration>, elapsed: Duration) -> Stats {
         latencies.sort_unstable();
@@ -242,35 +259,42 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
 
     let mut progress = Progress::new(args.calls * if game.is_some() { 2 } else { 1 }, "calls");
     let warm_up = (args.calls / 10).clamp(1, 500);
-    let gabp = measure_calls(
-        &bridge,
-        &invocation,
-        warm_up,
-        args.calls,
-        concurrency,
-        &mut progress,
-        0,
-    )
-    .await?;
-    session.finish().await;
-    let floor = match game {
+    let measured = match game {
         Some(game) => {
-            let body = invocation.request_body()?;
-            let floor = measure_echo(
-                body,
-                warm_up,
+            let rounds = args.rounds.min(args.calls);
+            let measured = in_turns(
+                &bridge,
+                &invocation,
+                Turns {
+                    warm_up,
+                    calls: args.calls,
+                    rounds,
+                    concurrency,
+                },
+                &mut progress,
+            )
+            .await;
+            session.finish().await;
+            game.handle.shutdown().await;
+            measured?
+        }
+        None => {
+            warm_up_calls(&bridge, &invocation, warm_up).await?;
+            let run = measure_calls(
+                &bridge,
+                &invocation,
                 args.calls,
                 concurrency,
                 &mut progress,
-                args.calls,
+                0,
             )
             .await?;
-            game.handle.shutdown().await;
-            Some(floor)
+            session.finish().await;
+            (Stats::pooled(&[run]), None)
         }
-        None => None,
     };
     progress.clear();
+    let (gabp, floor) = (&measured.0, measured.1.as_ref());
 
     let text = if args.json {
         let mut gabp_json = gabp.json(json!({
@@ -278,14 +302,14 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
             "call": invocation.label(),
             "endpoint": where_,
         }));
-        if let (Some(floor), Some(object)) = (&floor, gabp_json.as_object_mut()) {
-            object.insert("vs_floor".into(), ratios(&gabp, floor));
+        if let (Some((_, ratios)), Some(object)) = (floor, gabp_json.as_object_mut()) {
+            object.insert("vs_floor".into(), ratios.json());
         }
         let mut out = json!({ "gabp": gabp_json });
         if let (Some(hint), Some(object)) = (nagle_hint(gabp.p50), out.as_object_mut()) {
             object.insert("hint".into(), json!(hint));
         }
-        if let (Some(floor), Some(object)) = (&floor, out.as_object_mut()) {
+        if let (Some((floor, _)), Some(object)) = (floor, out.as_object_mut()) {
             object.insert(
                 "floor".into(),
                 floor.json(json!({
@@ -297,11 +321,93 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
         }
         format!("{out}\n")
     } else {
-        human(args, &invocation, &where_, &gabp, floor.as_ref())
+        human(args, &invocation, &where_, gabp, floor)
     };
     stdout
         .write_all(text.as_bytes())
         .map_err(|e| format!("cannot write to stdout: {e}"))
+}
+
+/// How `gabp bench --self` splits its calls.
+#[derive(Debug, Clone, Copy)]
+struct Turns {
+    warm_up: u64,
+    calls: u64,
+    rounds: u64,
+    concurrency: usize,
+}
+
+impl Turns {
+    /// The calls of round `round` on each side: `calls` split as evenly as it goes.
+    fn calls_in(&self, round: u64) -> u64 {
+        let rounds = self.rounds.max(1);
+        self.calls / rounds + u64::from(round < self.calls % rounds)
+    }
+}
+
+/// GABP and the floor in turns: each round measures both, the first of the two alternating, and the ratios are
+/// the medians of the rounds' ratios. The figures of each side are those of its rounds together.
+async fn in_turns(
+    bridge: &Bridge,
+    invocation: &Invocation,
+    turns: Turns,
+    progress: &mut Progress,
+) -> Result<(Stats, Option<(Stats, Ratios)>), String> {
+    let mut floor = Floor::start(invocation.request_body()?).await?;
+    warm_up_calls(bridge, invocation, turns.warm_up).await?;
+    floor.warm_up(turns.warm_up).await?;
+    let (mut gabp_runs, mut floor_runs) = (Vec::new(), Vec::new());
+    let mut offset = 0;
+    for round in 0..turns.rounds {
+        let calls = turns.calls_in(round);
+        for gabp_turn in [round % 2 == 0, round % 2 == 1] {
+            let run = if gabp_turn {
+                measure_calls(
+                    bridge,
+                    invocation,
+                    calls,
+                    turns.concurrency,
+                    progress,
+                    offset,
+                )
+                .await?
+            } else {
+                floor
+                    .measure(calls, turns.concurrency, progress, offset)
+                    .await?
+            };
+            offset += calls;
+            if gabp_turn {
+                gabp_runs.push(run);
+            } else {
+                floor_runs.push(run);
+            }
+        }
+    }
+    let ratios = Ratios::paired(&gabp_runs, &floor_runs);
+    Ok((
+        Stats::pooled(&gabp_runs),
+        Some((Stats::pooled(&floor_runs), ratios)),
+    ))
+}
+
+/// `calls` unmeasured calls, one at a time.
+async fn warm_up_calls(bridge: &Bridge, invocation: &Invocation, calls: u64) -> Result<(), String> {
+    for i in 0..calls {
+        invocation
+            .call(bridge)
+            .await
+            .map_err(|e| call_failed(invocation, i, &e))?;
+    }
+    Ok(())
+}
+
+fn call_failed(invocation: &Invocation, i: u64, e: &SessionError) -> String {
+    format!(
+        "{} failed (call {i}): {}",
+        invocation.label(),
+        describe_call_error(e)
+    )
 }
 
 /// Shows the progress of a run on `progress` until `done` reaches `total` or `finished` resolves.
@@ -322,31 +428,21 @@ async fn with_progress<T>(
     }
 }
 
-/// `warm_up` unmeasured calls, then `calls` measured ones, `concurrency` at a time.
+/// `calls` measured calls, `concurrency` at a time.
 async fn measure_calls(
     bridge: &Bridge,
     invocation: &Invocation,
-    warm_up: u64,
     calls: u64,
     concurrency: usize,
     progress: &mut Progress,
     offset: u64,
-) -> Result<Stats, String> {
-    let fail = |i: u64, e: &SessionError| {
-        format!(
-            "{} failed (call {i}): {}",
-            invocation.label(),
-            describe_call_error(e)
-        )
-    };
-    for i in 0..warm_up {
-        invocation.call(bridge).await.map_err(|e| fail(i, &e))?;
-    }
+) -> Result<Run, String> {
     let next = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicU64::new(0));
-    let latencies = Arc::new(Mutex::new(Vec::with_capacity(calls as usize)));
+    let capacity = usize::try_from(calls).unwrap_or(0);
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(capacity)));
     let started = Instant::now();
-    let workers: Vec<_> = (0..concurrency.min(calls as usize))
+    let workers: Vec<_> = (0..concurrency.min(capacity))
         .map(|_| {
             let (bridge, invocation) = (bridge.clone(), invocation.clone());
             let (next, done, latencies) = (next.clone(), done.clone(), latencies.clone());
@@ -379,147 +475,12 @@ async fn measure_calls(
     for outcome in outcomes {
         match outcome {
             Ok(Ok(())) => {}
-            Ok(Err((i, e))) => return Err(fail(warm_up + i, &e)),
+            Ok(Err((i, e))) => return Err(call_failed(invocation, i, &e)),
             Err(e) => return Err(format!("a benchmark task failed: {e}")),
         }
     }
     let latencies = std::mem::take(&mut *latencies.lock());
-    Ok(Stats::from_latencies(latencies, elapsed))
-}
-
-/// The floor: a raw `Content-Length` framed echo over loopback TCP, frames of `body`'s size, `concurrency` in
-/// flight on one connection.
-async fn measure_echo(
-    body: Bytes,
-    warm_up: u64,
-    calls: u64,
-    concurrency: usize,
-    progress: &mut Progress,
-    offset: u64,
-) -> Result<Stats, String> {
-    let listener = Listener::bind(&Endpoint::tcp_v4(0))
-        .await
-        .map_err(|e| format!("cannot listen on loopback: {e}"))?;
-    let endpoint = listener.endpoint().clone();
-    let echo = tokio::spawn(async move {
-        let Ok(connection) = listener.accept().await else {
-            return;
-        };
-        let (mut reader, mut writer) = connection.into_split();
-        while let Some(Ok(frame)) = reader.next().await {
-            let Some(body) = frame.into_body() else {
-                continue;
-            };
-            if writer.send(body).await.is_err() {
-                break;
-            }
-        }
-    });
-    let connection = gabp_transport::connect(&endpoint)
-        .await
-        .map_err(|e| format!("cannot connect to the echo: {e}"))?;
-    let (mut reader, mut writer) = connection.into_split();
-    let echo_error = |e: &dyn std::fmt::Display| format!("the echo failed: {e}");
-
-    for _ in 0..warm_up {
-        echo_once(&mut writer, &mut reader, &body).await?;
-    }
-
-    let done = Arc::new(AtomicU64::new(0));
-    // The floor's client runs on the runtime's workers, as the bridge's callers do (`measure_calls`), so that
-    // neither side pays for waking the thread that awaits the results.
-    if concurrency == 1 {
-        // One at a time: the tightest loop there is, one task writing and reading.
-        let run = tokio::spawn({
-            let done = done.clone();
-            async move {
-                let mut latencies = Vec::with_capacity(calls as usize);
-                let started = Instant::now();
-                for _ in 0..calls {
-                    let start = Instant::now();
-                    echo_once(&mut writer, &mut reader, &body).await?;
-                    latencies.push(start.elapsed());
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok::<_, String>((latencies, started.elapsed()))
-            }
-        });
-        let ran = with_progress(progress, "floor", offset, &done, run).await;
-        let (latencies, elapsed) = ran.map_err(|e| echo_error(&e))??;
-        echo.abort();
-        return Ok(Stats::from_latencies(latencies, elapsed));
-    }
-    let window = Arc::new(Semaphore::new(concurrency));
-    let (sent_at_tx, mut sent_at_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let started = Instant::now();
-    let sender = {
-        let window = window.clone();
-        tokio::spawn(async move {
-            for _ in 0..calls {
-                match window.acquire().await {
-                    Ok(permit) => permit.forget(),
-                    Err(_) => break,
-                }
-                if sent_at_tx.send(Instant::now()).is_err() {
-                    break;
-                }
-                if let Err(e) = writer.send(body.clone()).await {
-                    return Err(e.to_string());
-                }
-            }
-            Ok(writer)
-        })
-    };
-    let receiver = tokio::spawn({
-        let done = done.clone();
-        async move {
-            let mut latencies = Vec::with_capacity(calls as usize);
-            for _ in 0..calls {
-                match reader.next().await {
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => return Err(e.to_string()),
-                    None => return Err("the connection closed".to_owned()),
-                }
-                let Some(sent_at) = sent_at_rx.recv().await else {
-                    return Err("the sender stopped".to_owned());
-                };
-                latencies.push(sent_at.elapsed());
-                window.add_permits(1);
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(latencies)
-        }
-    });
-    let latencies = with_progress(progress, "floor", offset, &done, receiver)
-        .await
-        .map_err(|e| echo_error(&e))?;
-    let elapsed = started.elapsed();
-    let writer = sender
-        .await
-        .map_err(|e| echo_error(&e))?
-        .map_err(|e| echo_error(&e))?;
-    let latencies = latencies.map_err(|e| echo_error(&e))?;
-    drop(writer);
-    echo.abort();
-    Ok(Stats::from_latencies(latencies, elapsed))
-}
-
-/// One frame to the raw echo and its copy back.
-async fn echo_once(
-    writer: &mut gabp_transport::FrameWriter,
-    reader: &mut gabp_transport::FrameReader,
-    body: &Bytes,
-) -> Result<(), String> {
-    let echo_error = |e: &dyn std::fmt::Display| format!("the echo failed: {e}");
-    writer
-        .send(body.clone())
-        .await
-        .map_err(|e| echo_error(&e))?;
-    match reader.next().await {
-        Some(Ok(_)) => Ok(()),
-        Some(Err(e)) => Err(echo_error(&e)),
-        None => Err(echo_error(&"the connection closed")),
-    }
+    Ok(Run { latencies, elapsed })
 }
 
 #[cfg(test)]
@@ -538,6 +499,32 @@ mod tests {
         assert_eq!((s.p50, s.p99, s.calls), (ms(2), ms(3), 3));
         assert!((s.calls_per_s - 3.0).abs() < 1e-9);
         assert_eq!(micros(Duration::from_nanos(41_260)), 41.3);
+    }
+
+    #[test]
+    fn rounds_split_the_calls_evenly() {
+        let turns = |calls, rounds| Turns {
+            warm_up: 1,
+            calls,
+            rounds,
+            concurrency: 1,
+        };
+        let split = |t: Turns| (0..t.rounds).map(|r| t.calls_in(r)).collect::<Vec<_>>();
+        assert_eq!(split(turns(2000, 10)), vec![200; 10]);
+        assert_eq!(split(turns(23, 4)), vec![6, 6, 6, 5]);
+        assert_eq!(split(turns(3, 3)), vec![1, 1, 1]);
+        let pooled = Stats::pooled(&[
+            Run {
+                latencies: vec![Duration::from_micros(3), Duration::from_micros(1)],
+                elapsed: Duration::from_micros(4),
+            },
+            Run {
+                latencies: vec![Duration::from_micros(2)],
+                elapsed: Duration::from_micros(2),
+            },
+        ]);
+        assert_eq!((pooled.calls, pooled.p50), (3, Duration::from_micros(2)));
+        assert!((pooled.calls_per_s - 500_000.0).abs() < 1e-3);
     }
 
     #[test]
