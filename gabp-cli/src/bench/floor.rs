@@ -178,13 +178,14 @@ async fn in_flight(
     };
     let mut latencies = Vec::with_capacity(usize::try_from(calls).unwrap_or(0));
     for _ in 0..calls {
-        match reader.next().await {
-            Some(Ok(_)) => {}
-            Some(Err(e)) => return Err(echo_error(&e)),
-            None => return Err(echo_error(&"the connection closed")),
-        }
-        let Some(sent_at) = sent_at_rx.recv().await else {
-            return Err(echo_error(&"the sender stopped"));
+        let echoed = match reader.next().await {
+            Some(Ok(_)) => sent_at_rx.recv().await.ok_or("the sender stopped"),
+            Some(Err(e)) => return stop(&sender, echo_error(&e)),
+            None => Err("the connection closed"),
+        };
+        let sent_at = match echoed {
+            Ok(sent_at) => sent_at,
+            Err(why) => return stop(&sender, echo_error(&why)),
         };
         latencies.push(sent_at.elapsed());
         window.add_permits(1);
@@ -196,6 +197,12 @@ async fn in_flight(
         .map_err(|e| echo_error(&e))?
         .map_err(|e| echo_error(&e))?;
     Ok((Run { latencies, elapsed }, reader, writer))
+}
+
+/// Ends the sender, which may wait for a window that no echo will open, and fails the run.
+fn stop<T>(sender: &JoinHandle<T>, error: String) -> Measured {
+    sender.abort();
+    Err(error)
 }
 
 /// One frame to the echo and its copy back.

@@ -60,7 +60,8 @@ pub struct BenchArgs {
     /// The tool's arguments, a JSON object (default: {"value": "gabp"} for demo/echo, else {}).
     #[arg(long = "args", value_name = "JSON")]
     pub arguments: Option<String>,
-    /// With --self: how many rounds GABP and the floor take turns in (the calls are split between them).
+    /// With --self: how many rounds GABP and the floor take turns in (the calls are split between them; at most
+    /// one round per call).
     #[arg(long, value_name = "N", default_value_t = 10, requires = "in_process", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub rounds: u64,
     /// Print one JSON object instead of the table.

@@ -139,11 +139,9 @@ fn verdict(gabp: &Stats, floor: Option<&(Stats, Ratios)>, concurrency: u64) -> S
         );
     };
     let (times, share) = (ratios.p50, ratios.calls_per_s * 100.0);
-    // Many calls in flight can beat the echo, which answers one frame per write.
-    let (gap, side) = match gabp.p50.checked_sub(floor.p50) {
-        Some(extra) => (extra, "more"),
-        None => (floor.p50 - gabp.p50, "less"),
-    };
+    // The gap follows from the ratio, so that the sentence agrees with itself.
+    let gap = floor.p50.mul_f64((times - 1.0).abs());
+    let side = if times < 1.0 { "less" } else { "more" };
     let judgement = if times < 1.0 {
         "under the floor"
     } else if times <= 2.0 {
@@ -227,6 +225,25 @@ mod tests {
         let pooled =
             Stats::pooled(&gabp).p50.as_secs_f64() / Stats::pooled(&floor).p50.as_secs_f64();
         assert!((pooled - 0.7).abs() < 1e-9, "{pooled}");
+    }
+
+    /// Pooled figures that disagree with the rounds' ratio (GABP 7 us, floor 10 us, 1.4x) still read as one
+    /// sentence: the gap is the ratio's.
+    #[test]
+    fn the_verdict_agrees_with_its_ratio() {
+        let stats = |p50_us: u64| Stats {
+            calls: 3,
+            p50: Duration::from_micros(p50_us),
+            p99: Duration::from_micros(p50_us),
+            calls_per_s: 1e5,
+        };
+        let (floor, mut ratios) = one_round(14, 1e5, stats(10));
+        ratios.calls_per_s = 0.7;
+        let said = verdict(&stats(7), Some(&(floor, ratios)), 1);
+        assert!(
+            said.contains(": 4.0 us more than the raw echo, 1.4 times as long"),
+            "{said}"
+        );
     }
 
     #[test]
