@@ -7,7 +7,9 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use crate::{Event, Message, MessageId, Outcome, Request, Response};
+use crate::{
+    ChannelName, Event, Message, MessageId, Outcome, Request, Response, ResultValue, Timestamp,
+};
 
 /// A buffer that grew past this is given back after use, so no thread keeps a large one.
 const KEEP: usize = 64 * 1024;
@@ -132,10 +134,7 @@ impl Envelope for Response {
         match &self.outcome {
             Outcome::Result(v) => {
                 out.extend_from_slice(br#","result":"#);
-                match v.json_text() {
-                    Some(json) => out.extend_from_slice(json.as_bytes()),
-                    None => value(out, v)?,
-                }
+                result_value(out, v)?;
             }
             Outcome::Error(e) => {
                 out.extend_from_slice(br#","error":"#);
@@ -149,18 +148,88 @@ impl Envelope for Response {
 
 impl Envelope for Event {
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        head(out, &self.id, "event");
-        out.extend_from_slice(br#","channel":"#);
-        string(out, self.channel.as_str())?;
-        // Writing to a Vec cannot fail.
-        let _ = write!(out, r#","seq":{},"payload":"#, self.seq);
-        value(out, &self.payload)?;
-        if let Some(ts) = &self.timestamp {
-            out.extend_from_slice(br#","timestamp":"#);
-            string(out, ts.as_str())?;
+        let head = EventHead {
+            id: &self.id,
+            channel: &self.channel,
+            seq: self.seq,
+            timestamp: self.timestamp.as_ref(),
+        };
+        event(out, &head, |out| value(out, &self.payload))
+    }
+}
+
+/// An event's members but its payload (SPEC/1.0 gabp.md §3.4).
+#[derive(Debug, Clone, Copy)]
+pub struct EventHead<'a> {
+    /// The event's id.
+    pub id: &'a MessageId,
+    /// Its channel.
+    pub channel: &'a ChannelName,
+    /// Its sequence number on the channel.
+    pub seq: u64,
+    /// When it occurred, if the publisher says.
+    pub timestamp: Option<&'a Timestamp>,
+}
+
+/// Writes the event of `head` and `payload` as compact JSON into this thread's buffer and hands the bytes to
+/// `take`: the bytes [`with_envelope`] gives for the same [`Event`], without a tree of values when the payload
+/// is text ([`ResultValue::from_serialize`]).
+///
+/// ```
+/// use gabp_types::encode::{with_event, with_envelope, EventHead};
+/// use gabp_types::{ChannelName, Event, ResultValue};
+///
+/// let channel = ChannelName::new("player/move").unwrap();
+/// let event = Event::new(channel.clone(), 7, serde_json::json!({"x": 1}));
+/// let head = EventHead { id: &event.id, channel: &channel, seq: 7, timestamp: None };
+/// let payload = ResultValue::from_serialize(&serde_json::json!({"x": 1})).unwrap();
+/// let body = with_event(&head, &payload, <[u8]>::to_vec).unwrap();
+/// assert_eq!(body, with_envelope(&event, <[u8]>::to_vec).unwrap());
+/// ```
+///
+/// # Errors
+///
+/// Never in practice, as [`with_envelope`].
+pub fn with_event<R>(
+    head: &EventHead<'_>,
+    payload: &ResultValue,
+    take: impl FnOnce(&[u8]) -> R,
+) -> Result<R, serde_json::Error> {
+    with_scratch(
+        |out| event(out, head, |out| result_value(out, payload)),
+        take,
+    )
+}
+
+/// `{"v":…,"id":…,"type":"event","channel":…,"seq":…,"payload":…[,"timestamp":…]}`, the payload written by
+/// `payload`.
+fn event(
+    out: &mut Vec<u8>,
+    members: &EventHead<'_>,
+    payload: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+) -> Result<(), serde_json::Error> {
+    head(out, members.id, "event");
+    out.extend_from_slice(br#","channel":"#);
+    string(out, members.channel.as_str())?;
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, r#","seq":{},"payload":"#, members.seq);
+    payload(out)?;
+    if let Some(ts) = members.timestamp {
+        out.extend_from_slice(br#","timestamp":"#);
+        string(out, ts.as_str())?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A result or payload: its text when it has one, else its value.
+fn result_value(out: &mut Vec<u8>, v: &ResultValue) -> Result<(), serde_json::Error> {
+    match v.json_text() {
+        Some(json) => {
+            out.extend_from_slice(json.as_bytes());
+            Ok(())
         }
-        out.push(b'}');
-        Ok(())
+        None => value(out, v),
     }
 }
 
@@ -306,6 +375,36 @@ mod tests {
                 String::from_utf8(fast).unwrap(),
                 serde_json::to_string(&message).unwrap()
             );
+        }
+    }
+
+    /// An event written from its parts is the event's envelope, with a payload in text or in value form.
+    #[test]
+    fn events_from_their_parts_are_their_envelopes() {
+        use crate::{ChannelName, Timestamp};
+        use serde_json::json;
+
+        let payload = json!({"b": [1, "two\n"], "a": {"x": 2.5}});
+        let mut event = Event::new(ChannelName::new("world/tick").unwrap(), 7, payload.clone());
+        for timestamp in [None, Some(Timestamp::from_unix_millis(1_704_186_600_123))] {
+            event.timestamp = timestamp;
+            let head = EventHead {
+                id: &event.id,
+                channel: &event.channel,
+                seq: 7,
+                timestamp: event.timestamp.as_ref(),
+            };
+            let envelope = serde_json::to_vec(&event).unwrap();
+            for payload in [
+                ResultValue::from(payload.clone()),
+                ResultValue::from_serialize(&payload).unwrap(),
+            ] {
+                let parts = with_event(&head, &payload, <[u8]>::to_vec).unwrap();
+                assert_eq!(
+                    String::from_utf8(parts).unwrap(),
+                    String::from_utf8(envelope.clone()).unwrap()
+                );
+            }
         }
     }
 

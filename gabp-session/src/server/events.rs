@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use gabp_types::{Attention, ChannelName, Event, Message, MessageId, Timestamp};
-use serde::Serialize;
-use serde_json::Value;
+use bytes::Bytes;
+use gabp_types::encode::{self, EventHead};
+use gabp_types::{Attention, ChannelName, MessageId, ResultValue, Timestamp};
+use serde::{Deserialize, Serialize};
 
 use super::pattern::{NamePattern, PatternError};
 use crate::engine::{frame_queue, FrameQueue, FrameSender};
@@ -78,15 +79,16 @@ impl EventPublisher {
         &self.hub
     }
 
-    /// Publishes `payload` on `channel` with the current time as its `timestamp`.
+    /// Publishes `payload` on `channel` with the current time as its `timestamp`. The payload is written as its
+    /// `Serialize` impl gives it (a struct's members in their order), with the numbers a JSON value holds; with
+    /// nobody subscribed, the event still takes its `seq` and its size is still checked.
     ///
     /// # Errors
     ///
     /// [`Error`]: an unregistered channel, a payload that does not serialize, an `attention/*`
     /// payload that is not an attention object, or an event over the maximum message size.
     pub fn publish(&self, channel: &str, payload: impl Serialize) -> Result<Published, Error> {
-        let payload = serde_json::to_value(payload).map_err(Error::EventSerialization)?;
-        self.hub.publish(channel, payload, Some(Timestamp::now()))
+        self.publish_at(channel, payload, Some(Timestamp::now()))
     }
 
     /// Publishes `payload` on `channel` with the given `timestamp` (or none).
@@ -100,8 +102,9 @@ impl EventPublisher {
         payload: impl Serialize,
         timestamp: Option<Timestamp>,
     ) -> Result<Published, Error> {
-        let payload = serde_json::to_value(payload).map_err(Error::EventSerialization)?;
-        self.hub.publish(channel, payload, timestamp)
+        // As text, with the numbers a JSON value holds: no tree of values to build and drop on the game's thread.
+        let payload = ResultValue::from_serialize(&payload).map_err(Error::EventSerialization)?;
+        self.hub.publish(channel, &payload, timestamp.as_ref())
     }
 
     /// The registered channels, in name order.
@@ -229,14 +232,14 @@ impl EventHub {
     fn publish(
         &self,
         channel: &str,
-        payload: Value,
-        timestamp: Option<Timestamp>,
+        payload: &ResultValue,
+        timestamp: Option<&Timestamp>,
     ) -> Result<Published, Error> {
         let ch = self
             .channel(channel)
             .ok_or_else(|| Error::UnknownChannel(channel.to_owned()))?;
         if ch.name.is_attention() {
-            if let Err(e) = serde_json::from_value::<Attention>(payload.clone()) {
+            if let Err(e) = Attention::deserialize(&**payload) {
                 return Err(Error::InvalidAttention {
                     channel: channel.to_owned(),
                     reason: e.to_string(),
@@ -244,22 +247,24 @@ impl EventHub {
             }
         }
         let limit = self.max_message_size.load(Ordering::Relaxed);
-        let mut event = Event {
-            id: MessageId::new_v4(),
-            channel: ch.name.clone(),
-            seq: 0,
-            payload,
+        let id = MessageId::new_v4();
+        let mut state = ch.state.lock();
+        let head = EventHead {
+            id: &id,
+            channel: &ch.name,
+            seq: state.next_seq,
             timestamp,
         };
-        let mut state = ch.state.lock();
-        event.seq = state.next_seq;
-        let body = crate::engine::to_body(&Message::Event(event)).unwrap_or_default();
-        if body.len() > limit {
-            return Err(Error::EventTooLarge {
-                len: body.len(),
-                limit,
-            });
+        // The body is kept only for subscribers; its size is checked either way.
+        let wanted = !state.subscribers.is_empty();
+        let (len, body) = encode::with_event(&head, payload, |json| {
+            (json.len(), wanted.then(|| Bytes::copy_from_slice(json)))
+        })
+        .unwrap_or_default();
+        if len > limit {
+            return Err(Error::EventTooLarge { len, limit });
         }
+        let body = body.unwrap_or_default();
         let seq = state.next_seq;
         state.next_seq += 1;
         let (mut delivered, mut dropped) = (0, 0);
@@ -407,6 +412,7 @@ impl Subscriptions {
 mod tests {
     use super::*;
     use gabp_types::decode::{decode, DecodeMode};
+    use gabp_types::Message;
     use serde_json::json;
 
     fn hub(names: &[&str]) -> Arc<EventHub> {
@@ -510,6 +516,38 @@ mod tests {
         assert!(matches!(e.error, PatternError::TooLong { len: 87_380 }));
         assert!(sub.channels().is_empty(), "no partial subscription");
         assert!(hub.unsubscribe(&sub, &requested).is_err());
+    }
+
+    /// A subscriber gets the payload as its type writes it, members in the type's order; with nobody listening
+    /// the event still takes its seq.
+    #[test]
+    fn payloads_are_written_as_their_type_gives_them() {
+        #[derive(Serialize)]
+        struct Change {
+            z: i64,
+            a: &'static str,
+        }
+        let hub = hub(&["world/block_change"]);
+        let events = EventPublisher::new(hub.clone());
+        let unheard = events.publish("world/block_change", Change { z: 1, a: "x" });
+        assert_eq!(unheard.unwrap().seq, 0);
+        let (q, mut rx) = SubscriberQueue::new(8, 1 << 20);
+        let sub = Subscriptions::new(q);
+        hub.subscribe(&sub, &["world/block_change".into()]).unwrap();
+        let heard = events
+            .publish_at("world/block_change", Change { z: 2, a: "y" }, None)
+            .unwrap();
+        assert_eq!((heard.seq, heard.delivered), (1, 1));
+        let body = rx.try_next().unwrap();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(
+            text.ends_with(r#""seq":1,"payload":{"z":2,"a":"y"}}"#),
+            "{text}"
+        );
+        match decode(&body, DecodeMode::Strict).unwrap() {
+            Message::Event(e) => assert_eq!(e.payload, json!({"a": "y", "z": 2})),
+            other => panic!("not an event: {other:?}"),
+        }
     }
 
     #[test]
