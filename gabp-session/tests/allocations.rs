@@ -1,5 +1,6 @@
 //! Heap allocations per typed `tools/call` round trip, bridge and mod together, counted by a counting global
-//! allocator over an in-memory pair on one thread. The figure is printed; the bound keeps it from creeping back.
+//! allocator over an in-memory pair on one thread, and per event published with nobody subscribed. The figures
+//! are printed; the bounds keep them from creeping back.
 #![allow(clippy::unwrap_used)]
 
 use std::alloc::System;
@@ -14,6 +15,11 @@ use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 /// The most allocations (and reallocations) one typed round trip may take, client and server together.
 const BOUND: usize = 7;
 const CALLS: usize = 2_000;
+/// The most allocations one event published with nobody subscribed may take: its payload's text and its timestamp.
+const EVENT_BOUND: usize = 2;
+
+/// The allocator's count is the process's: one measurement at a time.
+static MEASURING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -25,6 +31,7 @@ struct Echo {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_typed_round_trip_stays_within_its_allocation_budget() {
+    let _one_at_a_time = MEASURING.lock().await;
     let token = Token::new("0123456789abcdef0123456789abcdef").unwrap();
     let server = ModServer::builder()
         .token(token.clone())
@@ -55,5 +62,46 @@ async fn a_typed_round_trip_stays_within_its_allocation_budget() {
     assert!(
         per_call <= BOUND,
         "{per_call} allocations per round trip, over the bound of {BOUND}"
+    );
+}
+
+#[derive(Serialize)]
+struct BlockChange {
+    x: i64,
+    y: i64,
+    z: i64,
+    block: Option<&'static str>,
+}
+
+/// A game publishes from its own thread, often with nobody listening: that costs no tree of values and no body.
+#[test]
+fn an_unheard_event_stays_within_its_allocation_budget() {
+    let _one_at_a_time = MEASURING.blocking_lock();
+    let builder = ModServer::builder()
+        .token(Token::new("0123456789abcdef0123456789abcdef").unwrap())
+        .channel("world/block_change");
+    let events = builder.event_publisher();
+    let _server = builder.build().unwrap();
+    let change = |x| BlockChange {
+        x,
+        y: 5,
+        z: 3,
+        block: Some("torch"),
+    };
+    for x in 0..100 {
+        events.publish("world/block_change", change(x)).unwrap();
+    }
+    let region = Region::new(GLOBAL);
+    for x in 0..CALLS {
+        events
+            .publish("world/block_change", change(x as i64))
+            .unwrap();
+    }
+    let change = region.change();
+    let per_event = (change.allocations + change.reallocations) / CALLS;
+    eprintln!("  {per_event} allocations per event published with nobody subscribed");
+    assert!(
+        per_event <= EVENT_BOUND,
+        "{per_event} allocations per event, over the bound of {EVENT_BOUND}"
     );
 }
