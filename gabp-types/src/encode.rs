@@ -148,19 +148,19 @@ impl Envelope for Response {
 
 impl Envelope for Event {
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
-        let head = EventHead {
+        let members = EventMembers {
             id: &self.id,
             channel: &self.channel,
             seq: self.seq,
             timestamp: self.timestamp.as_ref(),
         };
-        event(out, &head, |out| value(out, &self.payload))
+        event(out, &members, |out| value(out, &self.payload))
     }
 }
 
 /// An event's members but its payload (SPEC/1.0 gabp.md §3.4).
 #[derive(Debug, Clone, Copy)]
-pub struct EventHead<'a> {
+pub struct EventMembers<'a> {
     /// The event's id.
     pub id: &'a MessageId,
     /// Its channel.
@@ -171,19 +171,20 @@ pub struct EventHead<'a> {
     pub timestamp: Option<&'a Timestamp>,
 }
 
-/// Writes the event of `head` and `payload` as compact JSON into this thread's buffer and hands the bytes to
-/// `take`: the bytes [`with_envelope`] gives for the same [`Event`], without a tree of values when the payload
-/// is text ([`ResultValue::from_serialize`]).
+/// Writes the event of `members` and `payload` as compact JSON into this thread's buffer and hands the bytes to
+/// `take`: written as [`Event`]'s envelope is, the payload's text as it stands, so no tree of values when the
+/// payload is text ([`ResultValue::from_serialize`]). A payload made from a value gives the bytes
+/// [`with_envelope`] gives for the same [`Event`].
 ///
 /// ```
-/// use gabp_types::encode::{with_event, with_envelope, EventHead};
+/// use gabp_types::encode::{with_event, with_envelope, EventMembers};
 /// use gabp_types::{ChannelName, Event, ResultValue};
 ///
 /// let channel = ChannelName::new("player/move").unwrap();
 /// let event = Event::new(channel.clone(), 7, serde_json::json!({"x": 1}));
-/// let head = EventHead { id: &event.id, channel: &channel, seq: 7, timestamp: None };
+/// let members = EventMembers { id: &event.id, channel: &channel, seq: 7, timestamp: None };
 /// let payload = ResultValue::from_serialize(&serde_json::json!({"x": 1})).unwrap();
-/// let body = with_event(&head, &payload, <[u8]>::to_vec).unwrap();
+/// let body = with_event(&members, &payload, <[u8]>::to_vec).unwrap();
 /// assert_eq!(body, with_envelope(&event, <[u8]>::to_vec).unwrap());
 /// ```
 ///
@@ -191,12 +192,12 @@ pub struct EventHead<'a> {
 ///
 /// Never in practice, as [`with_envelope`].
 pub fn with_event<R>(
-    head: &EventHead<'_>,
+    members: &EventMembers<'_>,
     payload: &ResultValue,
     take: impl FnOnce(&[u8]) -> R,
 ) -> Result<R, serde_json::Error> {
     with_scratch(
-        |out| event(out, head, |out| result_value(out, payload)),
+        |out| event(out, members, |out| result_value(out, payload)),
         take,
     )
 }
@@ -205,7 +206,7 @@ pub fn with_event<R>(
 /// `payload`.
 fn event(
     out: &mut Vec<u8>,
-    members: &EventHead<'_>,
+    members: &EventMembers<'_>,
     payload: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
 ) -> Result<(), serde_json::Error> {
     head(out, members.id, "event");
@@ -388,7 +389,7 @@ mod tests {
         let mut event = Event::new(ChannelName::new("world/tick").unwrap(), 7, payload.clone());
         for timestamp in [None, Some(Timestamp::from_unix_millis(1_704_186_600_123))] {
             event.timestamp = timestamp;
-            let head = EventHead {
+            let members = EventMembers {
                 id: &event.id,
                 channel: &event.channel,
                 seq: 7,
@@ -399,7 +400,7 @@ mod tests {
                 ResultValue::from(payload.clone()),
                 ResultValue::from_serialize(&payload).unwrap(),
             ] {
-                let parts = with_event(&head, &payload, <[u8]>::to_vec).unwrap();
+                let parts = with_event(&members, &payload, <[u8]>::to_vec).unwrap();
                 assert_eq!(
                     String::from_utf8(parts).unwrap(),
                     String::from_utf8(envelope.clone()).unwrap()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use bytes::Bytes;
-use gabp_types::encode::{self, EventHead};
+use gabp_types::encode::{self, EventMembers};
 use gabp_types::{Attention, ChannelName, MessageId, ResultValue, Timestamp};
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +249,7 @@ impl EventHub {
         let limit = self.max_message_size.load(Ordering::Relaxed);
         let id = MessageId::new_v4();
         let mut state = ch.state.lock();
-        let head = EventHead {
+        let members = EventMembers {
             id: &id,
             channel: &ch.name,
             seq: state.next_seq,
@@ -257,10 +257,10 @@ impl EventHub {
         };
         // The body is kept only for subscribers; its size is checked either way.
         let wanted = !state.subscribers.is_empty();
-        let (len, body) = encode::with_event(&head, payload, |json| {
+        let (len, body) = encode::with_event(&members, payload, |json| {
             (json.len(), wanted.then(|| Bytes::copy_from_slice(json)))
         })
-        .unwrap_or_default();
+        .map_err(Error::EventSerialization)?;
         if len > limit {
             return Err(Error::EventTooLarge { len, limit });
         }
