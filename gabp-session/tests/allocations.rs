@@ -56,12 +56,10 @@ async fn a_typed_round_trip_stays_within_its_allocation_budget() {
         let echoed: Echo = bridge.call_tool_as("demo/echo", &args).await.unwrap();
         assert_eq!(echoed.value.len(), 100);
     }
-    let change = region.change();
-    let per_call = (change.allocations + change.reallocations) / CALLS;
-    eprintln!("  {per_call} allocations per typed tools/call round trip (bridge and mod together)");
-    assert!(
-        per_call <= BOUND,
-        "{per_call} allocations per round trip, over the bound of {BOUND}"
+    held_to(
+        &region,
+        BOUND,
+        "typed tools/call round trip (bridge and mod together)",
     );
 }
 
@@ -97,11 +95,21 @@ fn an_unheard_event_stays_within_its_allocation_budget() {
             .publish("world/block_change", change(x as i64))
             .unwrap();
     }
+    held_to(
+        &region,
+        EVENT_BOUND,
+        "event published with nobody subscribed",
+    );
+}
+
+/// Prints the allocations (and reallocations) per one of the `CALLS` measured in `region`, and holds them to
+/// `bound`.
+fn held_to(region: &Region<'_, System>, bound: usize, per: &str) {
     let change = region.change();
-    let per_event = (change.allocations + change.reallocations) / CALLS;
-    eprintln!("  {per_event} allocations per event published with nobody subscribed");
+    let count = (change.allocations + change.reallocations) / CALLS;
+    eprintln!("  {count} allocations per {per}");
     assert!(
-        per_event <= EVENT_BOUND,
-        "{per_event} allocations per event, over the bound of {EVENT_BOUND}"
+        count <= bound,
+        "{count} allocations per {per}, over the bound of {bound}"
     );
 }
