@@ -264,14 +264,6 @@ impl CodecError {
     }
 }
 
-/// The frame decoder's errors, now [`CodecError`]'s variants by the same names.
-#[deprecated(note = "use CodecError: its variants include FrameError's, by the same names")]
-pub type FrameError = CodecError;
-
-/// The per-frame message errors, now [`CodecError`]'s variants by the same names.
-#[deprecated(note = "use CodecError: its variants include MessageError's, by the same names")]
-pub type MessageError = CodecError;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,8 +64,6 @@ mod header;
 mod message;
 
 pub use error::{CodecError, InvalidLength, MalformedHeader};
-#[allow(deprecated)]
-pub use error::{FrameError, MessageError};
 pub use fault::FrameFault;
 pub use frame::{encode_frame, Frame, FrameCodec, DEFAULT_MAX_BODY_SIZE, DEFAULT_MAX_HEADER_SIZE};
 pub use header::CONTENT_TYPE;

@@ -63,7 +63,3 @@ pub enum DemoError {
         source: TransportError,
     },
 }
-
-/// The name this error had before it covered more than the world.
-#[deprecated(note = "renamed to DemoError")]
-pub type WorldError = DemoError;

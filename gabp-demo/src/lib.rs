@@ -85,8 +85,6 @@ use serde_json::json;
 use self::resources::mod_info_resource;
 
 pub use error::DemoError;
-#[allow(deprecated)]
-pub use error::WorldError;
 pub use in_process::InProcessGame;
 pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
 pub use sheep::Entity;

@@ -18,10 +18,6 @@ use crate::{GabpMcp, ServeError};
 /// The environment variable that holds the bearer key.
 pub const API_KEY_VAR: &str = "GABP_MCP_API_KEY";
 
-/// The name [`ServeError`] had when it covered HTTP only.
-#[deprecated(note = "renamed to gabp_mcp::ServeError, which covers stdio too")]
-pub type HttpError = ServeError;
-
 /// Who may call: clients with this key, or anyone (only when asked for explicitly).
 #[derive(Clone)]
 pub enum Access {

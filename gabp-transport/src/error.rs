@@ -252,10 +252,6 @@ pub enum TransportError {
     NoRuntime(&'static str),
 }
 
-/// Why a string is not an [`Endpoint`](crate::Endpoint): now [`TransportError`]'s variants by the same names.
-#[deprecated(note = "use TransportError: its variants include EndpointError's, by the same names")]
-pub type EndpointError = TransportError;
-
 impl TransportError {
     pub(crate) fn io(op: &'static str, target: impl std::fmt::Display, source: io::Error) -> Self {
         TransportError::Io {

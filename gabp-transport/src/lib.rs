@@ -73,8 +73,6 @@ pub use config::{
 };
 pub use connection::{Connection, FrameReader, FrameWriter};
 pub use endpoint::Endpoint;
-#[allow(deprecated)]
-pub use error::EndpointError;
 pub use error::TransportError;
 pub use listener::Listener;
 pub use process::ModProcess;
@@ -86,8 +84,6 @@ pub use stream::ByteStream;
 pub use token::Token;
 pub use ws::{WsSettings, WS_SUBPROTOCOL, WS_TOKEN_PROTOCOL_PREFIX};
 
-#[allow(deprecated)]
-pub use gabp_codec::FrameError;
 /// The frame types this crate's connections carry, and their error, re-exported from [`gabp_codec`].
 pub use gabp_codec::{CodecError, Frame, FrameCodec, FrameFault};
 
