@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::settings::SettingSource;
+use crate::settings::source::SettingSource;
 
 /// Why an endpoint, a token, the settings or `bridge.json` are not usable, or why binding, accepting,
 /// connecting or spawning failed. No variant ever carries a token (SPEC/1.0 security.md §6).

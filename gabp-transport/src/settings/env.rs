@@ -4,8 +4,15 @@ use std::ffi::OsString;
 
 use gabp_types::shorten;
 
-use super::{TransportError, GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID};
+use crate::error::TransportError;
 use crate::token::Token;
+
+/// The variable GABS sets to the TCP port the mod must listen on (on `127.0.0.1`).
+pub const GABP_SERVER_PORT: &str = "GABP_SERVER_PORT";
+/// The variable GABS sets to the session token.
+pub const GABP_TOKEN: &str = "GABP_TOKEN";
+/// The variable GABS sets to the game's id; a mod reports it as `agentId`.
+pub const GABS_GAME_ID: &str = "GABS_GAME_ID";
 
 fn invalid(var: &'static str, problem: impl Into<String>) -> TransportError {
     TransportError::InvalidVariable {

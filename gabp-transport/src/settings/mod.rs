@@ -2,7 +2,6 @@
 //! (with [`ModSettings::resolve_or_default`]) a free loopback port and a fresh token.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::PathBuf;
 
 use crate::config::{BridgeConfig, BridgeJsonGuard, BridgeMetadata, Exposure};
@@ -11,15 +10,11 @@ use crate::error::TransportError;
 use crate::token::Token;
 
 mod env;
+pub(crate) mod source;
 
 use self::env::{env_game_id, env_port, env_token};
-
-/// The variable GABS sets to the TCP port the mod must listen on (on `127.0.0.1`).
-pub const GABP_SERVER_PORT: &str = "GABP_SERVER_PORT";
-/// The variable GABS sets to the session token.
-pub const GABP_TOKEN: &str = "GABP_TOKEN";
-/// The variable GABS sets to the game's id; a mod reports it as `agentId`.
-pub const GABS_GAME_ID: &str = "GABS_GAME_ID";
+pub use self::env::{GABP_SERVER_PORT, GABP_TOKEN, GABS_GAME_ID};
+pub use self::source::SettingSource;
 
 /// Values given by the mod's own API or command-line flags; each one wins over every other source.
 ///
@@ -42,44 +37,6 @@ pub struct ExplicitSettings {
     pub agent_id: Option<String>,
     /// Where to read `bridge.json` instead of the platform default path.
     pub bridge_json: Option<PathBuf>,
-}
-
-/// Where a resolved setting came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SettingSource {
-    /// [`ExplicitSettings`].
-    Explicit,
-    /// The named GABS environment variable.
-    Environment(&'static str),
-    /// The `bridge.json` at this path.
-    BridgeJson(PathBuf),
-    /// Chosen by the mod itself: a free loopback TCP port, or a fresh token
-    /// ([`ModSettings::resolve_or_default`]).
-    Default,
-}
-
-impl SettingSource {
-    /// Whether a launcher gave this setting (the GABS environment or a `bridge.json`), rather
-    /// than the mod's own code, flags or defaults.
-    #[must_use]
-    pub fn is_launcher(&self) -> bool {
-        matches!(
-            self,
-            SettingSource::Environment(_) | SettingSource::BridgeJson(_)
-        )
-    }
-}
-
-impl fmt::Display for SettingSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SettingSource::Explicit => f.write_str("explicit setting"),
-            SettingSource::Environment(var) => write!(f, "environment variable {var}"),
-            SettingSource::BridgeJson(path) => write!(f, "{}", path.display()),
-            SettingSource::Default => f.write_str("default"),
-        }
-    }
 }
 
 /// A mod's resolved settings (SPEC/1.0/transport.md §3): where to listen, which token to expect,

@@ -20,7 +20,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_tungstenite::WebSocketStream;
 use tokio_util::codec::Decoder;
 
-use super::WsSettings;
+use super::settings::WsSettings;
 
 /// Header bytes allowed on top of a body in the write buffer.
 const HEAD_ROOM: usize = 64;
