@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use gabp_transport::TransportError;
 
 use crate::format::{FORMAT, VERSION};
-use crate::read::MAX_RECORDS;
 
 /// Why a recording cannot be read or replayed, or a frame recorded. Line numbers count from 1.
 ///
@@ -14,7 +13,7 @@ use crate::read::MAX_RECORDS;
 /// with the variants up to [`RecordingError::TooManyRecords`], each naming the file or the line; a frame
 /// that is not a message ([`Redactor::message_json`](crate::Redactor::message_json)) with the two `Body`
 /// variants, whose text a proxy keeps as the reason of an `undecodable` record; replaying
-/// ([`ReplayMod`](crate::ReplayMod), [`replay_bridge::replay`](crate::replay_bridge::replay)) with the others.
+/// (a [`ReplayMod`](crate::ReplayMod), or `replay_bridge::replay` against a live mod) with the others.
 ///
 /// ```
 /// use gabp_record::{Recording, RecordingError};
@@ -89,11 +88,13 @@ pub enum RecordingError {
         /// What the header says.
         found: String,
     },
-    /// More records than [`MAX_RECORDS`].
-    #[error("line {line}: more than {MAX_RECORDS} records")]
+    /// More records than [`MAX_RECORDS`](crate::MAX_RECORDS).
+    #[error("line {line}: more than {limit} records")]
     TooManyRecords {
         /// The first line over the limit.
         line: usize,
+        /// The limit.
+        limit: usize,
     },
     /// A frame body to record that is not JSON, or not UTF-8.
     #[error("not JSON: {0}")]

@@ -50,7 +50,10 @@ impl Recording {
         let mut records = Vec::new();
         while let Some(record) = lines.next_record()? {
             if records.len() == MAX_RECORDS {
-                return Err(RecordingError::TooManyRecords { line: record.0 });
+                return Err(RecordingError::TooManyRecords {
+                    line: record.0,
+                    limit: MAX_RECORDS,
+                });
             }
             records.push(record);
         }
