@@ -7,6 +7,7 @@
 //! without waiting; a writer thread frames and writes in batches. When the disk is slower than the wire,
 //! chunks are left out of the recording (a `dropped` record counts their bytes), never held back on the wire.
 
+mod framer;
 mod hello;
 mod tee;
 mod writer;

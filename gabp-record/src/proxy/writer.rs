@@ -12,7 +12,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::mpsc::{self, error::TryRecvError};
 
-use super::tee::{Framer, Piece};
+use super::framer::{Framer, Piece};
 use super::Stats;
 use crate::format::{Direction, Header, ModIdentity, Record, Redaction, Side, Software};
 use crate::write::{RecordWriter, Redactor};
