@@ -11,9 +11,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 
-use super::link::Link;
+use super::link::{Link, Out};
 use super::messages::{bridge_frame, mod_frame};
-use super::{Out, MALFORMED_HEADER};
+use super::MALFORMED_HEADER;
 use crate::fault::Kind;
 use crate::record::Direction;
 use gabp_codec::encode_frame as frame;

@@ -1,22 +1,32 @@
-//! One proxied connection: its `Link`, the tasks that move its frames, and their shutdown.
+//! One proxied connection's `Link`: the queue towards each side, the faults and the recorder it shares with
+//! the proxy, its own state, and the frames it injects.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use gabp_transport::{ByteStream, Token};
-use gabp_types::methods::Platform;
+use gabp_transport::Token;
 use gabp_types::{Message, MessageId, Response};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::frames::{read_side, write_side};
-use super::{padded_ping, Out, Shared, QUEUE};
+use super::padded_ping;
 use crate::fault::{Faults, Kind};
 use crate::record::{Direction, Recorder};
 use gabp_codec::encode_frame as frame;
+
+/// Frames queued per direction before the proxy stops reading (back-pressure passes through).
+const QUEUE: usize = 16;
+
+/// What a writer task writes.
+pub(super) enum Out {
+    /// Bytes to write as they are (a whole frame, or part of a filler body).
+    Bytes(Bytes),
+    /// Close the stream (after what was queued before).
+    Close,
+}
 
 /// A per-connection view of the proxy.
 pub(super) struct Link {
@@ -44,6 +54,29 @@ pub(super) struct PreAuth {
 }
 
 impl Link {
+    /// A link with nothing armed on it yet, and the receiving ends of its queues: towards the mod, then
+    /// towards the bridge.
+    pub(super) fn new(
+        connection: u64,
+        faults: Faults,
+        recorder: Recorder,
+    ) -> (Arc<Link>, mpsc::Receiver<Out>, mpsc::Receiver<Out>) {
+        let (to_mod, to_mod_rx) = mpsc::channel(QUEUE);
+        let (to_bridge, to_bridge_rx) = mpsc::channel(QUEUE);
+        let (welcome, _) = watch::channel(None);
+        let link = Arc::new(Link {
+            connection,
+            faults,
+            recorder,
+            to_mod,
+            to_bridge,
+            cancel: CancellationToken::new(),
+            state: Mutex::new(LinkState::default()),
+            welcome,
+        });
+        (link, to_mod_rx, to_bridge_rx)
+    }
+
     fn sender(&self, direction: Direction) -> &mpsc::Sender<Out> {
         match direction {
             Direction::BridgeToMod => &self.to_mod,
@@ -67,7 +100,7 @@ impl Link {
     }
 
     /// Records and forwards one injected frame.
-    async fn inject(&self, kind: Kind) {
+    pub(super) async fn inject(&self, kind: Kind) {
         let (direction, body) = match kind {
             Kind::UnsolicitedResponse => {
                 let response =
@@ -94,86 +127,5 @@ impl Link {
             true,
         );
         self.forward(direction, frame(&body)).await;
-    }
-}
-
-pub(super) async fn run_link(
-    shared: Arc<Shared>,
-    connection: u64,
-    bridge_io: ByteStream,
-    mod_io: ByteStream,
-) {
-    let (bridge_r, bridge_w) = tokio::io::split(bridge_io);
-    let (mod_r, mod_w) = tokio::io::split(mod_io);
-    let (to_mod, to_mod_rx) = mpsc::channel(QUEUE);
-    let (to_bridge, to_bridge_rx) = mpsc::channel(QUEUE);
-    let (welcome, _) = watch::channel(None);
-    let link = Arc::new(Link {
-        connection,
-        faults: shared.faults.clone(),
-        recorder: shared.recorder.clone(),
-        to_mod,
-        to_bridge,
-        cancel: CancellationToken::new(),
-        state: Mutex::new(LinkState::default()),
-        welcome,
-    });
-
-    // Answer-before-hello: authenticate with the mod at once, on the bridge's behalf.
-    if let Some(token) = link.faults.take(|k| match k {
-        Kind::AnswerBeforeHello(token) => Some(token.clone()),
-        _ => None,
-    }) {
-        let own_id = MessageId::new_v4();
-        let hello = json!({
-            "v": "gabp/1", "id": own_id, "type": "request", "method": "session/hello",
-            "params": {
-                "token": token.expose_secret(), "bridgeVersion": env!("CARGO_PKG_VERSION"),
-                "platform": Platform::current(), "launchId": MessageId::new_v4(),
-                "clientInfo": { "name": "gabp-testkit proxy" }
-            }
-        });
-        link.state.lock().preauth = Some(PreAuth {
-            token,
-            own_id,
-            bridge_hello_done: false,
-        });
-        let body = serde_json::to_vec(&hello).unwrap_or_default();
-        link.forward(Direction::BridgeToMod, frame(&body)).await;
-    }
-
-    // Once neither side can be written to, there is nothing left to forward: the readers stop too.
-    let max = shared.max_frame;
-    let writers = async {
-        tokio::join!(
-            write_side(link.clone(), mod_w, to_mod_rx, Direction::BridgeToMod),
-            write_side(link.clone(), bridge_w, to_bridge_rx, Direction::ModToBridge),
-        );
-        link.cancel.cancel();
-    };
-    let readers = async {
-        tokio::join!(
-            read_side(link.clone(), bridge_r, Direction::BridgeToMod, max),
-            read_side(link.clone(), mod_r, Direction::ModToBridge, max),
-        )
-    };
-    tokio::select! {
-        _ = async { tokio::join!(writers, readers) } => {}
-        () = control(link.clone()) => {}
-    }
-    link.cancel.cancel();
-}
-
-/// Sends the injected frames as they are armed, until the link ends.
-async fn control(link: Arc<Link>) {
-    let mut changes = link.faults.subscribe();
-    loop {
-        for kind in link.faults.take_injections() {
-            link.inject(kind).await;
-        }
-        tokio::select! {
-            () = link.cancel.cancelled() => return,
-            changed = changes.changed() => if changed.is_err() { return },
-        }
     }
 }

@@ -2,17 +2,49 @@
 //! answers itself when a fault says so.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use gabp_transport::Token;
+use gabp_types::methods::Platform;
 use gabp_types::{ErrorCode, ErrorObject, Message, MessageId, Response};
 use serde_json::{json, Map, Value};
 
-use super::link::Link;
-use super::PREAUTH_TIMEOUT;
+use super::link::{Link, PreAuth};
 use crate::fault::Kind;
 use crate::record::Direction;
 use gabp_codec::encode_frame as frame;
+
+/// How long the proxy waits for the mod's welcome when it authenticates on the bridge's behalf
+/// ([`Fault::answer_before_hello`](crate::Fault::answer_before_hello)).
+const PREAUTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Answer-before-hello, when it is armed: authenticates with the mod at once, on the bridge's behalf, with
+/// a hello of the proxy's own; the mod's welcome is kept by [`mod_frame`] for [`answer_hello`].
+pub(super) async fn hello_first(link: &Link) {
+    let Some(token) = link.faults.take(|k| match k {
+        Kind::AnswerBeforeHello(token) => Some(token.clone()),
+        _ => None,
+    }) else {
+        return;
+    };
+    let own_id = MessageId::new_v4();
+    let hello = json!({
+        "v": "gabp/1", "id": own_id, "type": "request", "method": "session/hello",
+        "params": {
+            "token": token.expose_secret(), "bridgeVersion": env!("CARGO_PKG_VERSION"),
+            "platform": Platform::current(), "launchId": MessageId::new_v4(),
+            "clientInfo": { "name": "gabp-testkit proxy" }
+        }
+    });
+    link.state.lock().preauth = Some(PreAuth {
+        token,
+        own_id,
+        bridge_hello_done: false,
+    });
+    let body = serde_json::to_vec(&hello).unwrap_or_default();
+    link.forward(Direction::BridgeToMod, frame(&body)).await;
+}
 
 fn parse_object(body: &[u8]) -> Option<Map<String, Value>> {
     match serde_json::from_slice(body) {

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use gabp_transport::{ByteStream, Endpoint, Listener};
 use gabp_types::MessageId;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -18,9 +17,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use self::link::run_link;
+use self::frames::{read_side, write_side};
+use self::link::Link;
+use self::messages::hello_first;
 use crate::fault::Faults;
-use crate::record::Recorder;
+use crate::record::{Direction, Recorder};
 use crate::TestkitError;
 
 /// Default largest body the proxy forwards whole: 64 MiB, well above any mod's limit, so an oversized frame
@@ -30,13 +31,6 @@ pub const DEFAULT_PROXY_MAX_FRAME: usize = 64 * 1024 * 1024;
 /// What the proxy writes to the mod in place of a header block it could not parse: every malformed header
 /// becomes this one (a negative `Content-Length`), so the mod reacts to a malformed header as it should.
 pub const MALFORMED_HEADER: &[u8] = b"Content-Length: -1\r\n\r\n";
-
-/// How long the proxy waits for the mod's welcome when it authenticates on the bridge's behalf
-/// ([`Fault::answer_before_hello`](crate::Fault::answer_before_hello)).
-const PREAUTH_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Frames queued per direction before the proxy stops reading (back-pressure passes through).
-const QUEUE: usize = 16;
 
 /// A frame-level proxy between a bridge and a mod: it forwards whole frames in both directions, records each
 /// one in its [`Recorder`], and applies the faults armed on its [`Faults`].
@@ -255,12 +249,49 @@ impl Drop for ProxyHandle {
     }
 }
 
-/// What a writer task writes.
-enum Out {
-    /// Bytes to write as they are (a whole frame, or part of a filler body).
-    Bytes(Bytes),
-    /// Close the stream (after what was queued before).
-    Close,
+/// Runs one connection through the proxy: both directions' readers and writers, and the frames injected,
+/// until neither side can be written to or a fault drops the connection.
+async fn run_link(shared: Arc<Shared>, connection: u64, bridge_io: ByteStream, mod_io: ByteStream) {
+    let (bridge_r, bridge_w) = tokio::io::split(bridge_io);
+    let (mod_r, mod_w) = tokio::io::split(mod_io);
+    let (link, to_mod_rx, to_bridge_rx) =
+        Link::new(connection, shared.faults.clone(), shared.recorder.clone());
+    hello_first(&link).await;
+
+    // Once neither side can be written to, there is nothing left to forward: the readers stop too.
+    let max = shared.max_frame;
+    let writers = async {
+        tokio::join!(
+            write_side(link.clone(), mod_w, to_mod_rx, Direction::BridgeToMod),
+            write_side(link.clone(), bridge_w, to_bridge_rx, Direction::ModToBridge),
+        );
+        link.cancel.cancel();
+    };
+    let readers = async {
+        tokio::join!(
+            read_side(link.clone(), bridge_r, Direction::BridgeToMod, max),
+            read_side(link.clone(), mod_r, Direction::ModToBridge, max),
+        )
+    };
+    tokio::select! {
+        _ = async { tokio::join!(writers, readers) } => {}
+        () = control(link.clone()) => {}
+    }
+    link.cancel.cancel();
+}
+
+/// Sends the injected frames as they are armed, until the link ends.
+async fn control(link: Arc<Link>) {
+    let mut changes = link.faults.subscribe();
+    loop {
+        for kind in link.faults.take_injections() {
+            link.inject(kind).await;
+        }
+        tokio::select! {
+            () = link.cancel.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+    }
 }
 
 /// A `session/ping` request padded with spaces to exactly `size` bytes (or the bare request when it is longer).
