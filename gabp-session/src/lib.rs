@@ -93,8 +93,6 @@ pub mod server;
 mod slots;
 
 pub use bridge::{Bridge, BridgeBuilder};
-#[allow(deprecated)]
-pub use error::BridgeError;
 pub use error::Error;
 pub use server::{ModServer, ModServerBuilder};
 

@@ -123,9 +123,6 @@ use builder::CallPath;
 pub use reconnect::{Keepalive, ReconnectPolicy};
 pub use retry::ConnectRetry;
 
-#[allow(deprecated)]
-pub use crate::error::BridgeError;
-
 /// A client connection to a mod: handshake done, calls and subscriptions ready.
 ///
 /// Cheap to clone; clones share the connection. The connection closes when the last clone is dropped (or on

@@ -100,9 +100,6 @@ pub use session::{BridgeInfo, CloseReason, ServerRequest, Session};
 pub use tool::Tool;
 pub use welcome::{CHANNEL_PATTERNS_EXTENSION, TOOLS_CHANGED_EXTENSION};
 
-#[allow(deprecated)]
-pub use crate::error::{BuildError, PublishError, ToolRegistryError};
-
 /// The README's examples (the mod side and whatever else it holds), compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
