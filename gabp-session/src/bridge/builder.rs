@@ -1,151 +1,180 @@
-//! [`BridgeBuilder`], [`ReconnectPolicy`], [`Keepalive`] and [`Connector`].
+//! How a [`Bridge`] is made: [`Bridge::connect`], [`Bridge::spawn`], [`Bridge::over`],
+//! [`Bridge::connect_with_retry`] and [`Bridge::discover`] (through `bridge.json`, SPEC/1.0 transport.md §4)
+//! with the default options, and [`BridgeBuilder`] for a bridge's options and layers.
 
-use std::any::Any;
 use std::fmt;
-use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use futures::FutureExt;
-use gabp_transport::{Connection, Endpoint, ModProcess, Token, TransportError};
-use serde::de::DeserializeOwned;
+use gabp_transport::{BridgeConfig, Connection, Endpoint, ModProcess, Token, TransportError};
 use tower::layer::util::{Identity, Stack};
-use tower::util::BoxCloneSyncService;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
-use super::events::Reorder;
-use super::link::Reading;
-use super::reconnect::{Keepalive, ReconnectPolicy};
-use super::retry::ConnectRetry;
-use super::session;
+use super::client::Bridge;
+use super::path::{call_path, CallPath};
+use super::reconnect::{ConnectRetry, Connector, Keepalive, ReconnectPolicy};
+use super::request::BridgeRequest;
+use super::response::BridgeResponse;
+use super::retry::start_retrying;
+use super::service::BridgeService;
+use super::session::{self, finish};
+use super::settings::{Reorder, Settings};
 use super::shared::Shared;
-use super::{Bridge, BridgeRequest, BridgeResponse, BridgeService};
+use super::state::{ConnectionState, DisconnectReason};
 use crate::Error;
 
-use super::settings::Settings;
-
-/// Establishes a connection to a mod, again and again: what a reconnecting bridge calls after a loss.
-///
-/// Implemented for any `Fn() -> impl Future<Output = Result<Connection, TransportError>>`.
-///
-/// ```
-/// use gabp_session::bridge::Connector;
-/// use gabp_transport::{connect, Endpoint};
-///
-/// let endpoint: Endpoint = "tcp://127.0.0.1:4545".parse().unwrap();
-/// let connector = move || {
-///     let endpoint = endpoint.clone();
-///     async move { connect(&endpoint).await }
-/// };
-/// fn takes(_: impl Connector) {}
-/// takes(connector);
-/// ```
-pub trait Connector: Send + Sync + 'static {
-    /// Opens a fresh connection.
-    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>>;
-}
-
-impl<F, Fut> Connector for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Connection, TransportError>> + Send + 'static,
-{
-    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>> {
-        Box::pin(self())
-    }
-}
-
-/// The boxed stack of a layered call path.
-pub(crate) type LayeredService = BoxCloneSyncService<BridgeRequest, BridgeResponse, Error>;
-
-/// The call path of a bridge: the bare service, or the layered stack boxed once.
-pub(crate) enum CallPath {
-    Direct,
-    /// One instance shared by every call: a call polls it ready and calls it under the lock (no clone, no
-    /// allocation); a call that finds it not ready takes that instance away and leaves a fresh clone (see
-    /// [`CallPath::start`]).
-    Layered(parking_lot::Mutex<LayeredService>),
-}
-
-/// How a layered call goes on after [`CallPath::start`].
-pub(crate) enum Started {
-    /// The shared instance was ready and took the request.
-    Called(<LayeredService as Service<BridgeRequest>>::Future),
-    /// The shared instance was not ready: this call owns it now (with whatever it reserved while polled) and
-    /// waits for it; the request is handed back.
-    Stalled(LayeredService, BridgeRequest),
-    /// The stack failed while being polled ready.
-    Failed(Error),
-}
-
-impl CallPath {
-    /// Sends `request` along the path: through the layers, or straight to `raw`. The path is chosen now, so
-    /// that the future holds only the way taken (no copy of the request beside it).
-    pub(crate) fn send(
-        &self,
-        raw: &BridgeService,
-        request: BridgeRequest,
-    ) -> impl Future<Output = Result<BridgeResponse, Error>> + Send + 'static {
-        use futures::future::{ready, Either};
-        match self.start(request) {
-            Err(request) => Either::Left(Either::Left(raw.shared.dispatch(request))),
-            Ok(Started::Called(future)) => Either::Left(Either::Right(future)),
-            Ok(Started::Stalled(service, request)) => {
-                Either::Right(Either::Left(service.oneshot(request)))
-            }
-            Ok(Started::Failed(error)) => Either::Right(Either::Right(ready(Err(error)))),
-        }
-    }
-
-    /// Starts a call on the layered path; hands the request back on the direct path.
-    pub(crate) fn start(&self, mut request: BridgeRequest) -> Result<Started, BridgeRequest> {
-        let CallPath::Layered(shared) = self else {
-            return Err(request);
-        };
-        // Layers may read the result as they like: it is read whole before it reaches them.
-        request.set_reading(Reading::Whole);
-        let mut service = shared.lock();
-        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-        Ok(match service.poll_ready(&mut cx) {
-            Poll::Ready(Ok(())) => Started::Called(service.call(request)),
-            Poll::Ready(Err(error)) => Started::Failed(error),
-            Poll::Pending => {
-                // Its readiness is under way with a waker nobody polls: the caller drives it from now on.
-                let fresh = service.clone();
-                Started::Stalled(std::mem::replace(&mut *service, fresh), request)
-            }
-        })
-    }
-}
-
 impl Bridge {
-    /// Sends `request` (one of the bridge's own typed calls of `method`) and reads its result as `T`: on the
-    /// path without layers, straight from the text the mod wrote.
-    pub(super) fn send_as<T: DeserializeOwned>(
-        &self,
-        mut request: BridgeRequest,
-        method: &'static str,
-    ) -> impl Future<Output = Result<T, Error>> + Send + '_ {
-        request.set_reading(Reading::AsType);
-        // A combinator, not an async block, so that the call's future is held once.
-        self.send_on_path(request).map(move |sent| {
-            let read = sent.and_then(|response| response.read_as(method));
-            self.inner.raw.shared.tools.noted(read)
-        })
+    /// A builder for a bridge that authenticates with `token`.
+    pub fn builder(token: Token) -> BridgeBuilder {
+        BridgeBuilder::new(token)
     }
 
-    /// Sends `request` on the call path, under this handle's time limit unless it has its own. The path is
-    /// taken at once: the callers are the bridge's own async methods, which stay lazy.
-    pub(super) fn send_on_path(
-        &self,
-        mut request: BridgeRequest,
-    ) -> impl Future<Output = Result<BridgeResponse, Error>> + Send + 'static {
-        if request.timeout().is_none() {
-            request.set_timeout(self.timeout);
-        }
-        self.inner.path.send(&self.inner.raw, request)
+    /// Connects to the mod at `endpoint` with the default options and performs the handshake.
+    ///
+    /// ```
+    /// # use futures::{SinkExt, StreamExt};
+    /// # async fn demo_mod(mut conn: gabp_transport::Connection) {
+    /// #     while let Some(Ok(frame)) = conn.next().await {
+    /// #         let Some(body) = frame.into_body() else { continue };
+    /// #         let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    /// #         let result = match request["method"].as_str() {
+    /// #             Some("session/hello") => serde_json::json!({"agentId": "demo",
+    /// #                 "app": {"name": "Demo", "version": "1.0"},
+    /// #                 "capabilities": {"methods": ["tools/list"]}, "schemaVersion": "1.1"}),
+    /// #             _ => serde_json::json!({"tools": []}),
+    /// #         };
+    /// #         let reply = serde_json::json!({"v": "gabp/1", "id": request["id"], "type": "response",
+    /// #             "result": result});
+    /// #         conn.send(serde_json::to_vec(&reply).unwrap().into()).await.unwrap();
+    /// #     }
+    /// # }
+    /// use gabp_session::bridge::Bridge;
+    /// use gabp_transport::{Endpoint, Listener, Token};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let listener = Listener::bind(&Endpoint::tcp_v4(0)).await?;
+    /// # let endpoint = listener.endpoint().clone();
+    /// # tokio::spawn(async move { demo_mod(listener.accept().await.unwrap()).await });
+    /// let token = Token::new("0123456789abcdef0123456789abcdef")?;
+    /// let bridge = Bridge::connect(&endpoint, token).await?;
+    /// println!("connected to {}", bridge.welcome().app.name);
+    /// assert!(bridge.list_tools().await?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`BridgeBuilder::connect`].
+    pub async fn connect(endpoint: &Endpoint, token: Token) -> Result<Bridge, Error> {
+        Bridge::builder(token).connect(endpoint).await
+    }
+
+    /// Starts the mod program and performs the handshake over its stdin and stdout, with the default
+    /// options. See [`BridgeBuilder::spawn`].
+    ///
+    /// ```no_run
+    /// use gabp_session::bridge::Bridge;
+    /// use gabp_transport::Token;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let token = Token::generate()?;
+    /// let mut command = std::process::Command::new("my-game-mod");
+    /// command.arg("--stdio").env("GABP_TOKEN", token.expose_secret());
+    /// let (bridge, mut process) = Bridge::spawn(command, token).await?;
+    /// bridge.goodbye(Some("done")).await?;
+    /// process.wait().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`BridgeBuilder::connect`].
+    pub async fn spawn(
+        command: impl Into<tokio::process::Command>,
+        token: Token,
+    ) -> Result<(Bridge, ModProcess), Error> {
+        Bridge::builder(token).spawn(command).await
+    }
+
+    /// Performs the handshake over an established connection, with the default options.
+    ///
+    /// # Errors
+    ///
+    /// See [`BridgeBuilder::connect`].
+    pub async fn over(connection: Connection, token: Token) -> Result<Bridge, Error> {
+        Bridge::builder(token).over(connection).await
+    }
+
+    /// Connects to the mod at `endpoint` with the default options, waiting up to `deadline` for it to come up
+    /// (see [`ConnectRetry`]; [`BridgeBuilder::retry_connect`] combines it
+    /// with other options).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unreachable`] when no attempt succeeded before the deadline; otherwise as
+    /// [`BridgeBuilder::connect`], at once.
+    pub async fn connect_with_retry(
+        endpoint: &Endpoint,
+        token: Token,
+        deadline: Duration,
+    ) -> Result<Bridge, Error> {
+        Bridge::builder(token)
+            .retry_connect(ConnectRetry::new(deadline))
+            .connect(endpoint)
+            .await
+    }
+
+    /// Reads `bridge.json` at the platform path (SPEC/1.0 transport.md §4.1) and connects to the mod it names,
+    /// with its token and the default options. What `gabp call` does without flags.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when there is no platform path or the file cannot be read (a file others can
+    /// read is accepted with a `tracing` warning); otherwise as [`Bridge::discover_at`].
+    pub async fn discover() -> Result<Bridge, Error> {
+        let path = BridgeConfig::default_path().map_err(Error::Config)?;
+        Bridge::discover_at(path).await
+    }
+
+    /// Reads the `bridge.json` at `path` and connects to the mod it names, with its token.
+    ///
+    /// ```
+    /// use gabp_session::bridge::Bridge;
+    /// use gabp_session::server::ModServer;
+    /// use gabp_transport::{BridgeConfig, Endpoint, Listener, Token};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let token = Token::generate()?;
+    /// let game = ModServer::builder().token(token.clone()).build()?;
+    /// let handle = game.serve(Listener::bind(&Endpoint::tcp_v4(0)).await?);
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("bridge.json");
+    /// let _published = BridgeConfig::new(token, handle.endpoint().clone()).publish(&path)?;
+    ///
+    /// let bridge = Bridge::discover_at(&path).await?;
+    /// bridge.ping().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the file cannot be read; [`Error::Transport`] for a `stdio` endpoint
+    /// (spawn that mod instead) or a mod that is not there; otherwise as
+    /// [`BridgeBuilder::connect`].
+    pub async fn discover_at(path: impl AsRef<Path>) -> Result<Bridge, Error> {
+        let path = path.as_ref().to_owned();
+        let config = tokio::task::spawn_blocking(move || BridgeConfig::read(path))
+            .await
+            .map_err(|e| Error::invalid_request(format!("reading bridge.json failed: {e}")))?
+            .map_err(Error::Config)?;
+        Bridge::connect(&config.endpoint, config.token).await
     }
 }
 
@@ -194,16 +223,19 @@ impl Unstarted {
     /// The mod could not be reached: end what was registered, with the reason.
     fn fail(mut self, error: &TransportError) {
         self.armed = false;
-        self.shared.abandon(super::ConnectionState::Disconnected {
-            reason: super::DisconnectReason::Transport(error.to_string()),
-        });
+        finish(
+            &self.shared,
+            ConnectionState::Disconnected {
+                reason: DisconnectReason::Transport(error.to_string()),
+            },
+        );
     }
 }
 
 impl Drop for Unstarted {
     fn drop(&mut self) {
         if self.armed {
-            self.shared.abandon(super::ConnectionState::Closed);
+            finish(&self.shared, ConnectionState::Closed);
         }
     }
 }
@@ -404,7 +436,7 @@ where
     ) -> Result<Bridge, Error> {
         if let Some(retry) = self.settings.connect_retry.clone() {
             let (shared, raw, path) = self.prepare();
-            let welcome = super::retry::start_retrying(&shared, connector, &retry, target).await?;
+            let welcome = start_retrying(&shared, connector, &retry, target).await?;
             return Ok(Bridge::from_parts(raw, path, welcome));
         }
         let connection = match connector.connect().await {
@@ -471,31 +503,6 @@ where
         };
         let path = call_path(layer.layer(raw.clone()));
         (shared, raw, path)
-    }
-}
-
-/// Boxes a layered service once; the bare service (no layers) stays unboxed so its calls cost nothing extra.
-fn call_path<S>(service: S) -> CallPath
-where
-    S: Service<BridgeRequest, Response = BridgeResponse, Error = Error>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send + 'static,
-{
-    let mut slot = Some(service);
-    if (&mut slot as &mut dyn Any)
-        .downcast_mut::<Option<BridgeService>>()
-        .is_some()
-    {
-        return CallPath::Direct;
-    }
-    match slot {
-        Some(service) => {
-            CallPath::Layered(parking_lot::Mutex::new(BoxCloneSyncService::new(service)))
-        }
-        None => CallPath::Direct,
     }
 }
 

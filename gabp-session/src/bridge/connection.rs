@@ -16,7 +16,7 @@ use crate::engine::{Ended, Engine, Role, Signal};
 
 use super::link::Link;
 use super::shared::Shared;
-use super::DisconnectReason;
+use super::state::DisconnectReason;
 
 /// Runs a connection's engine; when it ends, the connection is shut and refuses new calls.
 pub(super) async fn run_engine(engine: Engine<BridgeRole>, link: Arc<Link>) {

@@ -14,12 +14,14 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, Failure, FrameSender, Outgoing, Replies, TrySendError};
+use crate::engine::{CallResult, Delivery, FrameSender, Outgoing, Replies, TrySendError};
 use crate::slots::{Slots, TryTake};
 
 use super::reconnect::Keepalive;
+use super::request::{BridgeRequest, Reading};
+use super::response::failed;
 use super::settings::Settings;
-use super::DisconnectReason;
+use super::state::DisconnectReason;
 use crate::Error;
 
 /// What the welcome of a connection says, once it has arrived.
@@ -148,21 +150,6 @@ impl Link {
     }
 }
 
-/// The error the caller of `request` sees for a call that `failure` ended.
-pub(super) fn failed(failure: Failure, request: &gabp_types::Request) -> Error {
-    let method = request.method.as_str();
-    match failure {
-        Failure::Error(error) => {
-            let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
-            Error::from_remote(error, method, tool.as_deref())
-        }
-        Failure::Invalid(reason) => Error::InvalidResponse {
-            method: method.to_owned(),
-            reason,
-        },
-    }
-}
-
 /// A `tools/cancel` request for call `id`, serialized.
 fn cancel_body(id: MessageId) -> Option<bytes::Bytes> {
     use gabp_types::methods::ToolsCancelParams;
@@ -211,38 +198,17 @@ pub(super) enum Slot {
     Bypass,
 }
 
-/// How the caller of a call reads its result.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub(crate) enum Reading {
-    /// Whole, before the call returns: the result is handed on (to layers, as a value).
-    #[default]
-    Whole,
-    /// Into the caller's own type, which checks what it reads (or it is not read at all): the call may return
-    /// it unread.
-    AsType,
-}
-
-/// Sends one request on `link` and waits for its outcome, within `timeout`.
+/// Sends `request` on `link`, past the call path (the handshake, subscription changes), and waits for its
+/// outcome, within `timeout`.
 pub(super) async fn call_link(
     link: &Link,
-    method: MethodName,
-    params: Option<Params>,
+    request: BridgeRequest,
     timeout: Duration,
 ) -> Result<CallResult, Error> {
-    call_link_slot(link, method, params, timeout, Slot::Take, Reading::Whole).await
-}
-
-pub(super) async fn call_link_slot(
-    link: &Link,
-    method: MethodName,
-    params: Option<Params>,
-    timeout: Duration,
-    slot: Slot,
-    reading: Reading,
-) -> Result<CallResult, Error> {
+    let (method, params, _) = request.into_parts();
     // One request value for the whole call (no copies of the method or params kept beside it).
     let request = gabp_types::Request::with_raw_params(method, params);
-    exchange(link, &request, slot, timeout, reading).await
+    exchange(link, &request, Slot::Take, timeout, Reading::Whole).await
 }
 
 /// Sends `request` and waits for its outcome. The time limit is counted here while the call waits for a slot or
@@ -357,15 +323,9 @@ pub(super) async fn keep_alive(link: Arc<Link>, keepalive: Keepalive) {
                 let timeout = keepalive.timeout();
                 ping = Some(tokio::spawn(async move {
                     if let Ok(method) = MethodName::from_static(SessionPing::NAME) {
-                        let _ = call_link_slot(
-                            &link,
-                            method,
-                            None,
-                            timeout,
-                            Slot::Bypass,
-                            Reading::AsType,
-                        )
-                        .await;
+                        let ping = gabp_types::Request::with_raw_params(method, None);
+                        let _ =
+                            exchange(&link, &ping, Slot::Bypass, timeout, Reading::AsType).await;
                     }
                 }));
             }

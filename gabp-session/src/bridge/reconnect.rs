@@ -1,7 +1,102 @@
-//! How a bridge recovers a lost connection and notices a silent mod (SPEC/1.0 gabp.md §7): [`ReconnectPolicy`]
-//! and [`Keepalive`].
+//! How a bridge reaches a mod again and again (SPEC/1.0 gabp.md §7, transport.md §5): a [`Connector`], the
+//! [`ConnectRetry`] before the first handshake, the [`ReconnectPolicy`] after a loss, and the [`Keepalive`]
+//! that notices a silent mod.
 
+use std::future::Future;
 use std::time::Duration;
+
+use futures::future::BoxFuture;
+use gabp_transport::{Connection, TransportError};
+
+/// Establishes a connection to a mod, again and again: what a reconnecting bridge calls after a loss.
+///
+/// Implemented for any `Fn() -> impl Future<Output = Result<Connection, TransportError>>`.
+///
+/// ```
+/// use gabp_session::bridge::Connector;
+/// use gabp_transport::{connect, Endpoint};
+///
+/// let endpoint: Endpoint = "tcp://127.0.0.1:4545".parse().unwrap();
+/// let connector = move || {
+///     let endpoint = endpoint.clone();
+///     async move { connect(&endpoint).await }
+/// };
+/// fn takes(_: impl Connector) {}
+/// takes(connector);
+/// ```
+pub trait Connector: Send + Sync + 'static {
+    /// Opens a fresh connection.
+    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>>;
+}
+
+impl<F, Fut> Connector for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Connection, TransportError>> + Send + 'static,
+{
+    fn connect(&self) -> BoxFuture<'static, Result<Connection, TransportError>> {
+        Box::pin(self())
+    }
+}
+
+/// How long and how often a bridge tries to reach a mod before its first handshake: the mod may still be
+/// starting, or restarting. Attempts are spaced by exponential backoff with jitter (50 ms, doubling, at most
+/// 1 s by default) until the overall `deadline`; then connecting fails with
+/// [`Error::Unreachable`](crate::Error::Unreachable), which names the endpoint and the last error.
+///
+/// What is retried: the mod not being there (connection refused, no socket file, a reset) and a handshake that
+/// the mod closed or did not answer in time. What is not: a refused token, an endpoint that is not allowed
+/// (not loopback, another user's socket), an invalid welcome. After the first handshake a lost connection is a
+/// matter for [`ReconnectPolicy`].
+///
+/// ```
+/// use gabp_session::bridge::ConnectRetry;
+/// use std::time::Duration;
+///
+/// let retry = ConnectRetry::new(Duration::from_secs(10))
+///     .initial_delay(Duration::from_millis(20))
+///     .max_delay(Duration::from_millis(500));
+/// assert_eq!(retry.deadline(), Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectRetry {
+    deadline: Duration,
+    pub(super) backoff: ReconnectPolicy,
+}
+
+impl ConnectRetry {
+    /// Keep trying for `deadline` in all.
+    #[must_use]
+    pub fn new(deadline: Duration) -> Self {
+        ConnectRetry {
+            deadline,
+            backoff: ReconnectPolicy::new()
+                .initial_delay(Duration::from_millis(50))
+                .max_delay(Duration::from_secs(1))
+                .max_attempts(None),
+        }
+    }
+
+    /// The delay after the first failed attempt (default 50 ms); it doubles after each further one.
+    #[must_use]
+    pub fn initial_delay(mut self, delay: Duration) -> Self {
+        self.backoff = self.backoff.initial_delay(delay);
+        self
+    }
+
+    /// The longest delay between attempts (default 1 s).
+    #[must_use]
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.backoff = self.backoff.max_delay(delay);
+        self
+    }
+
+    /// The overall deadline.
+    #[must_use]
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+}
 
 /// When and how often to reconnect after the connection is lost: exponential backoff with jitter.
 ///

@@ -1,5 +1,5 @@
 //! [`BridgeResponse`]: the mod's answer to a [`BridgeRequest`](super::BridgeRequest) as the call path hands it
-//! on.
+//! on, and the error a caller sees for an answer that is an error or cannot be read.
 
 use std::sync::OnceLock;
 
@@ -7,9 +7,8 @@ use gabp_types::Request;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::link::failed;
-use super::service::Extensions;
-use crate::engine::CallResult;
+use super::extensions::Extensions;
+use crate::engine::{CallResult, Failure};
 use crate::Error;
 
 /// The answer to a [`BridgeRequest`](super::BridgeRequest): the mod's `result`, and extensions layers may attach.
@@ -107,4 +106,19 @@ pub(super) fn typed_result<T>(
         method: method.to_owned(),
         reason: e.to_string(),
     })
+}
+
+/// The error the caller of `request` sees for a call that `failure` ended.
+pub(super) fn failed(failure: Failure, request: &gabp_types::Request) -> Error {
+    let method = request.method.as_str();
+    match failure {
+        Failure::Error(error) => {
+            let tool = request.params.as_ref().and_then(|p| p.str_member("name"));
+            Error::from_remote(error, method, tool.as_deref())
+        }
+        Failure::Invalid(reason) => Error::InvalidResponse {
+            method: method.to_owned(),
+            reason,
+        },
+    }
 }

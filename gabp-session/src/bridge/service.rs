@@ -1,297 +1,28 @@
-//! The call path as a tower [`Service`]: [`BridgeRequest`], [`Extensions`] and the
-//! innermost service, [`BridgeService`].
+//! [`BridgeService`]: the innermost service of the call path, which checks a request and sends it on the
+//! current connection, and the handle that layers get.
 
-use std::any::{Any, TypeId};
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use gabp_types::decode::DecodeMode;
 use gabp_types::methods::WelcomeResult;
-use gabp_types::methods::{Method, ToolsCall};
-use gabp_types::{MethodName, Params};
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 use tower::Service;
+use tracing::Instrument;
 
-use super::link::Reading;
+use super::events::subscription::{subscribe, Subscription};
+use super::link::{exchange, Link, Slot};
+use super::request::{BridgeRequest, Reading};
 use super::response::BridgeResponse;
 use super::shared::Shared;
-use super::{ConnectionState, Subscription};
+use super::state::ConnectionState;
 use crate::Error;
-
-/// A type map carried by a [`BridgeRequest`] or a [`BridgeResponse`], for layers to pass data along a call
-/// (like `http::Extensions`). Empty extensions allocate nothing.
-///
-/// ```
-/// use gabp_session::bridge::Extensions;
-///
-/// #[derive(Debug, PartialEq)]
-/// struct Audit(&'static str);
-///
-/// let mut ext = Extensions::new();
-/// assert!(ext.is_empty());
-/// ext.insert(Audit("agent-7"));
-/// assert_eq!(ext.get::<Audit>(), Some(&Audit("agent-7")));
-/// assert_eq!(ext.remove::<Audit>(), Some(Audit("agent-7")));
-/// ```
-#[derive(Default)]
-pub struct Extensions {
-    map: Option<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
-}
-
-impl Extensions {
-    /// No extensions.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Inserts a value, returning the previous value of that type.
-    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
-        self.map
-            .get_or_insert_with(HashMap::new)
-            .insert(TypeId::of::<T>(), Box::new(value))
-            .and_then(|old| old.downcast().ok().map(|b| *b))
-    }
-
-    /// The value of type `T`, if any.
-    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map.as_ref()?.get(&TypeId::of::<T>())?.downcast_ref()
-    }
-
-    /// The value of type `T`, mutably, if any.
-    pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
-        self.map
-            .as_mut()?
-            .get_mut(&TypeId::of::<T>())?
-            .downcast_mut()
-    }
-
-    /// Removes and returns the value of type `T`, if any.
-    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
-        self.map
-            .as_mut()?
-            .remove(&TypeId::of::<T>())?
-            .downcast()
-            .ok()
-            .map(|b| *b)
-    }
-
-    /// Whether there are no extensions.
-    pub fn is_empty(&self) -> bool {
-        self.map.as_ref().is_none_or(|m| m.is_empty())
-    }
-}
-
-impl fmt::Debug for Extensions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Extensions")
-            .field("len", &self.map.as_ref().map_or(0, |m| m.len()))
-            .finish()
-    }
-}
-
-/// One outgoing request on a bridge's call path: what every layer sees before it is sent.
-///
-/// ```
-/// use gabp_session::bridge::BridgeRequest;
-/// use serde_json::json;
-/// use std::time::Duration;
-///
-/// let request = BridgeRequest::tool_call("world/get_block", json!({"x": 1, "y": 2, "z": 3}))?
-///     .with_timeout(Duration::from_secs(5));
-/// assert_eq!(request.method(), "tools/call");
-/// assert_eq!(request.tool_name().as_deref(), Some("world/get_block"));
-/// assert_eq!(request.timeout(), Some(Duration::from_secs(5)));
-/// # Ok::<(), gabp_session::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct BridgeRequest {
-    method: MethodName,
-    params: Option<Params>,
-    timeout: Option<Duration>,
-    extensions: Extensions,
-    /// The params were written here and already conform (SPEC/1.0 gabp.md §4.5): no second check.
-    conforms: bool,
-    /// How the result is read: only the bridge's own typed calls on the path without layers read it as a type.
-    reading: Reading,
-}
-
-impl BridgeRequest {
-    /// A request for `method` with optional params.
-    pub fn new(method: MethodName, params: Option<Params>) -> Self {
-        BridgeRequest {
-            method,
-            params,
-            timeout: None,
-            extensions: Extensions::new(),
-            conforms: false,
-            reading: Reading::Whole,
-        }
-    }
-
-    /// A request for `method` whose params are `params` (`null` for none, else a JSON object).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRequest`] for an invalid method name or params that are not an object.
-    pub fn from_json(method: &str, params: Value) -> Result<Self, Error> {
-        let method = MethodName::new(method).map_err(|e| Error::invalid_request(e.to_string()))?;
-        let params = match params {
-            Value::Null => None,
-            Value::Object(map) => Some(Params::from_map(&map)),
-            other => {
-                return Err(Error::invalid_request(format!(
-                    "params must be a JSON object or null, not {other}"
-                )))
-            }
-        };
-        Ok(BridgeRequest::new(method, params))
-    }
-
-    /// A request for the core method `M` with typed params. Params that serialize to `{}` are left out when
-    /// `M` does not require them.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRequest`] when the params do not serialize to a JSON object.
-    pub fn typed<M: Method>(params: &M::Params) -> Result<Self, Error> {
-        let method =
-            MethodName::from_static(M::NAME).map_err(|e| Error::invalid_request(e.to_string()))?;
-        let params = to_params(params)?;
-        let params = if params.as_json() == "{}" && !M::PARAMS_REQUIRED {
-            None
-        } else {
-            Some(params)
-        };
-        Ok(BridgeRequest::new(method, params))
-    }
-
-    /// A `tools/call` of tool `name` with `arguments` (`null` for none, else a JSON object).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRequest`] for an invalid tool name or arguments that are not an object.
-    pub fn tool_call(name: &str, arguments: Value) -> Result<Self, Error> {
-        // The name is checked once, by the request's builder, and before the arguments.
-        match arguments {
-            Value::Null => BridgeRequest::tool_call_params::<Value>(name, None),
-            Value::Object(args) => BridgeRequest::tool_call_as(name, &args),
-            other => {
-                check_tool_name(name)?;
-                Err(Error::invalid_request(format!(
-                    "tool arguments must be a JSON object or null, not {other}"
-                )))
-            }
-        }
-    }
-
-    /// A `tools/call` request for tool `name` with typed `arguments`, which must serialize to a JSON object;
-    /// the params are written straight to their JSON text.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidRequest`] when `name` is not a valid tool name or the arguments do not serialize
-    /// to an object.
-    pub fn tool_call_as<A: Serialize + ?Sized>(name: &str, arguments: &A) -> Result<Self, Error> {
-        BridgeRequest::tool_call_params(name, Some(arguments))
-    }
-
-    fn tool_call_params<A: Serialize + ?Sized>(
-        name: &str,
-        arguments: Option<&A>,
-    ) -> Result<Self, Error> {
-        check_tool_name(name)?;
-        let params = Params::tool_call(name, arguments)
-            .map_err(|e| Error::invalid_request(e.to_string()))?;
-        // Checked once per process rather than once per call.
-        static TOOLS_CALL: LazyLock<Result<MethodName, gabp_types::Error>> =
-            LazyLock::new(|| MethodName::from_static(ToolsCall::NAME));
-        let method = TOOLS_CALL
-            .clone()
-            .map_err(|e| Error::invalid_request(e.to_string()))?;
-        let mut request = BridgeRequest::new(method, Some(params));
-        request.conforms = true;
-        Ok(request)
-    }
-
-    /// The method.
-    pub fn method(&self) -> &MethodName {
-        &self.method
-    }
-
-    /// The params.
-    pub fn params(&self) -> Option<&Params> {
-        self.params.as_ref()
-    }
-
-    /// The params, mutably (a layer may rewrite them; they are checked again before they are sent).
-    pub fn params_mut(&mut self) -> &mut Option<Params> {
-        self.conforms = false;
-        &mut self.params
-    }
-
-    /// For a `tools/call`, the tool's name.
-    pub fn tool_name(&self) -> Option<Cow<'_, str>> {
-        if self.method.as_str() != ToolsCall::NAME {
-            return None;
-        }
-        self.params.as_ref()?.str_member("name")
-    }
-
-    /// This call's time limit, if it has its own (else the bridge's default).
-    pub fn timeout(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    /// Sets this call's time limit.
-    #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Sets or clears this call's time limit.
-    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
-        self.timeout = timeout;
-    }
-
-    /// The request's extensions.
-    pub fn extensions(&self) -> &Extensions {
-        &self.extensions
-    }
-
-    /// The request's extensions, mutably.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
-    }
-
-    pub(crate) fn into_parts(self) -> (MethodName, Option<Params>, Option<Duration>) {
-        (self.method, self.params, self.timeout)
-    }
-
-    /// Whether the params were written by this crate and conform already.
-    pub(crate) fn conforms(&self) -> bool {
-        self.conforms
-    }
-
-    pub(crate) fn reading(&self) -> Reading {
-        self.reading
-    }
-
-    pub(crate) fn set_reading(&mut self, reading: Reading) {
-        self.reading = reading;
-    }
-}
-
-pub(crate) fn to_params<T: Serialize + ?Sized>(value: &T) -> Result<Params, Error> {
-    Params::from_serialize(value)
-        .map_err(|e| Error::invalid_request(format!("params do not serialize to an object: {e}")))
-}
 
 /// The innermost service of a bridge's call path, and a cheap, clonable handle on the bridge.
 ///
@@ -327,7 +58,7 @@ impl BridgeService {
     ///
     /// See [`Error`].
     pub async fn send(&self, request: BridgeRequest) -> Result<BridgeResponse, Error> {
-        self.shared.dispatch(request).await
+        self.dispatch(request).await
     }
 
     /// Sends a raw request, bypassing the layers. `params` is `null` for none, else a JSON object.
@@ -342,19 +73,31 @@ impl BridgeService {
 
     /// The welcome of the current (or last) connection; `None` before the first handshake.
     pub fn welcome(&self) -> Option<Arc<WelcomeResult>> {
-        self.shared.welcome()
+        self.shared.welcome.read().clone()
     }
 
     /// Whether the current welcome advertises `method` (always true for `session/*`, and for every method when
     /// the welcome lists no methods).
     pub fn is_advertised(&self, method: &str) -> bool {
-        self.shared.is_advertised(method)
+        match self.shared.current.read().clone() {
+            Some(link) => link.allows(method),
+            None => {
+                method.starts_with("session/")
+                    || self.welcome().is_none_or(|w| {
+                        w.capabilities.methods.is_none() || w.capabilities.has_method(method)
+                    })
+            }
+        }
     }
 
     /// How many calls wait for their response on the current connection (a dropped or timed-out call is
     /// forgotten at once and no longer counts).
     pub fn pending_calls(&self) -> usize {
-        self.shared.pending_calls()
+        self.shared
+            .current
+            .read()
+            .clone()
+            .map_or(0, |link| link.pending.load(Ordering::Acquire))
     }
 
     /// The connection state now.
@@ -382,14 +125,25 @@ impl BridgeService {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        let shared = self.shared.clone();
         let channels = channels.into_iter().map(Into::into).collect();
-        self.shared
-            .subscribe(
-                channels,
-                |request| async move { shared.dispatch(request).await },
-            )
-            .await
+        subscribe(&self.shared, channels, |request| self.dispatch(request)).await
+    }
+
+    /// The bare call path: the request goes out on the current connection. The checks run at once; the
+    /// future owns what it needs (it is boxed by every layered call, so it is kept small).
+    pub(crate) fn dispatch(
+        &self,
+        request: BridgeRequest,
+    ) -> impl Future<Output = Result<BridgeResponse, Error>> + Send + 'static {
+        let prepared = prepare(&self.shared, request);
+        async move {
+            let (link, request, timeout, reading) = prepared?;
+            let span = tracing::debug_span!("gabp.call", method = %request.method);
+            let result = exchange(&link, &request, Slot::Take, timeout, reading)
+                .instrument(span)
+                .await?;
+            Ok(BridgeResponse::from_call(result, Some(request)))
+        }
     }
 }
 
@@ -403,85 +157,32 @@ impl Service<BridgeRequest> for BridgeService {
     }
 
     fn call(&mut self, request: BridgeRequest) -> Self::Future {
-        Box::pin(self.shared.dispatch(request))
+        Box::pin(self.dispatch(request))
     }
 }
 
-/// A tool name matches the name pattern (SPEC/1.0 registry.md §1.1); anything else is refused before the request is
-/// built.
-fn check_tool_name(name: &str) -> Result<(), Error> {
-    if gabp_types::format::is_registry_name(name) {
-        return Ok(());
+/// Checks `request` against the current connection (a method the welcome advertises, SPEC/1.0 gabp.md §5, and
+/// params that conform, §3.5): the connection, the request as it goes out, its time limit and how it is read.
+fn prepare(
+    shared: &Shared,
+    request: BridgeRequest,
+) -> Result<(Arc<Link>, gabp_types::Request, Duration, Reading), Error> {
+    let link = shared.link()?;
+    let (conforms, reading) = (request.conforms(), request.reading());
+    let (method, params, timeout) = request.into_parts();
+    if link.settings.check_advertised && !link.allows(method.as_str()) {
+        return Err(Error::NotAdvertised {
+            method: method.into_string(),
+        });
     }
-    Err(Error::invalid_request(format!(
-        "tool name {name:?} does not match {}",
-        gabp_types::format::NAME_PATTERN
-    )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gabp_types::methods::{SessionPing, ToolsList};
-    use serde_json::json;
-
-    #[test]
-    fn typed_requests_leave_out_empty_optional_params() {
-        let ping = BridgeRequest::typed::<SessionPing>(&Default::default()).unwrap();
-        assert!(ping.params().is_none());
-        let list = BridgeRequest::typed::<ToolsList>(&Default::default()).unwrap();
-        assert_eq!(list.method(), "tools/list");
-        assert!(list.params().is_none());
+    // Strict writing: params of core methods built raw (by a caller or a layer) must conform.
+    if !conforms {
+        gabp_types::decode::check_params(method.as_str(), params.as_ref(), DecodeMode::Strict)
+            .map_err(|e| Error::invalid_request(e.to_string()))?;
     }
-
-    #[test]
-    fn tool_calls_validate_name_and_arguments() {
-        assert!(BridgeRequest::tool_call("Bad Name", Value::Null).is_err());
-        assert!(BridgeRequest::tool_call("Bad Name", json!({})).is_err());
-        assert!(BridgeRequest::tool_call("a/b", json!(5)).is_err());
-        // A bad name is what is reported, whatever the arguments.
-        let both = BridgeRequest::tool_call("Bad Name", json!(5)).unwrap_err();
-        assert!(both.to_string().contains("Bad Name"), "{both}");
-        let r = BridgeRequest::tool_call("a/b", Value::Null).unwrap();
-        assert_eq!(r.tool_name().as_deref(), Some("a/b"));
-        assert_eq!(r.params().unwrap().as_json(), r#"{"name":"a/b"}"#);
-        #[derive(Serialize)]
-        struct At {
-            x: i64,
-        }
-        let typed = BridgeRequest::tool_call_as("a/b", &At { x: 1 }).unwrap();
-        assert_eq!(
-            typed.params().unwrap().as_json(),
-            r#"{"name":"a/b","arguments":{"x":1}}"#
-        );
-        assert!(BridgeRequest::tool_call_as("a/b", &[1, 2]).is_err());
-        assert!(BridgeRequest::tool_call_as("a/b", &"{").is_err());
-        assert!(BridgeRequest::tool_call_as("a/b", &None::<At>).is_err());
-        assert!(BridgeRequest::tool_call_as("a/bc", &json!({}))
-            .unwrap()
-            .conforms());
-        let mut rewritten = BridgeRequest::tool_call_as("a/b", &At { x: 1 }).unwrap();
-        assert!(rewritten.conforms());
-        *rewritten.params_mut() = None;
-        assert!(!rewritten.conforms(), "rewritten params are checked again");
-        assert!(!BridgeRequest::from_json("tools/call", json!({}))
-            .unwrap()
-            .conforms());
-        assert!(BridgeRequest::from_json("x/y", json!([1])).is_err());
-        assert!(BridgeRequest::from_json("x/y", Value::Null)
-            .unwrap()
-            .params()
-            .is_none());
-    }
-
-    #[test]
-    fn extensions_replace_by_type() {
-        let mut ext = Extensions::new();
-        assert_eq!(ext.insert(1u32), None);
-        assert_eq!(ext.insert(2u32), Some(1));
-        *ext.get_mut::<u32>().unwrap() += 1;
-        assert_eq!(ext.get::<u32>(), Some(&3));
-        assert_eq!(ext.get::<u64>(), None);
-        assert!(!ext.is_empty());
-    }
+    let timeout = timeout.unwrap_or(link.settings.request_timeout);
+    // One request value for the whole call: every layered call boxes the call's future, and a small one is
+    // cheaper to allocate and move.
+    let request = gabp_types::Request::with_raw_params(method, params);
+    Ok((link, request, timeout, reading))
 }

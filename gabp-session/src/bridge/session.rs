@@ -1,7 +1,6 @@
 //! The session's lifecycle on the bridge side (SPEC/1.0 gabp.md §7): the handshake, restoring
 //! subscriptions, the supervisor that notices the end of a connection and reconnects per the policy.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -10,9 +9,9 @@ use parking_lot::Mutex;
 use gabp_transport::Connection;
 use gabp_types::methods::{
     ClientInfo, EventsSubscribe, HelloParams, HelloToken, Method, Platform, SessionHello,
-    SubscribeResult, WelcomeResult,
+    WelcomeResult,
 };
-use gabp_types::{MethodName, NonEmptyString};
+use gabp_types::NonEmptyString;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -21,17 +20,16 @@ use tracing::Instrument;
 use crate::engine::{self, Engine, Queues};
 use crate::slots::Slots;
 
-use super::builder::Connector;
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
+use super::events::subscription::restore;
 use super::link::{call_link, keep_alive, Link, LinkInfo};
-use super::reconnect::ReconnectPolicy;
+use super::reconnect::{Connector, ReconnectPolicy};
 use super::redact::redact_error;
-use super::response::typed_result;
-use super::service::to_params;
+use super::request::BridgeRequest;
 use super::settings::Settings;
-use super::shared::{channels_request, Shared};
+use super::shared::Shared;
+use super::state::{ConnectionState, DisconnectReason};
 use super::welcome::parse_welcome;
-use super::{ConnectionState, DisconnectReason};
 use crate::Error;
 
 /// A connection's running tasks.
@@ -48,7 +46,7 @@ pub(crate) async fn start(
     connector: Option<Arc<dyn Connector>>,
 ) -> Result<Arc<WelcomeResult>, Error> {
     // If this future is dropped before the handshake completes, nothing will ever connect this bridge.
-    let mut abandon = OnDrop(Some(|| shared.abandon(ConnectionState::Closed)));
+    let mut abandon = OnDrop(Some(|| finish(shared, ConnectionState::Closed)));
     let result = establish(shared, connection, false).await;
     abandon.disarm();
     match result {
@@ -57,9 +55,12 @@ pub(crate) async fn start(
             Ok(welcome)
         }
         Err(e) => {
-            shared.abandon(ConnectionState::Disconnected {
-                reason: DisconnectReason::Transport(e.to_string()),
-            });
+            finish(
+                shared,
+                ConnectionState::Disconnected {
+                    reason: DisconnectReason::Transport(e.to_string()),
+                },
+            );
             Err(e)
         }
     }
@@ -185,12 +186,10 @@ pub(super) async fn handshake(
             version: Some(settings.client_version.clone()),
         }),
     };
-    let params = to_params(&hello)?;
-    let method = MethodName::from_static(SessionHello::NAME)
-        .map_err(|e| Error::invalid_request(e.to_string()))?;
+    let hello = BridgeRequest::typed::<SessionHello>(&hello)?;
     // The answer may quote the token it refused (SPEC/1.0 security.md §6).
     let secret = shared.token.expose_secret();
-    let value = call_link(link, method, Some(params), settings.handshake_timeout)
+    let value = call_link(link, hello, settings.handshake_timeout)
         .await
         .map_err(|e| redact_error(e, SessionHello::NAME, secret))?;
     let welcome = parse_welcome(value.into_value())
@@ -232,44 +231,7 @@ pub(super) async fn handshake(
     if reconnect {
         shared.router.lock().mark_reconnected();
     }
-    let mut asked: HashSet<String> = HashSet::new();
-    loop {
-        let wanted: Vec<String> = shared
-            .router
-            .lock()
-            .channels()
-            .into_iter()
-            .filter(|c| !asked.contains(c))
-            .collect();
-        if wanted.is_empty() {
-            break;
-        }
-        if !link.allows(EventsSubscribe::NAME) {
-            tracing::warn!(channels = ?wanted, "the mod does not offer events/subscribe; subscriptions dropped");
-            shared.router.lock().retain_granted_all(&HashSet::new());
-            break;
-        }
-        let (method, params, _) = channels_request::<EventsSubscribe>(&wanted)?.into_parts();
-        let value = call_link(link, method, params, settings.request_timeout).await?;
-        let result: SubscribeResult = typed_result(EventsSubscribe::NAME, value.decode())?;
-        let granted: HashSet<&str> = result.subscribed.iter().map(String::as_str).collect();
-        let refused: HashSet<&str> = wanted
-            .iter()
-            .map(String::as_str)
-            .filter(|c| !granted.contains(c))
-            .collect();
-        if !refused.is_empty() {
-            let mut router = shared.router.lock();
-            let all = router.channels();
-            let keep: HashSet<&str> = all
-                .iter()
-                .map(String::as_str)
-                .filter(|c| !refused.contains(c))
-                .collect();
-            router.retain_granted_all(&keep);
-        }
-        asked.extend(wanted);
-    }
+    restore(shared, link, settings.request_timeout).await?;
     shared.generation.store(link.generation, Ordering::SeqCst);
     // Another connection, perhaps another mod: the cached tool list is stale.
     shared.tools.invalidate();
@@ -344,6 +306,8 @@ pub(super) async fn supervise(
     }
 }
 
+/// Ends the bridge for good, whether it connected or not: ends the subscriptions and publishes the terminal
+/// `state`.
 pub(super) fn finish(shared: &Shared, state: ConnectionState) {
     let closed = matches!(state, ConnectionState::Closed);
     shared.router.lock().close_all(|| {

@@ -2,13 +2,11 @@
 
 use std::time::Duration;
 
-use super::events::Reorder;
-use super::reconnect::{Keepalive, ReconnectPolicy};
-use super::retry::ConnectRetry;
+use super::reconnect::{ConnectRetry, Keepalive, ReconnectPolicy};
 
 /// The default time limit of a call: 30 seconds (SPEC/1.0 gabp.md §7).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest [`Bridge::goodbye`](super::Bridge::goodbye) waits for the mod's answer: 1 second, or the call
+/// The longest [`Bridge::goodbye`](crate::bridge::Bridge::goodbye) waits for the mod's answer: 1 second, or the call
 /// time limit when that is shorter. A mod answers at once (SPEC/1.0 gabp.md §4.3); one that does not is not
 /// worth a whole call time limit, since the connection closes either way (gabp.md §7).
 pub const GOODBYE_WAIT: Duration = Duration::from_secs(1);
@@ -24,6 +22,15 @@ pub const DEFAULT_SUBSCRIPTION_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 pub const DEFAULT_REORDER_WINDOW: Duration = Duration::from_millis(50);
 /// The default number of events held back per channel waiting for a `seq` gap to fill.
 pub const DEFAULT_REORDER_CAPACITY: usize = 64;
+
+/// Reorder settings shared by the channels of one bridge.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reorder {
+    pub(crate) window: Duration,
+    pub(crate) capacity: usize,
+    /// Bytes of events held back per channel beyond which the first gap is given up.
+    pub(crate) max_bytes: usize,
+}
 
 /// Everything a bridge is configured with (the token aside).
 #[derive(Debug, Clone)]

@@ -19,7 +19,7 @@ pub enum ConnectionState {
         generation: u64,
     },
     /// The connection was lost and the reconnect policy is trying again; calls fail with
-    /// [`Error::Disconnected`](crate::bridge::Error::Disconnected) meanwhile.
+    /// [`Error::Disconnected`](crate::Error::Disconnected) meanwhile.
     Reconnecting {
         /// The attempt about to be made or in progress, from 1.
         attempt: u32,

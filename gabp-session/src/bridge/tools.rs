@@ -1,15 +1,12 @@
-//! The bridge's cached tool list, kept fresh by the `tools/changed` event (SPEC/1.0 extensions.md
+//! [`ToolCache`]: the bridge's cached tool list, kept fresh by the `tools/changed` event (SPEC/1.0 extensions.md
 //! §tools-changed).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use futures::StreamExt;
-use gabp_types::methods::{TOOLS_CHANGED_CHANNEL, TOOLS_CHANGED_EXTENSION};
 use gabp_types::ToolDescriptor;
 use parking_lot::Mutex;
 
-use super::Bridge;
 use crate::Error;
 
 /// The last `tools/list` answer, valid until the next invalidation.
@@ -19,7 +16,7 @@ pub(crate) struct ToolCache {
     epoch: AtomicU64,
     list: Mutex<Option<(u64, Arc<[ToolDescriptor]>)>>,
     /// Serializes the subscription that keeps the cache fresh.
-    following: tokio::sync::Mutex<()>,
+    pub(super) following: tokio::sync::Mutex<()>,
 }
 
 impl ToolCache {
@@ -39,7 +36,7 @@ impl ToolCache {
     }
 
     /// The current epoch, and the list if it is still valid.
-    fn current(&self) -> (u64, Option<Arc<[ToolDescriptor]>>) {
+    pub(super) fn current(&self) -> (u64, Option<Arc<[ToolDescriptor]>>) {
         let list = self.list.lock();
         let epoch = self.epoch.load(Ordering::Acquire);
         let valid = list
@@ -50,83 +47,11 @@ impl ToolCache {
     }
 
     /// Keeps `tools`, fetched in `epoch`, unless an invalidation came since.
-    fn store(&self, epoch: u64, tools: Arc<[ToolDescriptor]>) {
+    pub(super) fn store(&self, epoch: u64, tools: Arc<[ToolDescriptor]>) {
         let mut list = self.list.lock();
         if self.epoch.load(Ordering::Acquire) == epoch {
             *list = Some((epoch, tools));
         }
-    }
-}
-
-impl Bridge {
-    /// The mod's tools, from a cache when the mod announces its changes.
-    ///
-    /// A mod that advertises the `tools-changed` extension announces every change of its tools on
-    /// `tools/changed`: the first call subscribes to that channel (through the layers, like
-    /// [`Bridge::subscribe`]), and from then on the list is asked for again (`tools/list`) only after such an
-    /// event, a lost event, or a reconnect. With any other mod, every call asks (as [`Bridge::list_tools`]).
-    ///
-    /// ```no_run
-    /// # async fn f(bridge: gabp_session::bridge::Bridge) -> Result<(), gabp_session::Error> {
-    /// let tools = bridge.tools().await?;
-    /// let again = bridge.tools().await?; // no round trip, unless the tools changed
-    /// # let _ = (tools, again);
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`Bridge::list_tools`] and [`Bridge::subscribe`].
-    pub async fn tools(&self) -> Result<Arc<[ToolDescriptor]>, Error> {
-        if !self.follow_tool_changes().await? {
-            return Ok(self.list_tools().await?.into());
-        }
-        let cache = &self.inner.raw.shared.tools;
-        let (epoch, cached) = cache.current();
-        if let Some(tools) = cached {
-            return Ok(tools);
-        }
-        let tools: Arc<[ToolDescriptor]> = self.list_tools().await?.into();
-        cache.store(epoch, tools.clone());
-        Ok(tools)
-    }
-
-    /// Forgets the tool list cached by [`Bridge::tools`], so that the next call asks the mod.
-    pub fn invalidate_tools(&self) {
-        self.inner.raw.shared.tools.invalidate();
-    }
-
-    /// Whether the mod advertises the `tools-changed` extension and its events reach this bridge; subscribes
-    /// to `tools/changed` when they do not yet.
-    async fn follow_tool_changes(&self) -> Result<bool, Error> {
-        let advertised = self
-            .welcome()
-            .capabilities
-            .extensions
-            .as_ref()
-            .is_some_and(|e| e.get(TOOLS_CHANGED_EXTENSION).is_some());
-        if !advertised {
-            return Ok(false);
-        }
-        let shared = &self.inner.raw.shared;
-        let listens = || shared.router.lock().listens(TOOLS_CHANGED_CHANNEL);
-        if listens() {
-            return Ok(true);
-        }
-        let _one_at_a_time = shared.tools.following.lock().await;
-        if listens() {
-            return Ok(true);
-        }
-        let mut changes = self.subscribe([TOOLS_CHANGED_CHANNEL]).await?;
-        // Changes before the subscription went unannounced.
-        shared.tools.invalidate();
-        if changes.channels().is_empty() {
-            return Ok(false);
-        }
-        // The events themselves invalidate the cache as they arrive; this only keeps the queue empty.
-        tokio::spawn(async move { while let Some(Ok(_)) = changes.next().await {} });
-        Ok(true)
     }
 }
 

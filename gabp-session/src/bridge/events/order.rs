@@ -1,21 +1,12 @@
 //! Putting one channel's events in `seq` order (SPEC/1.0 gabp.md §6).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use gabp_types::Event;
 use tokio::time::Instant;
 
-use super::*;
-
-/// Reorder settings shared by the channels of one bridge.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Reorder {
-    pub(crate) window: Duration,
-    pub(crate) capacity: usize,
-    /// Bytes of events held back per channel beyond which the first gap is given up.
-    pub(crate) max_bytes: usize,
-}
+use super::item::SubscriptionItem;
+use crate::bridge::settings::Reorder;
 
 /// `seq` tracking of one channel on one connection.
 #[derive(Debug, Default)]

@@ -7,11 +7,11 @@ use std::task::Waker;
 
 use gabp_types::ChannelName;
 
+use super::item::SubscriptionItem;
 use crate::Error;
 
-use super::*;
-
-/// A subscription's queue, shared between the router (producer) and the [`Subscription`] (consumer).
+/// A subscription's queue, shared between the router (producer) and the [`Subscription`](super::Subscription)
+/// (consumer).
 #[derive(Debug)]
 pub(crate) struct SubQueue {
     pub(crate) inner: Mutex<QueueInner>,

@@ -6,9 +6,11 @@ use std::sync::Arc;
 use gabp_types::Event;
 use tokio::time::Instant;
 
+use super::item::SubscriptionItem;
+use super::order::SeqOrder;
+use super::queue::{wake, SubQueue};
+use crate::bridge::settings::Reorder;
 use crate::Error;
-
-use super::*;
 
 #[derive(Debug, Default)]
 pub(crate) struct ChannelRoute {
@@ -99,20 +101,14 @@ impl Router {
         }
     }
 
-    /// Drops, from every subscription, the channels not in `granted` (after restoring on a reconnect).
-    pub(crate) fn retain_granted_all(&mut self, granted: &HashSet<&str>) {
-        let lost: Vec<String> = self
-            .channels
-            .keys()
-            .filter(|c| !granted.contains(c.as_str()))
-            .cloned()
-            .collect();
-        for channel in lost {
-            tracing::warn!(%channel, "the mod no longer offers this channel; dropped from subscriptions");
-            if let Some(route) = self.channels.remove(&channel) {
+    /// Drops `channels` from every subscription: the mod did not grant them again (restoring on a reconnect).
+    pub(crate) fn drop_channels<'a>(&mut self, channels: impl IntoIterator<Item = &'a String>) {
+        for channel in channels {
+            if let Some(route) = self.channels.remove(channel) {
+                tracing::warn!(%channel, "the mod no longer offers this channel; dropped from subscriptions");
                 for id in route.subscribers {
                     if let Some(queue) = self.subs.get(&id) {
-                        queue.remove_channel(&channel);
+                        queue.remove_channel(channel);
                     }
                 }
             }

@@ -4,7 +4,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::*;
+use gabp_types::{ChannelName, Event};
+
+use super::item::SubscriptionItem;
+use super::order::SeqOrder;
+use super::queue::SubQueue;
+use super::router::Router;
+use crate::bridge::settings::Reorder;
 use serde_json::json;
 
 fn ev(channel: &str, seq: u64) -> Event {
