@@ -242,7 +242,8 @@ impl ModServer {
     /// The stack a connection gets (see [`ModServer::service`]), erased only around the user's layers.
     fn stack(&self) -> Stack {
         let inner = &self.inner;
-        let core = ConcurrencyLimitLayer::new(inner.limits.max_concurrent_requests)
+        let limit = inner.limits.max_concurrent_requests;
+        let core = ConcurrencyLimitLayer::new(limit.min(tokio::sync::Semaphore::MAX_PERMITS))
             .layer(inner.timeout.layer(inner.router.clone()));
         if inner.layers.is_empty() {
             return Stack::Plain(inner.protocol(core));

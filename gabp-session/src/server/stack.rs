@@ -7,9 +7,10 @@ use std::task::{Context, Poll};
 
 use futures::future::Either;
 use gabp_types::Response;
+use tower::limit::ConcurrencyLimit;
 use tower::Service;
 
-use super::layer::{Auth, Capability, CatchPanic, ConcurrencyLimit, ModService, Timeout, Trace};
+use super::layer::{Auth, Capability, CatchPanic, ModService, Timeout, Trace};
 use super::{Router, ServerRequest};
 
 /// The concurrency limit and the time limit around the router.

@@ -18,7 +18,6 @@
 
 pub(crate) mod auth;
 pub(crate) mod capability;
-pub(crate) mod concurrency;
 pub(crate) mod intercept;
 pub(crate) mod panic;
 pub(crate) mod timeout;
@@ -33,10 +32,11 @@ use tower::util::BoxService;
 
 pub use auth::{Auth, AuthLayer};
 pub use capability::{Capability, CapabilityLayer};
-pub use concurrency::{ConcurrencyLimit, ConcurrencyLimitLayer, Limited};
 pub use intercept::{Intercept, InterceptLayer};
 pub use panic::{CatchPanic, CatchPanicLayer, PanicGuarded};
 pub use timeout::{TimeLimited, Timeout, TimeoutLayer};
+/// Tower's own limit: its service is not ready while N requests are in flight.
+pub use tower::limit::ConcurrencyLimitLayer;
 pub use trace::{Trace, TraceLayer, Traced};
 
 use super::ServerRequest;
