@@ -85,7 +85,6 @@
 //! serving main-thread tools); `cargo run -p gabp-session --example minimal_mod`.
 #![forbid(unsafe_code)]
 
-mod alarm;
 pub mod bridge;
 mod engine;
 mod error;

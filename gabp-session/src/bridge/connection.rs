@@ -10,8 +10,8 @@ use bytes::Bytes;
 use gabp_types::decode::DecodeError;
 use gabp_types::Response;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use crate::alarm::{Alarm, Cancellation};
 use crate::engine::{Ended, Engine, Role, Signal};
 
 use super::link::Link;
@@ -40,8 +40,6 @@ pub(super) struct BridgeRole {
     pub(super) link: Arc<Link>,
     pub(super) shared: Arc<Shared>,
     signals: Signals,
-    /// Watches the signals' sources.
-    alarm: Alarm,
 }
 
 /// What makes a bridge's connection act on its own: its link shut, a graceful close, and the reorder deadline of
@@ -49,8 +47,8 @@ pub(super) struct BridgeRole {
 struct Signals {
     link: Arc<Link>,
     shared: Arc<Shared>,
-    killed: Cancellation,
-    closing: Cancellation,
+    killed: Pin<Box<WaitForCancellationFutureOwned>>,
+    closing: Pin<Box<WaitForCancellationFutureOwned>>,
     closing_sent: bool,
     /// When the oldest event held back for reordering is due.
     reorder: Option<Pin<Box<Sleep>>>,
@@ -60,8 +58,8 @@ impl BridgeRole {
     pub(super) fn new(link: Arc<Link>, shared: Arc<Shared>) -> Self {
         BridgeRole {
             signals: Signals {
-                killed: Cancellation::new(link.kill.clone()),
-                closing: Cancellation::new(link.close_writes.clone()),
+                killed: Box::pin(link.kill.clone().cancelled_owned()),
+                closing: Box::pin(link.close_writes.clone().cancelled_owned()),
                 closing_sent: false,
                 reorder: None,
                 link: link.clone(),
@@ -69,7 +67,6 @@ impl BridgeRole {
             },
             link,
             shared,
-            alarm: Alarm::new(),
         }
     }
 }
@@ -84,10 +81,10 @@ impl Signals {
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
-        if Pin::new(&mut self.killed).poll(cx).is_ready() {
+        if self.killed.as_mut().poll(cx).is_ready() {
             return Poll::Ready(Signal::End(self.link.reason()));
         }
-        if !self.closing_sent && Pin::new(&mut self.closing).poll(cx).is_ready() {
+        if !self.closing_sent && self.closing.as_mut().poll(cx).is_ready() {
             self.closing_sent = true;
             return Poll::Ready(Signal::CloseWrites);
         }
@@ -139,8 +136,6 @@ impl Role for BridgeRole {
             router.next_deadline()
         };
         self.signals.set_reorder(deadline);
-        // A deadline set or moved registers on the next poll.
-        self.alarm.reset();
     }
 
     fn on_invalid(&mut self, _body: Bytes, error: DecodeError) -> Option<Response> {
@@ -153,8 +148,7 @@ impl Role for BridgeRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<DisconnectReason>> {
-        let signals = &mut self.signals;
-        self.alarm.poll(cx, |cx| signals.poll(cx))
+        self.signals.poll(cx)
     }
 
     fn on_frame(&mut self) {

@@ -15,10 +15,9 @@ use gabp_codec::CodecError;
 use gabp_types::decode::DecodeError;
 use gabp_types::{ErrorCode, Event, MessageId, Request, Response};
 use tokio::time::Sleep;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tower::Service;
 
-use crate::alarm::{Alarm, Cancellation};
 use crate::engine::{Ended, Role, Signal};
 
 use super::admission::Admitted;
@@ -33,19 +32,17 @@ pub(crate) struct ModRole {
     session: Session,
     hub: Arc<EventHub>,
     signals: Signals,
-    /// Watches the signals' sources.
-    alarm: Alarm,
 }
 
 /// What makes a mod's connection stop: the session's close request (its establishment wakes it too), the
 /// server's shutdown, making room for a new connection, and the hello deadline.
 struct Signals {
     session: Session,
-    shutdown: Cancellation,
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     hello_deadline: Option<Pin<Box<Sleep>>>,
     /// The connection's slot, and its signal to make room for a new connection while it has no session.
     slot: Admitted,
-    displaced: Cancellation,
+    displaced: Pin<Box<WaitForCancellationFutureOwned>>,
 }
 
 impl ModRole {
@@ -60,15 +57,14 @@ impl ModRole {
         ModRole {
             signals: Signals {
                 session: session.clone(),
-                shutdown: Cancellation::new(shutdown),
+                shutdown: Box::pin(shutdown.cancelled_owned()),
                 hello_deadline: Some(Box::pin(tokio::time::sleep(hello_timeout))),
-                displaced: Cancellation::new(slot.displaced()),
+                displaced: Box::pin(slot.displaced().cancelled_owned()),
                 slot,
             },
             service,
             session,
             hub,
-            alarm: Alarm::new(),
         }
     }
 }
@@ -135,8 +131,7 @@ impl Role for ModRole {
     }
 
     fn poll_signal(&mut self, cx: &mut Context<'_>) -> Poll<Signal<CloseReason>> {
-        let signals = &mut self.signals;
-        self.alarm.poll(cx, |cx| signals.poll(cx))
+        self.signals.poll(cx)
     }
 
     fn on_read_end(&mut self) {
@@ -149,13 +144,13 @@ impl Signals {
         if let Some(reason) = self.session.poll_close_requested(cx) {
             return Poll::Ready(Signal::StopReading(reason));
         }
-        if Pin::new(&mut self.shutdown).poll(cx).is_ready() {
+        if self.shutdown.as_mut().poll(cx).is_ready() {
             return Poll::Ready(Signal::StopReading(CloseReason::Shutdown));
         }
         if self.session.is_established() {
             self.hello_deadline = None;
             self.slot.established();
-        } else if Pin::new(&mut self.displaced).poll(cx).is_ready() {
+        } else if self.displaced.as_mut().poll(cx).is_ready() {
             tracing::info!(
                 "no session/hello yet and the mod is full: making room for a new connection"
             );
