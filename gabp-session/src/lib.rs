@@ -89,7 +89,6 @@ pub mod bridge;
 mod engine;
 mod error;
 pub mod server;
-mod slots;
 
 pub use bridge::{Bridge, BridgeBuilder};
 pub use error::Error;

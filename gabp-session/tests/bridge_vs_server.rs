@@ -321,3 +321,37 @@ async fn reconnect_restores_subscriptions_after_the_mod_restarts() {
     bridge.close().await;
     soon(handle.shutdown()).await;
 }
+
+/// Limits as large as a `usize` allows stand for "no limit": both sides serve, call and publish with them.
+#[tokio::test]
+async fn limits_as_large_as_a_usize_serve_calls_and_events() {
+    let limits = gabp_session::server::ServerLimits::default()
+        .with_max_concurrent_requests(usize::MAX)
+        .with_event_queue(usize::MAX)
+        .with_event_queue_bytes(usize::MAX);
+    let builder = ModServer::builder()
+        .token(token())
+        .limits(limits)
+        .channel("player/move");
+    let events = builder.event_publisher();
+    let server = builder
+        .tool(Tool::new("demo/echo", |e: Echo| async move {
+            Ok::<_, ToolError>(e)
+        }))
+        .build()
+        .unwrap();
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    tokio::spawn(server.serve_connection(Connection::new(theirs)));
+    let bridge = Bridge::builder(token())
+        .max_in_flight(usize::MAX)
+        .outgoing_queue(usize::MAX);
+    let bridge = soon(bridge.over(Connection::new(ours))).await.unwrap();
+    let mut moves = bridge.subscribe(["player/move"]).await.unwrap();
+    let echoed = bridge
+        .call_tool("demo/echo", json!({"value": 1}))
+        .await
+        .unwrap();
+    assert_eq!(echoed, json!({"value": 1}));
+    events.publish("player/move", json!({"x": 1})).unwrap();
+    assert!(matches!(soon(moves.next()).await, Some(Ok(SubscriptionItem::Event(e))) if e.seq == 0));
+}

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use gabp_types::methods::{Method, SessionPing, ToolsCall, ToolsCancel};
 use gabp_types::{MessageId, MethodName, Params};
+use tokio::sync::{Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{CallResult, Delivery, FrameSender, Outgoing, Replies, TrySendError};
-use crate::slots::{Slots, TryTake};
+use crate::engine::{CallResult, Delivery, FrameSender, Outgoing, TrySendError};
 
 use super::reconnect::Keepalive;
 use super::request::{BridgeRequest, Reading};
@@ -67,9 +67,7 @@ pub(crate) struct Link {
     pub(super) outgoing: FrameSender<Outgoing>,
     /// How many calls wait for their answer; a caller that gave up no longer counts.
     pub(super) pending: AtomicUsize,
-    pub(super) in_flight: Slots,
-    /// Where the engine leaves each call's outcome, kept from call to call.
-    pub(super) replies: Replies,
+    pub(super) in_flight: Semaphore,
     pub(super) kill: CancellationToken,
     /// Closing gracefully: the writer sends what is queued and closes our side; the reader goes on until the
     /// mod closes its side too (or [`CLOSE_GRACE`] passes).
@@ -232,12 +230,12 @@ pub(super) async fn exchange(
     // The waits for a slot and for room in the outgoing queue are rare; they are boxed so that this future
     // stays small.
     let _permit = match slot {
-        Slot::Take => Some(match Slots::try_take(&link.in_flight) {
-            Ok(taken) => taken,
-            Err(TryTake::Full) => {
-                waited(Slots::take(&link.in_flight), deadline, timed_out, link).await?
+        Slot::Take => Some(match link.in_flight.try_acquire() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::NoPermits) => {
+                waited(link.in_flight.acquire(), deadline, timed_out, link).await?
             }
-            Err(TryTake::Closed) => return Err(link.lost()),
+            Err(TryAcquireError::Closed) => return Err(link.lost()),
         }),
         Slot::Bypass => None,
     };
@@ -250,7 +248,7 @@ pub(super) async fn exchange(
             limit,
         });
     }
-    let (reply, mut rx) = link.replies.open();
+    let (reply, rx) = tokio::sync::oneshot::channel();
     let call = Outgoing::Call {
         id: request.id,
         body,
@@ -267,8 +265,7 @@ pub(super) async fn exchange(
     // From here on the engine has the call in its table (or will have, in queue order): dropping this future
     // tells it to forget the call.
     let mut guard = PendingGuard::new(link, request.id, request.method.as_str());
-    let delivery = (&mut rx).await;
-    link.replies.recycle(rx);
+    let delivery = rx.await;
     guard.armed = false;
     match delivery {
         Ok(Delivery::Answered(Ok(result))) if reading == Reading::AsType => Ok(result),

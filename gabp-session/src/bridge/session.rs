@@ -12,13 +12,13 @@ use gabp_types::methods::{
     WelcomeResult,
 };
 use gabp_types::NonEmptyString;
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::engine::{self, Engine, Queues};
-use crate::slots::Slots;
 
 use super::connection::{run_engine, BridgeRole, CLOSE_GRACE};
 use super::events::subscription::restore;
@@ -99,14 +99,13 @@ pub(super) async fn establish(
     let peer = connection.peer().to_owned();
     let codec_max_body = connection.codec().max_body_size();
     // Bounded in frames; in bytes by the frames, each at most the codec's largest body.
-    let (outgoing, queue) = engine::frame_queue(settings.outgoing_queue, usize::MAX);
+    let (outgoing, queue) = engine::frame_queue(settings.outgoing_queue, None);
     let base = Instant::now();
     let link = Arc::new(Link {
         generation,
         outgoing,
         pending: AtomicUsize::new(0),
-        in_flight: Slots::new(settings.max_in_flight),
-        replies: engine::Replies::new(settings.max_in_flight),
+        in_flight: Semaphore::new(settings.max_in_flight.min(Semaphore::MAX_PERMITS)),
         kill: CancellationToken::new(),
         close_writes: CancellationToken::new(),
         reason: Mutex::new(None),
@@ -210,7 +209,8 @@ pub(super) async fn handshake(
         .and_then(|m| usize::try_from(m.get()).ok())
     {
         if limit < settings.max_in_flight {
-            link.in_flight.forget(settings.max_in_flight - limit);
+            link.in_flight
+                .forget_permits(settings.max_in_flight - limit);
         }
     }
     let advertised = welcome

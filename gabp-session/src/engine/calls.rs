@@ -7,15 +7,16 @@
 //! when it fires.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use gabp_types::MessageId;
+use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
 use super::queue::FrameQueue;
-use super::reply::Replier;
 use super::result::{CallResult, Failure};
 
 /// What the engine hands to a waiting caller.
@@ -35,7 +36,7 @@ pub(crate) enum Outgoing {
     Call {
         id: MessageId,
         body: Bytes,
-        reply: Replier,
+        reply: oneshot::Sender<Delivery>,
         deadline: Instant,
     },
     /// The caller of `id` gave up (timed out or dropped): forget it, discard its answer, and write `cancel`
@@ -77,7 +78,7 @@ impl std::hash::Hash for CallId {
 
 /// A call waiting for its answer.
 struct Waiting {
-    reply: Replier,
+    reply: oneshot::Sender<Delivery>,
     deadline: Instant,
 }
 
@@ -101,9 +102,6 @@ pub(crate) struct Calls {
     /// Fires at `armed`, no later than the earliest time limit in the table.
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
-    /// The waker the timer was registered with since it was last set (polled outside tokio's cooperative
-    /// budget, so a pending poll always registers): until it fires, polling it again is not needed.
-    timer_waker: Option<Waker>,
     /// A sweep of abandoned entries runs when the table grows past this.
     sweep_at: usize,
     sweep_floor: usize,
@@ -123,7 +121,6 @@ impl Calls {
             failed: false,
             timer: None,
             armed: None,
-            timer_waker: None,
             sweep_at: floor,
             sweep_floor: floor,
         }
@@ -204,7 +201,12 @@ impl Calls {
     }
 
     /// Enters a call; `false` when its caller is already gone.
-    fn insert(&mut self, id: MessageId, reply: Replier, deadline: Instant) -> bool {
+    fn insert(
+        &mut self,
+        id: MessageId,
+        reply: oneshot::Sender<Delivery>,
+        deadline: Instant,
+    ) -> bool {
         if reply.is_closed() {
             return false;
         }
@@ -221,7 +223,6 @@ impl Calls {
 
     fn arm(&mut self, at: Instant) {
         self.armed = Some(at);
-        self.timer_waker = None;
         match &mut self.timer {
             Some(timer) => timer.as_mut().reset(at),
             None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
@@ -235,16 +236,7 @@ impl Calls {
             let Some(timer) = self.timer.as_mut().filter(|_| self.armed.is_some()) else {
                 return;
             };
-            if !timer.is_elapsed()
-                && self
-                    .timer_waker
-                    .as_ref()
-                    .is_some_and(|w| w.will_wake(cx.waker()))
-            {
-                return;
-            }
-            if super::poll_registered(timer.as_mut(), cx).is_pending() {
-                self.timer_waker = Some(cx.waker().clone());
+            if timer.as_mut().poll(cx).is_pending() {
                 return;
             }
             self.armed = None;
@@ -272,7 +264,7 @@ impl Calls {
             return false;
         };
         // A caller that gave up a moment ago is not an error: its answer is discarded.
-        waiting.reply.send(delivery);
+        let _ = waiting.reply.send(delivery);
         true
     }
 
@@ -305,9 +297,10 @@ impl Calls {
 #[cfg(test)]
 mod tests {
     use super::super::frame_queue;
-    use super::super::reply::{channel, Reply, TryRecv};
     use super::*;
+    use oneshot::error::TryRecvError;
     use serde_json::Value;
+    use std::task::Waker;
     use std::time::Duration;
 
     fn table() -> Calls {
@@ -320,7 +313,7 @@ mod tests {
 
     /// Queues `items` and lets the table take them.
     fn take(calls: &mut Calls, items: Vec<Outgoing>) -> Option<FrameQueue<Outgoing>> {
-        let (tx, rx) = frame_queue(items.len().max(1), usize::MAX);
+        let (tx, rx) = frame_queue(items.len().max(1), None);
         for item in items {
             tx.try_send(item).unwrap();
         }
@@ -329,8 +322,10 @@ mod tests {
         rx
     }
 
+    type Reply = oneshot::Receiver<Delivery>;
+
     fn call(id: MessageId, body: &'static str, deadline: Instant) -> (Outgoing, Reply) {
-        let (reply, rx) = channel();
+        let (reply, rx) = oneshot::channel();
         let body = Bytes::from_static(body.as_bytes());
         (
             Outgoing::Call {
@@ -458,7 +453,7 @@ mod tests {
         let queue = take(&mut calls, vec![item, forget]);
         assert_eq!(queue.map(|q| q.len()), Some(0), "both were taken");
         assert!(
-            matches!(reply.try_recv(), Err(TryRecv::Closed)),
+            matches!(reply.try_recv(), Err(TryRecvError::Closed)),
             "its caller sees it fail"
         );
         assert_eq!(calls.len(), 0);
@@ -528,7 +523,7 @@ mod tests {
         let woken = futures::future::poll_fn(|cx| {
             if std::mem::take(&mut first) {
                 // Spend the task's cooperative budget, as a busy engine turn does.
-                super::super::spend_budget(cx);
+                super::super::tests::spend_budget(cx);
             }
             calls.poll_expired(cx);
             match rx.try_recv() {
@@ -567,7 +562,7 @@ mod tests {
         let (item, mut rx) = call(MessageId::new_v4(), "a", later());
         take(&mut calls, vec![item]);
         calls.fail_all();
-        assert!(matches!(rx.try_recv(), Err(TryRecv::Closed)));
+        assert!(matches!(rx.try_recv(), Err(TryRecvError::Closed)));
         assert_eq!(calls.len(), 0);
         assert!(!calls.has_unsent());
     }

@@ -27,6 +27,9 @@
 //! Every queue is bounded: requests handled by the role's limit, answers and the requests being handled by the
 //! backlog's bounds in answers and in bytes, requests sent by their frame queue and the table's bound on frames
 //! not yet written, events by the role's event queue.
+//!
+//! Every source the loop waits on (signals, queues, timers) is polled on every turn that reaches it: a poll that
+//! tokio's cooperative budget refuses wakes the task instead of registering, and the next turn polls it again.
 
 mod answering;
 mod backlog;
@@ -35,7 +38,6 @@ mod calls;
 mod framing;
 mod inflight;
 mod queue;
-mod reply;
 mod result;
 mod role;
 
@@ -55,7 +57,6 @@ pub(crate) use body::to_body;
 pub(crate) use calls::{Delivery, Outgoing};
 pub(crate) use inflight::InFlight;
 pub(crate) use queue::{frame_queue, FrameQueue, FrameSender, TrySendError};
-pub(crate) use reply::Replies;
 pub(crate) use result::{CallResult, Failure};
 pub(crate) use role::{Ended, Role, Signal};
 
@@ -157,9 +158,10 @@ impl<P: Role> Engine<P> {
             self.peer.on_read_end();
         }
         self.handling.abort_all();
-        // The calls still queued fail now: the queue, dropped, closes and drops them, and their callers see the
-        // connection lost.
-        drop(self.outgoing.take());
+        // The calls still queued fail now: their callers see the connection lost.
+        if let Some(outgoing) = self.outgoing.take() {
+            outgoing.drain().await;
+        }
         ended
     }
 
@@ -503,25 +505,6 @@ impl<P: Role> Engine<P> {
     fn answer(&mut self, id: MessageId, answered: Result<CallResult, Failure>) {
         if !self.calls.deliver(&id, Delivery::Answered(answered)) {
             tracing::debug!(%id, "discarding a late or unknown response");
-        }
-    }
-}
-
-/// Polls `future` outside tokio's cooperative budget, so that a pending poll always leaves `cx`'s waker with
-/// what it waits for (a poll refused for budget returns pending without it). For the parts of the loop that are
-/// not polled again until they wake it.
-fn poll_registered<F: Future + Unpin>(future: F, cx: &mut Context<'_>) -> Poll<F::Output> {
-    let mut future = tokio::task::unconstrained(future);
-    Pin::new(&mut future).poll(cx)
-}
-
-/// Spends the task's cooperative budget, as a busy turn of the loop does.
-#[cfg(test)]
-fn spend_budget(cx: &mut Context<'_>) {
-    loop {
-        let spend = std::pin::pin!(tokio::task::consume_budget());
-        if spend.poll(cx).is_pending() {
-            return;
         }
     }
 }

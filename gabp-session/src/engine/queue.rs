@@ -1,18 +1,16 @@
 //! The queues of frames a connection writes besides its answers: the calls a bridge sends, the events of a mod's
 //! subscriptions and the progress of the calls it handles (SPEC/1.0 gabp.md §6, extensions.md §progress). Each is
-//! bounded by frames, and by bytes where its items are not bounded already (SPEC/1.0 security.md §7); a frame over
-//! the bytes is refused, never waited for.
-//! A connection with nothing queued pays a few loads per turn: the engine arms the queue once, and again only
-//! after a send woke it or its waker changed.
+//! a tokio channel bounded by frames and, where its items are not bounded already, by bytes (SPEC/1.0
+//! security.md §7): a semaphore whose permits are bytes, held by each frame until the engine takes it. A frame
+//! over the bytes is refused, never waited for.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use tokio::sync::mpsc;
 pub(crate) use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::Notify;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a queue holds: a frame, or what carries one, counted by its bytes.
 pub(crate) trait Queued {
@@ -26,301 +24,137 @@ impl Queued for Bytes {
     }
 }
 
-/// What is queued, and the engine's waker, shared by both ends.
-struct Shared<T> {
-    held: parking_lot::Mutex<Held<T>>,
-    /// How many frames `held` holds, changed under its lock: the engine reads it without the lock to find the
-    /// queue empty.
-    frames: AtomicUsize,
-    /// The most frames held; a send waits for room past it.
-    max_frames: usize,
-    /// Live senders: the queue ends once they are all gone.
-    senders: AtomicUsize,
-    /// The engine's waker, kept when woken.
-    waker: parking_lot::Mutex<Option<Waker>>,
-    /// Whether the engine waits for a send's wake: set by the engine, cleared by the send (or the last sender
-    /// gone) that wakes it.
-    armed: AtomicBool,
-    /// Sends waiting for room: one is told when a frame is taken from a full queue, and passes on any room left
-    /// after its own frame (a send told and then dropped passes its turn on too); all are told when it closes.
-    room: Notify,
+/// A frame in the queue, and the bytes of the queue's budget it holds.
+struct Held<T> {
+    item: T,
+    _bytes: Option<OwnedSemaphorePermit>,
 }
 
-/// The frames and their bytes.
-struct Held<T> {
-    items: VecDeque<T>,
-    bytes: usize,
-    /// Closed by the engine: no frame is let in any more.
-    closed: bool,
+/// The bytes a queue may hold, as the permits of a semaphore.
+#[derive(Clone)]
+struct Budget {
+    bytes: Arc<Semaphore>,
+    max: u32,
 }
 
 /// The sending end (cloneable).
 pub(crate) struct FrameSender<T = Bytes> {
-    queued: Arc<Shared<T>>,
-    max_bytes: usize,
+    tx: mpsc::Sender<Held<T>>,
+    budget: Option<Budget>,
 }
 
 impl<T> Clone for FrameSender<T> {
     fn clone(&self) -> Self {
-        self.queued.senders.fetch_add(1, Ordering::SeqCst);
         FrameSender {
-            queued: self.queued.clone(),
-            max_bytes: self.max_bytes,
+            tx: self.tx.clone(),
+            budget: self.budget.clone(),
         }
     }
 }
 
-impl<T> Drop for FrameSender<T> {
-    fn drop(&mut self) {
-        // The last sender gone ends the queue: the engine is told, as by a send.
-        if self.queued.senders.fetch_sub(1, Ordering::SeqCst) == 1 {
-            wake(&self.queued);
-        }
-    }
-}
-
-/// The receiving end, held by the engine.
+/// The receiving end, held by the engine. Dropped, it drops what it holds (a call's caller then sees the
+/// connection lost) and refuses the sends waiting for room.
 pub(crate) struct FrameQueue<T = Bytes> {
-    queued: Arc<Shared<T>>,
-    /// The waker last registered, to tell whether the engine's waker changed since.
-    registered: Option<Waker>,
-    /// Closed by the engine.
-    closed: bool,
+    rx: mpsc::Receiver<Held<T>>,
 }
 
-/// A queue of at most `frames` frames and `max_bytes` bytes; one frame is always let into an empty queue,
-/// whatever its size.
+/// A queue of at most `frames` frames and, given `max_bytes`, at most that many bytes; one frame is always let
+/// into a queue that holds no bytes, whatever its size.
 pub(crate) fn frame_queue<T: Queued>(
     frames: usize,
-    max_bytes: usize,
+    max_bytes: Option<usize>,
 ) -> (FrameSender<T>, FrameQueue<T>) {
-    let queued = Arc::new(Shared {
-        held: parking_lot::Mutex::new(Held {
-            items: VecDeque::new(),
-            bytes: 0,
-            closed: false,
-        }),
-        frames: AtomicUsize::new(0),
-        max_frames: frames.max(1),
-        senders: AtomicUsize::new(1),
-        waker: parking_lot::Mutex::new(None),
-        armed: AtomicBool::new(false),
-        room: Notify::new(),
+    let (tx, rx) = mpsc::channel(frames.clamp(1, Semaphore::MAX_PERMITS));
+    let budget = max_bytes.map(|max| {
+        let max = u32::try_from(max.min(Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
+        Budget {
+            bytes: Arc::new(Semaphore::new(max as usize)),
+            max,
+        }
     });
-    (
-        FrameSender {
-            queued: queued.clone(),
-            max_bytes,
-        },
-        FrameQueue {
-            queued,
-            registered: None,
-            closed: false,
-        },
-    )
+    (FrameSender { tx, budget }, FrameQueue { rx })
 }
 
 impl<T: Queued> FrameSender<T> {
     /// Queues `item`; refused when the queue is full in frames or in bytes ([`TrySendError::Full`]), or closed
     /// ([`TrySendError::Closed`]).
     pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
-        self.enqueue(item).map_err(Refusal::into_error)?;
-        wake(&self.queued);
-        Ok(())
+        match self.tx.try_reserve() {
+            Ok(room) => self.put(room, item),
+            Err(TrySendError::Full(())) => Err(TrySendError::Full(item)),
+            Err(TrySendError::Closed(())) => Err(TrySendError::Closed(item)),
+        }
     }
 
     /// Queues `item` once the queue has room for a frame; refused when it is over the bytes
     /// ([`TrySendError::Full`]), or closed ([`TrySendError::Closed`]).
-    pub(crate) async fn send(&self, mut item: T) -> Result<(), TrySendError<T>> {
-        loop {
-            // Waiting before looking, so that room made or a close after the look still wakes this send.
-            let room = self.queued.room.notified();
-            let mut room = std::pin::pin!(room);
-            room.as_mut().enable();
-            match self.enqueue(item) {
-                Err(Refusal::NoRoom(back)) => item = back,
-                queued => {
-                    // Room left (after this frame, or with this one refused) goes to the next send waiting: a take
-                    // tells only one.
-                    if self.queued.frames.load(Ordering::SeqCst) < self.queued.max_frames {
-                        self.queued.room.notify_one();
-                    }
-                    queued.map_err(Refusal::into_error)?;
-                    wake(&self.queued);
-                    return Ok(());
-                }
-            }
-            room.await;
+    pub(crate) async fn send(&self, item: T) -> Result<(), TrySendError<T>> {
+        match self.tx.reserve().await {
+            Ok(room) => self.put(room, item),
+            Err(_) => Err(TrySendError::Closed(item)),
         }
     }
 
-    /// Puts `item` in, counted, without waking the engine.
-    fn enqueue(&self, item: T) -> Result<(), Refusal<T>> {
-        let mut held = self.queued.held.lock();
-        if held.closed {
-            return Err(Refusal::Closed(item));
-        }
-        if held.items.len() >= self.queued.max_frames {
-            return Err(Refusal::NoRoom(item));
-        }
-        let len = item.bytes();
-        if held.bytes > 0 && held.bytes.saturating_add(len) > self.max_bytes {
-            return Err(Refusal::OverBytes(item));
-        }
-        held.bytes += len;
-        held.items.push_back(item);
-        self.queued.frames.fetch_add(1, Ordering::SeqCst);
+    /// Puts `item` in the room reserved for it, with its bytes if the budget has them now; a frame larger than
+    /// the whole budget takes all of it.
+    fn put(&self, room: mpsc::Permit<'_, Held<T>>, item: T) -> Result<(), TrySendError<T>> {
+        let bytes = match &self.budget {
+            None => None,
+            Some(budget) => {
+                let charge = u32::try_from(item.bytes()).map_or(budget.max, |n| n.min(budget.max));
+                match budget.bytes.clone().try_acquire_many_owned(charge) {
+                    Ok(bytes) => Some(bytes),
+                    // The room reserved goes back, to the next send waiting for it.
+                    Err(_) => return Err(TrySendError::Full(item)),
+                }
+            }
+        };
+        room.send(Held {
+            item,
+            _bytes: bytes,
+        });
         Ok(())
     }
 
     /// The most frames the queue holds.
     pub(crate) fn capacity(&self) -> usize {
-        self.queued.max_frames
+        self.tx.max_capacity()
     }
 }
 
-/// Why a frame was not let in.
-enum Refusal<T> {
-    /// The queue holds its most frames: a send may wait for room.
-    NoRoom(T),
-    /// The frame would take the queue over its bytes: refused, never waited for.
-    OverBytes(T),
-    Closed(T),
-}
-
-impl<T> Refusal<T> {
-    fn into_error(self) -> TrySendError<T> {
-        match self {
-            Refusal::NoRoom(item) | Refusal::OverBytes(item) => TrySendError::Full(item),
-            Refusal::Closed(item) => TrySendError::Closed(item),
-        }
-    }
-}
-
-/// Wakes the engine if it waits, once a frame is in the queue (or the last sender is gone).
-fn wake<T>(queued: &Shared<T>) {
-    // Pairs with the fence in `FrameQueue::wait`: either the engine sees this frame, or this send or an earlier
-    // one sees the queue armed and wakes it.
-    fence(Ordering::SeqCst);
-    if queued.armed.swap(false, Ordering::SeqCst) {
-        // Woken by reference: a late wake leaves the waker in place for the next one.
-        if let Some(waker) = &*queued.waker.lock() {
-            waker.wake_by_ref();
-        }
-    }
-}
-
-impl<T: Queued> FrameQueue<T> {
-    /// The next queued frame; without one, the queue is armed to wake the engine (again only when a send has
-    /// woken it since, or the engine's waker changed), or `None` once the queue is closed, or its senders gone,
-    /// and it is empty.
-    #[inline]
+impl<T> FrameQueue<T> {
+    /// The next queued frame (its bytes go back to the budget), or `None` once the queue is closed, or its senders
+    /// gone, and it is empty.
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        if self.queued.frames.load(Ordering::SeqCst) == 0
-            && !self.has_ended()
-            && (self.still_armed(cx) || !self.wait(cx))
-        {
-            return Poll::Pending;
-        }
-        match self.take() {
-            Some(item) => Poll::Ready(Some(item)),
-            None if self.has_ended() => Poll::Ready(None),
-            // Not reached: only the engine takes, and a frame counted is held. Were it, another turn looks again.
-            None => {
-                debug_assert!(self.is_empty(), "a frame counted is not held");
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-        }
-    }
-
-    /// Whether no frame can come any more: closed here, or every sender gone.
-    fn has_ended(&self) -> bool {
-        self.closed || self.queued.senders.load(Ordering::SeqCst) == 0
+        self.rx.poll_recv(cx).map(|held| held.map(|held| held.item))
     }
 
     /// Whether nothing is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        self.queued.frames.load(Ordering::SeqCst) == 0
+        self.rx.is_empty()
     }
 
     /// Refuses new frames (sends waiting for room are refused too); those already queued are still taken.
     pub(crate) fn close(&mut self) {
-        self.closed = true;
-        self.queued.held.lock().closed = true;
-        self.queued.room.notify_waiters();
+        self.rx.close();
     }
 
-    /// Whether the queue is still armed for `cx`'s waker, by an earlier turn's fenced arming: the next send wakes
-    /// it. Asked of every queue on every turn, so kept inline.
-    #[inline]
-    fn still_armed(&self, cx: &Context<'_>) -> bool {
-        self.registered_for(cx) && self.queued.armed.load(Ordering::SeqCst)
+    /// Closes the queue and drops what it holds, the frames of sends that had room a moment before included.
+    pub(crate) async fn drain(mut self) {
+        self.close();
+        while self.rx.recv().await.is_some() {}
     }
 
-    /// Whether `cx`'s waker is the one the queue last registered.
-    #[inline]
-    fn registered_for(&self, cx: &Context<'_>) -> bool {
-        self.registered
-            .as_ref()
-            .is_some_and(|w| w.will_wake(cx.waker()))
-    }
-
-    /// Arms the queue to wake `cx`'s waker; `true` if it then found a frame counted, or every sender gone.
-    fn wait(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.registered_for(cx) {
-            *self.queued.waker.lock() = Some(cx.waker().clone());
-            self.registered = Some(cx.waker().clone());
-        }
-        self.queued.armed.store(true, Ordering::SeqCst);
-        // Pairs with the fence in `wake`.
-        fence(Ordering::SeqCst);
-        self.queued.frames.load(Ordering::SeqCst) > 0
-            || self.queued.senders.load(Ordering::SeqCst) == 0
-    }
-
-    /// Takes the first frame, if any; a send waiting for room is told of the room it leaves.
-    fn take(&mut self) -> Option<T> {
-        let mut held = self.queued.held.lock();
-        let was_full = held.items.len() >= self.queued.max_frames;
-        let item = held.items.pop_front()?;
-        held.bytes = held.bytes.saturating_sub(item.bytes());
-        self.queued.frames.fetch_sub(1, Ordering::SeqCst);
-        drop(held);
-        if was_full {
-            self.queued.room.notify_one();
-        }
-        Some(item)
-    }
-}
-
-impl<T> Drop for FrameQueue<T> {
-    /// The engine gone: the queue closes, what it holds is dropped (a call's caller then sees the connection
-    /// lost), and sends waiting for room are refused.
-    fn drop(&mut self) {
-        let held = {
-            let mut held = self.queued.held.lock();
-            held.closed = true;
-            self.queued.frames.store(0, Ordering::SeqCst);
-            held.bytes = 0;
-            std::mem::take(&mut held.items)
-        };
-        self.queued.room.notify_waiters();
-        // Dropped outside the lock: what an item's drop does cannot reach back into the queue while it is held.
-        drop(held);
-    }
-}
-
-#[cfg(test)]
-impl<T: Queued> FrameQueue<T> {
     /// How many frames are queued.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.queued.frames.load(Ordering::SeqCst)
+        self.rx.len()
     }
 
     /// The next queued frame, without waiting.
+    #[cfg(test)]
     pub(crate) fn try_next(&mut self) -> Option<T> {
-        self.take()
+        self.rx.try_recv().ok().map(|held| held.item)
     }
 }
 

@@ -157,7 +157,7 @@ pub(crate) struct SubscriberQueue {
 impl SubscriberQueue {
     /// A queue of `capacity` events and `max_bytes` bytes, and its receiving end.
     pub(crate) fn new(capacity: usize, max_bytes: usize) -> (Arc<Self>, FrameQueue) {
-        let (tx, rx) = frame_queue(capacity, max_bytes);
+        let (tx, rx) = frame_queue(capacity, Some(max_bytes));
         (
             Arc::new(SubscriberQueue {
                 tx,

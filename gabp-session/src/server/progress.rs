@@ -32,7 +32,7 @@ pub(crate) struct ProgressSink {
 impl ProgressSink {
     /// A sink and the queue the connection's engine writes from.
     pub(crate) fn new() -> (ProgressSink, FrameQueue) {
-        let (tx, rx) = frame_queue(PROGRESS_QUEUE, PROGRESS_QUEUE_BYTES);
+        let (tx, rx) = frame_queue(PROGRESS_QUEUE, Some(PROGRESS_QUEUE_BYTES));
         (
             ProgressSink {
                 tx,

@@ -1,5 +1,5 @@
 use std::future::Future;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Wake, Waker};
 
 use super::*;
@@ -16,11 +16,6 @@ impl Wake for Flag {
 fn flagged() -> (Arc<Flag>, Waker) {
     let flag = Arc::new(Flag(AtomicBool::new(false)));
     (flag.clone(), Waker::from(flag))
-}
-
-/// Puts `body` in the queue the way a send does, but without waking the engine.
-fn put(tx: &FrameSender, body: Bytes) -> bool {
-    tx.enqueue(body).is_ok()
 }
 
 /// Sends `body`: the send must wake the engine, and the engine's next poll must read it.
@@ -40,13 +35,19 @@ fn send_wakes_and_is_read(
     );
 }
 
+/// The bytes the queue's budget has left.
+fn bytes_left(tx: &FrameSender) -> usize {
+    tx.budget
+        .as_ref()
+        .map_or(usize::MAX, |b| b.bytes.available_permits())
+}
+
 #[test]
 fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
-    let (tx, mut queue) = frame_queue(4, 1024);
+    let (tx, mut queue) = frame_queue(4, Some(1024));
     let (flag, waker) = flagged();
     let mut cx = Context::from_waker(&waker);
     assert!(queue.poll_next(&mut cx).is_pending());
-    // Quiet: polled again without taking the lock.
     assert!(queue.poll_next(&mut cx).is_pending());
     send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"one");
     assert!(queue.poll_next(&mut cx).is_pending());
@@ -54,51 +55,28 @@ fn a_send_after_the_queue_went_quiet_wakes_the_engine_and_is_read() {
 }
 
 #[tokio::test]
-async fn a_send_wakes_the_engine_even_after_a_poll_in_a_turn_that_spent_its_budget() {
-    let (tx, mut queue) = frame_queue(4, 1024);
+async fn a_quiet_poll_in_a_turn_that_spent_its_budget_still_leaves_the_engine_woken() {
+    let (tx, mut queue) = frame_queue(4, Some(1024));
     let (flag, waker) = flagged();
     std::future::poll_fn(|cx| {
         // A busy turn spends the task's cooperative budget before it looks at the queue.
-        super::super::spend_budget(cx);
+        super::super::tests::spend_budget(cx);
         assert!(queue
             .poll_next(&mut Context::from_waker(&waker))
             .is_pending());
         Poll::Ready(())
     })
     .await;
-    // The next turn finds the queue quiet; a send must still wake the engine.
-    assert!(queue
-        .poll_next(&mut Context::from_waker(&waker))
-        .is_pending());
-    flag.0.store(false, Ordering::SeqCst);
     assert!(tx.try_send(Bytes::from_static(b"late")).is_ok());
-    assert!(flag.0.load(Ordering::SeqCst), "the send woke the engine");
-}
-
-#[test]
-fn a_wake_that_comes_after_its_frame_was_taken_does_not_silence_the_next_send() {
-    let (tx, mut queue) = frame_queue(4, 1024);
-    let (flag, waker) = flagged();
-    let mut cx = Context::from_waker(&waker);
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // A send puts its frame in, and the engine (running for another reason) takes it before that send's wake.
-    assert!(put(&tx, Bytes::from_static(b"early")));
-    assert_eq!(
-        queue.poll_next(&mut cx),
-        Poll::Ready(Some(Bytes::from_static(b"early")))
-    );
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // The late wake disarms the queue; the turn it causes finds nothing queued.
-    wake(&tx.queued);
-    assert!(flag.0.swap(false, Ordering::SeqCst));
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // The next send must still wake the engine.
-    send_wakes_and_is_read(&tx, &mut queue, &flag, &mut cx, b"next");
+    // Once the turn is over: woken for another turn (tokio defers that wake to the end of the turn), or by the
+    // send; never left waiting with a frame queued.
+    tokio::task::yield_now().await;
+    assert!(flag.0.load(Ordering::SeqCst), "the engine is woken");
 }
 
 #[test]
 fn a_new_waker_is_registered_even_while_the_old_one_is() {
-    let (tx, mut queue) = frame_queue(4, 1024);
+    let (tx, mut queue) = frame_queue(4, Some(1024));
     let (_, old_waker) = flagged();
     let (new, new_waker) = flagged();
     assert!(queue
@@ -112,47 +90,14 @@ fn a_new_waker_is_registered_even_while_the_old_one_is() {
 }
 
 #[test]
-fn a_wake_that_comes_after_the_engine_armed_again_leaves_it_armed() {
-    let (tx, mut queue) = frame_queue(4, 1024);
-    let (flag, waker) = flagged();
-    let mut cx = Context::from_waker(&waker);
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // A send disarms the queue, then stops before it wakes the engine.
-    assert!(put(&tx, Bytes::from_static(b"a")));
-    fence(Ordering::SeqCst);
-    assert!(tx.queued.armed.swap(false, Ordering::SeqCst));
-    // The engine, running for another reason, takes its frame and arms the queue again.
-    assert_eq!(
-        queue.poll_next(&mut cx),
-        Poll::Ready(Some(Bytes::from_static(b"a")))
-    );
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // The send wakes the engine now; the turn it causes finds nothing queued.
-    if let Some(w) = &*tx.queued.waker.lock() {
-        w.wake_by_ref();
-    }
-    assert!(flag.0.swap(false, Ordering::SeqCst));
-    assert!(queue.poll_next(&mut cx).is_pending());
-    // The next send must still wake the engine.
-    assert!(tx.try_send(Bytes::from_static(b"b")).is_ok());
-    assert!(
-        flag.0.load(Ordering::SeqCst),
-        "the next send woke the engine"
-    );
-}
-
-#[test]
 fn a_frame_sent_just_before_the_last_sender_went_is_taken_before_the_end() {
-    let (tx, mut queue) = frame_queue(4, 1024);
+    let (tx, mut queue) = frame_queue(4, Some(1024));
     let (flag, waker) = flagged();
     let mut cx = Context::from_waker(&waker);
     assert!(queue.poll_next(&mut cx).is_pending());
-    assert!(put(&tx, Bytes::from_static(b"last")));
+    assert!(tx.try_send(Bytes::from_static(b"last")).is_ok());
     drop(tx);
-    assert!(
-        flag.0.load(Ordering::SeqCst),
-        "the last sender gone woke the engine"
-    );
+    assert!(flag.0.load(Ordering::SeqCst));
     assert_eq!(
         queue.poll_next(&mut cx),
         Poll::Ready(Some(Bytes::from_static(b"last")))
@@ -162,7 +107,7 @@ fn a_frame_sent_just_before_the_last_sender_went_is_taken_before_the_end() {
 
 #[test]
 fn the_last_sender_gone_wakes_the_engine_and_ends_the_queue() {
-    let (tx, mut queue) = frame_queue::<Bytes>(4, 1024);
+    let (tx, mut queue) = frame_queue::<Bytes>(4, Some(1024));
     let other = tx.clone();
     let (flag, waker) = flagged();
     let mut cx = Context::from_waker(&waker);
@@ -180,22 +125,23 @@ fn the_last_sender_gone_wakes_the_engine_and_ends_the_queue() {
 
 #[test]
 fn a_full_queue_refuses_and_counts_nothing() {
-    let (tx, mut queue) = frame_queue(1, 1024);
+    let (tx, mut queue) = frame_queue(1, Some(1024));
     assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
-    assert!(tx.try_send(Bytes::from_static(b"b")).is_err());
-    assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 1);
-    let waker = Waker::noop();
-    let mut cx = Context::from_waker(waker);
+    assert!(matches!(
+        tx.try_send(Bytes::from_static(b"b")),
+        Err(TrySendError::Full(_))
+    ));
+    assert_eq!((queue.len(), bytes_left(&tx)), (1, 1023));
+    let mut cx = Context::from_waker(Waker::noop());
     assert!(queue.poll_next(&mut cx).is_ready());
-    assert_eq!(queue.queued.frames.load(Ordering::SeqCst), 0);
-    assert_eq!(queue.queued.held.lock().bytes, 0);
+    assert_eq!((queue.len(), bytes_left(&tx)), (0, 1024));
     drop(tx);
     assert_eq!(queue.poll_next(&mut cx), Poll::Ready(None));
 }
 
 #[test]
 fn a_send_waits_for_room_then_wakes_the_engine() {
-    let (tx, mut queue) = frame_queue(1, usize::MAX);
+    let (tx, mut queue) = frame_queue(1, None);
     let (flag, waker) = flagged();
     let mut cx = Context::from_waker(&waker);
     assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
@@ -225,7 +171,7 @@ fn a_send_waits_for_room_then_wakes_the_engine() {
 
 #[test]
 fn a_closed_queue_refuses_sends_and_ends_after_what_it_holds() {
-    let (tx, mut queue) = frame_queue(4, usize::MAX);
+    let (tx, mut queue) = frame_queue(4, None);
     assert!(tx.try_send(Bytes::from_static(b"held")).is_ok());
     queue.close();
     assert!(matches!(
@@ -249,7 +195,7 @@ fn a_closed_queue_refuses_sends_and_ends_after_what_it_holds() {
 
 #[test]
 fn a_send_waiting_for_room_is_refused_when_the_queue_closes() {
-    let (tx, mut queue) = frame_queue(1, usize::MAX);
+    let (tx, mut queue) = frame_queue(1, None);
     assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
     let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"b")));
     let (sender, sender_waker) = flagged();
@@ -271,7 +217,7 @@ fn a_send_waiting_for_room_is_refused_when_the_queue_closes() {
 
 #[test]
 fn sends_waiting_for_room_each_get_it_though_frames_leave_before_they_run() {
-    let (tx, mut queue) = frame_queue(2, usize::MAX);
+    let (tx, mut queue) = frame_queue(2, None);
     assert!(tx.try_send(Bytes::from_static(b"a")).is_ok());
     assert!(tx.try_send(Bytes::from_static(b"b")).is_ok());
     let (first_flag, first_waker) = flagged();
@@ -282,12 +228,11 @@ fn sends_waiting_for_room_each_get_it_though_frames_leave_before_they_run() {
     let mut second_cx = Context::from_waker(&second_waker);
     assert!(first.as_mut().poll(&mut first_cx).is_pending());
     assert!(second.as_mut().poll(&mut second_cx).is_pending());
-    // Both frames leave before either send runs: the take from the full queue tells one send.
+    // Both frames leave before either send runs.
     assert_eq!(queue.try_next(), Some(Bytes::from_static(b"a")));
     assert_eq!(queue.try_next(), Some(Bytes::from_static(b"b")));
     assert!(first_flag.0.load(Ordering::SeqCst));
     assert!(matches!(first.poll(&mut first_cx), Poll::Ready(Ok(()))));
-    // The room left after that send goes on to the other.
     assert!(second_flag.0.load(Ordering::SeqCst));
     assert!(matches!(second.poll(&mut second_cx), Poll::Ready(Ok(()))));
     assert_eq!(queue.len(), 2);
@@ -295,18 +240,19 @@ fn sends_waiting_for_room_each_get_it_though_frames_leave_before_they_run() {
 
 #[test]
 fn a_send_over_the_bytes_is_refused_not_held() {
-    let (tx, _queue) = frame_queue(4, 4);
+    let (tx, _queue) = frame_queue(4, Some(4));
     assert!(tx.try_send(Bytes::from_static(b"abc")).is_ok());
     let send = std::pin::pin!(tx.send(Bytes::from_static(b"de")));
     assert!(matches!(
         send.poll(&mut Context::from_waker(Waker::noop())),
         Poll::Ready(Err(TrySendError::Full(_)))
     ));
+    assert_eq!(bytes_left(&tx), 1, "the refused frame holds no bytes");
 }
 
 #[test]
 fn bytes_bound_the_queue_but_one_frame_always_fits() {
-    let (tx, mut queue) = frame_queue(8, 10);
+    let (tx, mut queue) = frame_queue(8, Some(10));
     assert!(
         tx.try_send(Bytes::from(vec![b'x'; 64])).is_ok(),
         "an empty queue takes any frame"
@@ -321,12 +267,15 @@ fn bytes_bound_the_queue_but_one_frame_always_fits() {
         tx.try_send(Bytes::from_static(b"a")).is_err(),
         "11 bytes > 10"
     );
-    assert_eq!(queue.queued.held.lock().bytes, 10);
+    assert!(tx.try_send(Bytes::new()).is_ok(), "an empty frame fits");
+    assert_eq!(bytes_left(&tx), 0);
+    assert_eq!(queue.try_next().map(|b| b.len()), Some(10));
+    assert_eq!(bytes_left(&tx), 10, "a frame taken gives its bytes back");
 }
 
 #[test]
 fn a_dropped_queue_refuses_sends_and_drops_what_it_held() {
-    let (tx, queue) = frame_queue::<Bytes>(1, usize::MAX);
+    let (tx, queue) = frame_queue::<Bytes>(1, None);
     let held = Bytes::from(vec![b'x'; 8]);
     assert!(tx.try_send(held.clone()).is_ok());
     let mut send = std::pin::pin!(tx.send(Bytes::from_static(b"waiting")));
@@ -350,9 +299,22 @@ fn a_dropped_queue_refuses_sends_and_drops_what_it_held() {
     ));
 }
 
+#[tokio::test]
+async fn a_drained_queue_drops_what_it_held_and_refuses_sends() {
+    let (tx, queue) = frame_queue::<Bytes>(2, None);
+    let held = Bytes::from(vec![b'x'; 8]);
+    assert!(tx.try_send(held.clone()).is_ok());
+    queue.drain().await;
+    assert!(held.is_unique(), "what the queue held is dropped");
+    assert!(matches!(
+        tx.try_send(Bytes::from_static(b"late")),
+        Err(TrySendError::Closed(_))
+    ));
+}
+
 #[test]
 fn a_send_refused_for_bytes_after_waiting_passes_the_room_on() {
-    let (tx, mut queue) = frame_queue(2, 10);
+    let (tx, mut queue) = frame_queue(2, Some(10));
     assert!(tx.try_send(Bytes::from_static(b"1234")).is_ok());
     assert!(tx.try_send(Bytes::from_static(b"5678")).is_ok());
     let (big_flag, big_waker) = flagged();
@@ -383,20 +345,32 @@ fn a_send_refused_for_bytes_after_waiting_passes_the_room_on() {
 async fn many_senders_on_other_threads_lose_no_frame_and_keep_their_order() {
     const SENDERS: usize = 4;
     const EACH: usize = 2_000;
-    let (tx, mut queue) = frame_queue::<Bytes>(2, usize::MAX);
+    let (tx, mut queue) = frame_queue::<Bytes>(2, Some(8));
     let senders: Vec<_> = (0..SENDERS)
         .map(|s| {
             let tx = tx.clone();
             tokio::spawn(async move {
                 for n in 0..EACH {
-                    let frame = Bytes::from(format!("{s}:{n}"));
-                    // Half tried at once (and sent waiting when full), half sent waiting for room.
-                    if n % 2 == 0 {
-                        if let Err(TrySendError::Full(frame)) = tx.try_send(frame) {
-                            tx.send(frame).await.unwrap();
+                    let mut frame = Bytes::from(format!("{s}:{n}"));
+                    // Half tried at once (and sent waiting when full), half sent waiting for room; a frame
+                    // refused for the bytes is sent again.
+                    loop {
+                        let sent = if n % 2 == 0 {
+                            match tx.try_send(frame) {
+                                Err(TrySendError::Full(back)) => tx.send(back).await,
+                                sent => sent,
+                            }
+                        } else {
+                            tx.send(frame).await
+                        };
+                        match sent {
+                            Ok(()) => break,
+                            Err(TrySendError::Full(back)) => {
+                                frame = back;
+                                tokio::task::yield_now().await;
+                            }
+                            Err(TrySendError::Closed(_)) => panic!("closed"),
                         }
-                    } else {
-                        tx.send(frame).await.unwrap();
                     }
                 }
             })

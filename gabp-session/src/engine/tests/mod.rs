@@ -10,10 +10,21 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::body::encode;
-use super::reply::{channel, Reply};
 use super::*;
 
+type Reply = oneshot::Receiver<Delivery>;
+
 type Steps = Arc<std::sync::Mutex<Vec<&'static str>>>;
+
+/// Spends the task's cooperative budget, as a busy turn of the loop does.
+pub(super) fn spend_budget(cx: &mut Context<'_>) {
+    loop {
+        let spend = std::pin::pin!(tokio::task::consume_budget());
+        if spend.poll(cx).is_pending() {
+            return;
+        }
+    }
+}
 
 /// Whether the role has room, and the engine to wake when it has again.
 #[derive(Default)]
@@ -107,6 +118,8 @@ impl Role for Echo {
 struct Harness {
     peer: Connection,
     outgoing: FrameSender<Outgoing>,
+    /// Events this side publishes.
+    publish: FrameSender,
     events: Arc<std::sync::Mutex<Vec<String>>>,
     steps: Steps,
     room: Room,
@@ -124,7 +137,8 @@ fn start_on<S>(ours: S, theirs: tokio::io::DuplexStream) -> Harness
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let (outgoing, queue) = frame_queue(16, usize::MAX);
+    let (outgoing, queue) = frame_queue(16, None);
+    let (publish, published) = frame_queue(16, Some(64 * 1024));
     let (end, ended) = oneshot::channel();
     let events = Arc::default();
     let steps = Steps::default();
@@ -138,7 +152,7 @@ where
     };
     let queues = Queues {
         outgoing: Some(queue),
-        events: None,
+        events: Some(published),
         progress: None,
         in_flight: None,
     };
@@ -153,6 +167,7 @@ where
     Harness {
         peer: Connection::new(theirs),
         outgoing,
+        publish,
         events,
         steps,
         room,
@@ -175,7 +190,7 @@ async fn send_call_until(
     let params = params.map(|p| gabp_types::Params::from_serialize(&p).unwrap());
     let request = Request::with_raw_params(MethodName::new(method).unwrap(), params);
     let id = request.id;
-    let (reply, rx) = channel();
+    let (reply, rx) = oneshot::channel();
     let body = Bytes::from(Message::Request(request).to_vec());
     let call = Outgoing::Call {
         id,
@@ -221,7 +236,7 @@ async fn a_call_is_written_and_its_answer_delivered() {
 
 /// A call with an empty body and a distant limit, and where its outcome arrives.
 fn bare_call() -> (Outgoing, Reply) {
-    let (reply, rx) = channel();
+    let (reply, rx) = oneshot::channel();
     let call = Outgoing::Call {
         id: MessageId::new_v4(),
         body: Bytes::from_static(b"{}"),
@@ -507,4 +522,5 @@ async fn calls_queued_past_the_bound_on_unwritten_frames_are_all_written() {
     }
 }
 
+mod wakes;
 mod writes;
