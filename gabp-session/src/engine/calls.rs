@@ -133,42 +133,47 @@ impl Calls {
         outgoing: &mut Option<FrameQueue<Outgoing>>,
         cx: &mut Context<'_>,
     ) {
-        let Some(queue) = outgoing else {
-            self.stalled = false;
-            return;
-        };
-        loop {
-            self.stalled = self.unsent.len() >= self.unsent_max;
-            if self.stalled {
-                return;
-            }
-            match queue.poll_next(cx) {
-                // Nothing can answer it now: dropped, its caller sees the connection lost.
-                Poll::Ready(Some(_)) if self.failed => {}
-                Poll::Ready(Some(Outgoing::Call {
-                    id,
-                    body,
-                    reply,
-                    deadline,
-                })) => {
-                    if self.insert(id, reply, deadline) {
-                        self.unsent.push_back((Some(id), body));
-                    }
-                }
-                Poll::Ready(Some(Outgoing::Forget { id, cancel })) => {
-                    self.pending.remove(&CallId(id));
-                    // Never written: nothing to cancel. Else SPEC/1.0 extensions.md §cancel: the mod stops work
-                    // nobody waits for (best effort: dropped when many cancels already wait).
-                    if !self.unwrite(&id) && self.unsent.len() < self.expected {
-                        self.unsent.extend(cancel.map(|c| (None, c)));
-                    }
-                }
-                Poll::Ready(None) => {
-                    *outgoing = None;
-                    self.stalled = false;
+        if let Some(queue) = outgoing {
+            loop {
+                // Each item adds at most one frame.
+                let room = self.unsent_max.saturating_sub(self.unsent.len());
+                self.stalled = room == 0;
+                if self.stalled {
                     return;
                 }
-                Poll::Pending => return,
+                match queue.poll_take(cx, room) {
+                    Poll::Ready(Some(taken)) => taken.for_each(|item| self.take(item)),
+                    Poll::Ready(None) => break,
+                    Poll::Pending => return,
+                }
+            }
+        }
+        *outgoing = None;
+        self.stalled = false;
+    }
+
+    /// Enters a call taken from the caller's queue, or forgets one.
+    fn take(&mut self, item: Outgoing) {
+        match item {
+            // Nothing can answer it now: dropped, its caller sees the connection lost.
+            _ if self.failed => {}
+            Outgoing::Call {
+                id,
+                body,
+                reply,
+                deadline,
+            } => {
+                if self.insert(id, reply, deadline) {
+                    self.unsent.push_back((Some(id), body));
+                }
+            }
+            Outgoing::Forget { id, cancel } => {
+                self.pending.remove(&CallId(id));
+                // Never written: nothing to cancel. Else SPEC/1.0 extensions.md §cancel: the mod stops work
+                // nobody waits for (best effort: dropped when many cancels already wait).
+                if !self.unwrite(&id) && self.unsent.len() < self.expected {
+                    self.unsent.extend(cancel.map(|c| (None, c)));
+                }
             }
         }
     }

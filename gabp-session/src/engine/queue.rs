@@ -56,6 +56,8 @@ impl<T> Clone for FrameSender<T> {
 /// connection lost) and refuses the sends waiting for room.
 pub(crate) struct FrameQueue<T = Bytes> {
     rx: mpsc::Receiver<Held<T>>,
+    /// The frames of the last [`FrameQueue::poll_take`], kept for the next.
+    taken: Vec<Held<T>>,
 }
 
 /// A queue of at most `frames` frames and, given `max_bytes`, at most that many bytes; one frame is always let
@@ -72,7 +74,11 @@ pub(crate) fn frame_queue<T: Queued>(
             max,
         }
     });
-    (FrameSender { tx, budget }, FrameQueue { rx })
+    let queue = FrameQueue {
+        rx,
+        taken: Vec::new(),
+    };
+    (FrameSender { tx, budget }, queue)
 }
 
 impl<T: Queued> FrameSender<T> {
@@ -127,6 +133,22 @@ impl<T> FrameQueue<T> {
     /// gone, and it is empty.
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         self.rx.poll_recv(cx).map(|held| held.map(|held| held.item))
+    }
+
+    /// Up to `limit` (at least 1) queued frames at once, for one unit of tokio's cooperative budget (a busy
+    /// sender would spend it a frame at a time), or `None` once the queue is closed, or its senders gone, and it
+    /// is empty.
+    pub(crate) fn poll_take(
+        &mut self,
+        cx: &mut Context<'_>,
+        limit: usize,
+    ) -> Poll<Option<impl Iterator<Item = T> + '_>> {
+        self.taken.clear();
+        match self.rx.poll_recv_many(cx, &mut self.taken, limit.max(1)) {
+            Poll::Ready(0) => Poll::Ready(None),
+            Poll::Ready(_) => Poll::Ready(Some(self.taken.drain(..).map(|held| held.item))),
+            Poll::Pending => Poll::Pending,
+        }
     }
 
     /// Whether nothing is queued.

@@ -140,6 +140,33 @@ fn a_full_queue_refuses_and_counts_nothing() {
 }
 
 #[test]
+fn frames_are_taken_together_up_to_the_limit_and_give_their_bytes_back() {
+    let (tx, mut queue) = frame_queue(8, Some(10));
+    for body in [&b"a"[..], b"bc", b"d"] {
+        assert!(tx.try_send(Bytes::from_static(body)).is_ok());
+    }
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut take = |limit| match queue.poll_take(&mut cx, limit) {
+        Poll::Ready(Some(taken)) => Poll::Ready(Some(taken.collect::<Vec<_>>())),
+        Poll::Ready(None) => Poll::Ready(None),
+        Poll::Pending => Poll::Pending,
+    };
+    assert_eq!(
+        take(2),
+        Poll::Ready(Some(vec![
+            Bytes::from_static(b"a"),
+            Bytes::from_static(b"bc")
+        ]))
+    );
+    assert_eq!(bytes_left(&tx), 9);
+    assert_eq!(take(8), Poll::Ready(Some(vec![Bytes::from_static(b"d")])));
+    assert_eq!(bytes_left(&tx), 10);
+    assert_eq!(take(8), Poll::Pending);
+    drop(tx);
+    assert_eq!(take(8), Poll::Ready(None));
+}
+
+#[test]
 fn a_send_waits_for_room_then_wakes_the_engine() {
     let (tx, mut queue) = frame_queue(1, None);
     let (flag, waker) = flagged();
