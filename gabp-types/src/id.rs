@@ -44,22 +44,16 @@ impl MessageId {
         Self::NIL
     }
 
-    /// A fresh random (version 4) id, in lower case.
-    ///
-    /// Every message a peer sends needs one, so they come from a per-thread generator seeded once from the
-    /// operating system (keyed SipHash over a counter) rather than from a system call each.
+    /// A fresh random (version 4) id, in lower case, from `uuid`'s per-thread generator (its `fast-rng`
+    /// feature: seeded from the operating system, no system call per id).
     pub fn new_v4() -> MessageId {
-        Self::from_uuid(uuid::Builder::from_random_bytes(random_bytes()).into_uuid())
+        Self::from_uuid(uuid::Uuid::new_v4())
     }
 
     /// The id of a UUID, in lower case.
     pub fn from_uuid(uuid: uuid::Uuid) -> MessageId {
-        let mut text = *b"00000000-0000-0000-0000-000000000000";
-        // Where each byte's two digits go in the 8-4-4-4-12 form.
-        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-        for (byte, at) in uuid.as_bytes().iter().zip(AT) {
-            text[at..at + 2].copy_from_slice(&HEX_PAIRS[usize::from(*byte)]);
-        }
+        let mut text = [0u8; ID_LEN];
+        uuid.hyphenated().encode_lower(&mut text);
         MessageId { text }
     }
 
@@ -120,70 +114,6 @@ impl Hash for MessageId {
         }
         state.write(&lower);
     }
-}
-
-/// Two lower-case hex digits for each byte value.
-const HEX_PAIRS: [[u8; 2]; 256] = {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut pairs = [[0u8; 2]; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0xf]];
-        byte += 1;
-    }
-    pairs
-};
-
-/// 16 random bytes for a version 4 id, without a system call.
-///
-/// Each thread keeps a [`RandomState`](std::collections::hash_map::RandomState) (SipHash keyed with 128 bits
-/// from the operating system, once per thread), a secret word drawn from it, and a counter. Eight of the bytes
-/// are the keyed hash of the counter, unpredictable without the key (but for the six bits the version and
-/// variant take); the other eight a permutation of the counter under the secret word, which the version and
-/// variant leave whole, so that ids never repeat within a thread. Threads have independent keys.
-/// (`uuid::Uuid::new_v4` asks the operating system for every id: a `getrandom` system call per message.) Like
-/// any user-space generator, a process that forks without exec shares the state with its child.
-fn random_bytes() -> [u8; 16] {
-    use std::cell::Cell;
-    use std::collections::hash_map::RandomState;
-    use std::hash::BuildHasher;
-
-    struct Generator {
-        key: RandomState,
-        secret: u64,
-        counter: Cell<u64>,
-    }
-    thread_local! {
-        static GENERATOR: Generator = {
-            let key = RandomState::new();
-            Generator { secret: key.hash_one(u64::MAX), key, counter: Cell::new(0) }
-        };
-    }
-    GENERATOR.with(|g| {
-        let n = g.counter.get();
-        g.counter.set(n.wrapping_add(1));
-        let mut bytes = [0u8; 16];
-        let (hash, count) = (g.key.hash_one(n), permute(n ^ g.secret));
-        for (at, byte) in HASHED.into_iter().zip(hash.to_le_bytes()) {
-            bytes[at] = byte;
-        }
-        for (at, byte) in COUNTED.into_iter().zip(count.to_le_bytes()) {
-            bytes[at] = byte;
-        }
-        bytes
-    })
-}
-
-/// Where an id's hashed bytes go: the version is in byte 6 and the variant in byte 8 (RFC 9562 §5.4).
-const HASHED: [usize; 8] = [6, 8, 10, 11, 12, 13, 14, 15];
-/// Where the permuted counter's bytes go, which the version and variant leave whole.
-const COUNTED: [usize; 8] = [0, 1, 2, 3, 4, 5, 7, 9];
-
-/// A bijection of 64-bit words that mixes every bit into every other (the finalizer of SplitMix64).
-fn permute(word: u64) -> u64 {
-    let word = (word ^ (word >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let word = (word ^ (word >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    word ^ (word >> 31)
 }
 
 impl PartialOrd for MessageId {
@@ -349,14 +279,6 @@ mod tests {
         let (a, b) = (MessageId::new_v4().as_uuid(), MessageId::new_v4().as_uuid());
         let differing = (a.as_u128() ^ b.as_u128()).count_ones();
         assert!((20..=102).contains(&differing), "{differing} bits differ");
-    }
-
-    #[test]
-    fn the_counter_s_bytes_are_never_the_version_s_or_the_variant_s() {
-        let mut all: Vec<usize> = HASHED.iter().chain(&COUNTED).copied().collect();
-        all.sort_unstable();
-        assert_eq!(all, (0..16).collect::<Vec<_>>());
-        assert!(HASHED.contains(&6) && HASHED.contains(&8));
     }
 
     #[test]
