@@ -249,7 +249,7 @@ fn head(out: &mut Vec<u8>, id: &MessageId, kind: &str) {
 /// A JSON string: as it is when nothing in it needs an escape (names are validated so), else through
 /// serde_json, which escapes exactly `"`, `\` and the characters below U+0020.
 pub(crate) fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error> {
-    if crate::decode::scan::next_stop(s.as_bytes(), 0) == s.len() {
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

@@ -50,7 +50,6 @@ pub mod params;
 pub mod schema;
 mod strict;
 mod success;
-mod wellformed;
 
 pub use attention::{Attention, AttentionSample, AttentionState, Severity};
 pub use bridge_config::{BridgeFile, BridgeMetadata, TransportInfo};

@@ -9,7 +9,6 @@ use serde::de::{DeserializeOwned, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use crate::wellformed::{Guard, Target, WellFormed};
 use serde_json::{Map, Value};
 
 /// The `params` of a request: a JSON object held as its compact or received text.
@@ -93,11 +92,9 @@ impl Params {
     /// The params of a map.
     #[must_use]
     pub fn from_map(map: &Map<String, Value>) -> Params {
-        // A map of JSON values always serializes.
-        Params(
-            json_text(map, Target::Json).unwrap_or_else(|_| "{}".into()),
-            None,
-        )
+        // A map of JSON values always serializes, to JSON.
+        let text = crate::encode::with_json(map, boxed_text).and_then(|text| text);
+        Params(text.unwrap_or_else(|_| "{}".into()), None)
     }
 
     /// The serialization of `value`, which must be a JSON object.
@@ -106,7 +103,7 @@ impl Params {
     ///
     /// When `value` does not serialize, or not to an object.
     pub fn from_serialize<T: Serialize + ?Sized>(value: &T) -> Result<Params, serde_json::Error> {
-        Params::from_text(json_text(value, Target::Json)?)
+        Params::from_text(json_text(value)?)
     }
 
     /// The params of a `tools/call` of tool `name` (SPEC/1.0 gabp.md §4.5): `{"name":…}`, then `"arguments"`
@@ -133,7 +130,6 @@ impl Params {
         name: &str,
         arguments: Option<&A>,
     ) -> Result<Params, serde_json::Error> {
-        let guard = Guard::new(Target::Json);
         let text = crate::encode::with_scratch(
             |out| {
                 out.extend_from_slice(br#"{"name":"#);
@@ -141,19 +137,12 @@ impl Params {
                 if let Some(arguments) = arguments {
                     out.extend_from_slice(br#","arguments":"#);
                     let start = out.len();
-                    serde_json::to_writer(&mut *out, &WellFormed::new(arguments, &guard)).map_err(
-                        |e| {
-                            serde_json::Error::custom(format!(
-                                "tool arguments do not serialize: {e}"
-                            ))
-                        },
-                    )?;
+                    serde_json::to_writer(&mut *out, arguments).map_err(|e| {
+                        serde_json::Error::custom(format!("tool arguments do not serialize: {e}"))
+                    })?;
                     let written = out.get(start..).unwrap_or_default();
-                    // A raw value may keep the whitespace it was made with.
-                    let at = crate::decode::scan::skip_space(written, 0);
-                    let value = written.get(at..).unwrap_or_default();
-                    if value.first() != Some(&b'{') {
-                        let kind = std::str::from_utf8(value).map_or("not JSON", raw_type_name);
+                    let kind = raw_type_name(checked(written)?.get());
+                    if kind != "an object" {
                         return Err(serde_json::Error::custom(format!(
                             "tool arguments must serialize to a JSON object, not {kind}"
                         )));
@@ -164,7 +153,6 @@ impl Params {
             },
             boxed_text,
         )??;
-        guard.verdict()?;
         Ok(Params(text, None))
     }
 
@@ -338,17 +326,20 @@ impl<'de> Deserialize<'de> for Key<'de> {
 /// The JSON of `value` in one allocation of exactly its size: written into the shared scratch buffer, then
 /// copied out. (`serde_json::value::to_raw_value` grows a string from 128 bytes and shrinks it at the end:
 /// two reallocations for params of a typical tool call.)
-///
-/// serde_json's writer trusts the `Serialize` impl: one that breaks serde's contract would make it write text
-/// that is not JSON (or not what `target` reads), and `WellFormed` refuses it as it is written.
-pub(crate) fn json_text<T: Serialize + ?Sized>(
-    value: &T,
-    target: Target,
-) -> Result<Box<str>, serde_json::Error> {
-    let guard = Guard::new(target);
-    let text = crate::encode::with_json(&WellFormed::new(value, &guard), boxed_text)??;
-    guard.verdict()?;
-    Ok(text)
+pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<Box<str>, serde_json::Error> {
+    crate::encode::with_json(value, |json| checked(json).map(|raw| Box::from(raw.get())))?
+}
+
+/// What serde_json wrote, read back as JSON (a raw value, whitespace around it aside). serde_json's writer
+/// trusts the `Serialize` impl: one that breaks serde's contract (a map key without its value, members after
+/// an error it was given) makes it write text that is not JSON (SPEC/1.0 gabp.md §2), refused here.
+fn checked(json: &[u8]) -> Result<&RawValue, serde_json::Error> {
+    let text = std::str::from_utf8(json).map_err(serde_json::Error::custom)?;
+    serde_json::from_str(text).map_err(|e| {
+        serde_json::Error::custom(format!(
+            "the `Serialize` impl wrote text that is not JSON: {e}"
+        ))
+    })
 }
 
 /// The text serde_json wrote, in a box of its size.

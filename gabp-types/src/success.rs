@@ -2,11 +2,14 @@
 //! typed handler wrote, which is written out as it is and read into a value only if something asks for one.
 
 use std::fmt;
+use std::io;
 use std::ops::Deref;
 use std::sync::OnceLock;
 
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
+use serde_json::ser::{CompactFormatter, Formatter};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -36,24 +39,36 @@ enum Repr {
 }
 
 impl ResultValue {
-    /// The serialization of `value` as JSON text, checked against serde's contract as it is written (so it is
-    /// JSON), without a tree of values. The numbers are those `serde_json::to_value` gives (an `f32` is the
-    /// `f64` it widens to); members keep the order `value` gives them, where a value sorts them.
+    /// The serialization of `value` as JSON text, without a tree of values, read back as a `Value` reads it
+    /// (so it is JSON, and the value it stands for). The numbers are those `serde_json::to_value` gives (an
+    /// `f32` is the `f64` it widens to); members keep the order `value` gives them, where a value sorts them.
     ///
     /// # Errors
     ///
     /// As `serde_json::to_value`: when `value` does not serialize (a map with keys that are not strings, a
-    /// `Serialize` that fails or breaks serde's contract), or holds an integer beyond 64 bits or raw text that a
-    /// value cannot hold.
+    /// `Serialize` that fails), or holds an integer beyond 64 bits or raw text that a value cannot hold; and
+    /// when the text does not read back as a value: a `Serialize` that breaks serde's contract, or nesting
+    /// deeper than serde_json reads (128 levels).
     pub fn from_serialize<T: Serialize + ?Sized>(
         value: &T,
     ) -> Result<ResultValue, serde_json::Error> {
-        crate::params::json_text(value, crate::wellformed::Target::Value).map(|json| {
-            ResultValue(Repr::Text {
-                json,
-                value: OnceLock::new(),
-            })
-        })
+        let write = |out: &mut Vec<u8>| {
+            value.serialize(&mut serde_json::Serializer::with_formatter(
+                out,
+                ValueNumbers::default(),
+            ))
+        };
+        let json = crate::encode::with_scratch(write, |json| {
+            let text = std::str::from_utf8(json).map_err(serde_json::Error::custom)?;
+            reads_as_value(text, usize::MAX).map_err(|e| {
+                serde_json::Error::custom(format!("the text written does not read back: {e}"))
+            })?;
+            Ok::<_, serde_json::Error>(Box::from(text))
+        })??;
+        Ok(ResultValue(Repr::Text {
+            json,
+            value: OnceLock::new(),
+        }))
     }
 
     /// The JSON text, when this result was made from one.
@@ -78,12 +93,151 @@ impl ResultValue {
     }
 }
 
-/// The value of JSON text written for a value ([`ResultValue::from_serialize`] refuses what `Value` does not
-/// hold). Only nesting deeper than serde_json reads (128 levels), or an object whose first member is named with
-/// serde_json's raw value token, does not read back: this in-memory view of it is `null`, and the text is
-/// written as it is.
+/// The value of JSON text written for a value ([`ResultValue::from_serialize`] refuses what does not read
+/// back); should it not read, this in-memory view of it is `null`.
 fn read(json: &str) -> Value {
     serde_json::from_str(json).unwrap_or(Value::Null)
+}
+
+/// serde_json's compact writer with the numbers `serde_json::to_value` gives: an `f32` is written as the `f64`
+/// it widens to, and an integer beyond 64 bits is refused; in a map key, which a value holds as a string, both
+/// are written as they are.
+#[derive(Default)]
+struct ValueNumbers {
+    in_string: bool,
+}
+
+impl Formatter for ValueNumbers {
+    fn begin_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.in_string = true;
+        CompactFormatter.begin_string(writer)
+    }
+
+    fn end_string<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.in_string = false;
+        CompactFormatter.end_string(writer)
+    }
+
+    fn write_f32<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f32) -> io::Result<()> {
+        if self.in_string {
+            return CompactFormatter.write_f32(writer, value);
+        }
+        CompactFormatter.write_f64(writer, f64::from(value))
+    }
+
+    fn write_i128<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: i128) -> io::Result<()> {
+        if !self.in_string && i64::try_from(value).is_err() && u64::try_from(value).is_err() {
+            return Err(out_of_range());
+        }
+        CompactFormatter.write_i128(writer, value)
+    }
+
+    fn write_u128<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: u128) -> io::Result<()> {
+        if !self.in_string && u64::try_from(value).is_err() {
+            return Err(out_of_range());
+        }
+        CompactFormatter.write_u128(writer, value)
+    }
+}
+
+fn out_of_range() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "number out of range")
+}
+
+/// Reads `text` as a `serde_json::Value` reads it, building nothing, nested at most `depth` levels (and at
+/// most serde_json's 128): numbers within the range of `f64`, no lone surrogate escape, and no string that
+/// `Value` reads otherwise (serde_json's marker names, which it reads as the JSON in the member's value).
+pub(crate) fn reads_as_value(text: &str, depth: usize) -> Result<(), serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    DeserializeSeed::deserialize(Reads(depth), &mut de)?;
+    de.end()
+}
+
+/// Reads a JSON value the way `Value` reads it (`deserialize_any`), keeping nothing; the count is the nesting
+/// still allowed.
+#[derive(Clone, Copy)]
+struct Reads(usize);
+
+impl Reads {
+    fn inner<E: de::Error>(self) -> Result<Reads, E> {
+        self.0
+            .checked_sub(1)
+            .map(Reads)
+            .ok_or_else(|| E::custom("nested too deeply"))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Reads {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Reads {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    /// Member names are read here too: with serde_json's `raw_value` feature (on in this workspace) or
+    /// `arbitrary_precision`, `Value` reads an object whose first member has one of serde_json's marker names
+    /// otherwise. serde_json itself is asked, for a string that may be one (they begin with `$`), whether
+    /// `Value` reads it as a plain member name.
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
+        if text.starts_with('$') && !plain_member_name(text) {
+            return Err(E::custom("a name serde_json reserves"));
+        }
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        while seq.next_element_seed(inner)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let inner = self.inner()?;
+        while map.next_key_seed(inner)?.is_some() {
+            map.next_value_seed(inner)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `Value` reads `{name: 0}` as an object with that member.
+#[cold]
+fn plain_member_name(name: &str) -> bool {
+    let Ok(name) = serde_json::to_string(name) else {
+        return false;
+    };
+    matches!(
+        serde_json::from_str(&format!("{{{name}:0}}")),
+        Ok(Value::Object(_))
+    )
 }
 
 impl Deref for ResultValue {
@@ -141,72 +295,4 @@ impl Serialize for ResultValue {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::ResultValue;
-    use serde_json::{json, Value};
-
-    #[test]
-    fn text_and_value_are_the_same_result() {
-        #[derive(serde::Serialize)]
-        struct Placed {
-            block: &'static str,
-            at: [i64; 3],
-        }
-        let text = ResultValue::from_serialize(&Placed {
-            block: "stone",
-            at: [1, -2, 3],
-        })
-        .unwrap();
-        let value = ResultValue::from(json!({"block": "stone", "at": [1, -2, 3]}));
-        assert_eq!(text.json_text(), Some(r#"{"block":"stone","at":[1,-2,3]}"#));
-        assert_eq!(value.json_text(), None);
-        assert_eq!(text, value);
-        assert_eq!(format!("{text:?}"), format!("{value:?}"));
-        assert_eq!(text.clone().into_value(), value.clone().into_value());
-        // Written as the text, by the envelope writer and by serde_json alike; the value is read when asked.
-        assert_eq!(
-            serde_json::to_string(&text).unwrap(),
-            text.json_text().unwrap()
-        );
-        assert_eq!(text["block"], "stone");
-        assert_eq!(
-            Value::from(text),
-            json!({"block": "stone", "at": [1, -2, 3]})
-        );
-    }
-
-    #[test]
-    fn a_serialize_that_breaks_serdes_contract_gives_no_result() {
-        use serde::ser::SerializeMap;
-        struct KeyWithoutValue;
-        impl serde::Serialize for KeyWithoutValue {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(None)?;
-                map.serialize_key("a")?;
-                map.end()
-            }
-        }
-        assert!(ResultValue::from_serialize(&KeyWithoutValue).is_err());
-    }
-
-    #[test]
-    fn text_that_a_value_cannot_hold_is_refused_as_to_value_refuses_it() {
-        #[derive(serde::Serialize)]
-        struct Huge {
-            n: Box<serde_json::value::RawValue>,
-        }
-        let huge = Huge {
-            n: serde_json::value::RawValue::from_string("1e400".to_owned()).unwrap(),
-        };
-        assert!(serde_json::to_value(&huge).is_err());
-        assert!(ResultValue::from_serialize(&huge).is_err());
-        assert!(serde_json::to_value(u128::MAX).is_err());
-        assert!(ResultValue::from_serialize(&u128::MAX).is_err());
-        // An f32 is the f64 it widens to, as in a value.
-        let f = ResultValue::from_serialize(&0.1f32).unwrap();
-        assert_eq!(
-            f.json_text(),
-            Some(serde_json::to_value(0.1f32).unwrap().to_string().as_str())
-        );
-    }
-}
+mod tests;

@@ -474,8 +474,7 @@ mod tests {
             deep = json!([deep]);
         }
         let items: Value = serde_json::from_str(item).unwrap();
-        let deep = ResultValue::from_serialize(&json!({"_content": items, "x": deep})).unwrap();
-        let refused = check_content(deep, 1000).unwrap_err();
+        let refused = to_result(json!({"_content": items, "x": deep})).unwrap_err();
         assert!(refused
             .into_error_object()
             .message

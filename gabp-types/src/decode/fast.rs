@@ -12,12 +12,10 @@
 
 use std::borrow::Cow;
 
-use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::scan::DEPTH;
 use super::{event_from, request_named, response_from, DecodeMode, EventFields, ParamsField};
 use crate::{Message, MessageId, MethodName, PROTOCOL_VERSION};
 
@@ -230,91 +228,14 @@ pub(super) fn written_success(body: &[u8]) -> Option<(MessageId, std::ops::Range
     Some((id, range_in(body, result)?))
 }
 
-/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`DEPTH`] deep (deeper
-/// results take the general path). A raw value only has its syntax checked: a number beyond the range of `f64`,
-/// a lone surrogate escape and nesting beyond serde_json's limit pass, and `Value` refuses them. This reads it
-/// as `Value` does, building nothing.
+/// Nesting the plain path reads; deeper results take the general path.
+const DEPTH: usize = 64;
+
+/// Whether a `serde_json::Value` reads `raw`, as both decoders do, nested at most [`DEPTH`] deep. A raw value
+/// only has its syntax checked: a number beyond the range of `f64`, a lone surrogate escape and nesting beyond
+/// serde_json's limit pass, and `Value` refuses them.
 fn value_reads(raw: &str) -> bool {
-    if super::scan::whole_value(raw, super::scan::Reading::Value).is_some() {
-        return true;
-    }
-    let mut de = serde_json::Deserializer::from_str(raw);
-    serde::de::DeserializeSeed::deserialize(Reads(DEPTH), &mut de).is_ok() && de.end().is_ok()
-}
-
-/// Reads a JSON value the way `Value` reads it (`deserialize_any`), keeping nothing; the count is the nesting
-/// still allowed.
-#[derive(Clone, Copy)]
-struct Reads(usize);
-
-impl<'de> serde::de::DeserializeSeed<'de> for Reads {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Reads {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-
-    /// Member names are read here too. With serde_json's `raw_value` feature (on in this workspace), or
-    /// `arbitrary_precision` (which another crate may turn on), `Value` reads an object whose first member is
-    /// named with one of serde_json's tokens otherwise: a token, wherever it is, sends the result to the general
-    /// path.
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
-        if text.starts_with(crate::wellformed::TOKEN_PREFIX) {
-            return Err(E::custom("serde_json's token"));
-        }
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let inner = self.inner()?;
-        while seq.next_element_seed(inner)?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let inner = self.inner()?;
-        while map.next_key_seed(inner)?.is_some() {
-            map.next_value_seed(inner)?;
-        }
-        Ok(())
-    }
-}
-
-impl Reads {
-    fn inner<E: serde::de::Error>(self) -> Result<Reads, E> {
-        self.0
-            .checked_sub(1)
-            .map(Reads)
-            .ok_or_else(|| E::custom("nested too deeply"))
-    }
+    crate::success::reads_as_value(raw, DEPTH).is_ok()
 }
 
 #[cfg(test)]

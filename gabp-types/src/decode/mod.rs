@@ -19,7 +19,6 @@ mod error;
 mod fast;
 mod hello;
 mod params;
-pub(crate) mod scan;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};

@@ -232,15 +232,9 @@ pub(super) fn repeated_member(text: &str) -> Option<String> {
 /// How many members are kept without allocating: more than `tools/call` params have.
 const INLINE_MEMBERS: usize = 3;
 
-/// The members of the JSON object `text`, their values as text: found by the scan when it is sure of them, or
-/// read by serde_json, which then also gives the error.
+/// The members of the JSON object `text`, their values as text, read by serde_json, which also gives the
+/// error.
 fn member_list(text: &str) -> Result<MemberList<'_>, serde_json::Error> {
-    let mut list = MemberList::default();
-    if super::scan::object_members(text, |key, value| list.push(Cow::Borrowed(key), value))
-        .is_some()
-    {
-        return Ok(list);
-    }
     let mut de = serde_json::Deserializer::from_str(text);
     let list = serde::Deserializer::deserialize_map(&mut de, Members)?;
     de.end()?;

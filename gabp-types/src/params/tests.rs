@@ -85,10 +85,7 @@ fn a_tool_call_whose_arguments_fail_to_serialize_is_refused() {
         "keys that are not strings"
     );
     let error = Params::tool_call("a/b", Some(&Stubborn)).unwrap_err();
-    assert!(
-        error.to_string().contains("went on after an error"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("not JSON"), "{error}");
 }
 
 #[test]
@@ -245,4 +242,44 @@ fn a_leading_string_member_reads_as_the_general_path_reads_it() {
     }
     let params: Params = serde_json::from_str(r#"{"a\"b":"x"}"#).unwrap();
     assert_eq!(leading_str(params.as_json(), "a\"b"), None);
+}
+
+#[test]
+fn what_keeps_the_contract_is_written_as_serde_json_writes_it() {
+    #[derive(Serialize)]
+    enum Shape {
+        Unit,
+        Newtype(u8),
+        Tuple(u8, Option<i64>),
+        Struct {
+            a: Vec<(bool, char)>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            b: Option<u8>,
+        },
+    }
+    #[derive(Serialize)]
+    struct Wrapper<'a>(&'a str);
+    #[derive(Serialize)]
+    struct All<T> {
+        values: T,
+    }
+    let values = All {
+        values: (
+            [Shape::Unit, Shape::Newtype(3), Shape::Tuple(1, None)],
+            Shape::Struct {
+                a: vec![(true, 'é')],
+                b: None,
+            },
+            Wrapper("q\"\u{1}"),
+            "long enough to be copied as it is, \u{e9}\u{1F600} included",
+            json!({"nested": [{"x": null, "y": 1.5, "z": u64::MAX}], "": -0.0}),
+            (u128::MAX, i128::MIN, 0.1f32, f32::NAN, b"bytes".as_slice()),
+        ),
+    };
+    let params = Params::from_serialize(&values).unwrap();
+    assert_eq!(params.as_json(), serde_json::to_string(&values).unwrap());
+    // Raw text is kept as it is, numbers beyond `f64` included.
+    let raw = RawValue::from_string(r#"{"a": [1e400]}"#.to_owned()).unwrap();
+    let params = Params::from_serialize(&raw).unwrap();
+    assert_eq!(params.as_json(), r#"{"a": [1e400]}"#);
 }
