@@ -200,10 +200,10 @@ impl<'de> Visitor<'de> for Reads {
 
     /// Member names are read here too: with serde_json's `raw_value` feature (on in this workspace) or
     /// `arbitrary_precision`, `Value` reads an object whose first member has one of serde_json's marker names
-    /// otherwise. serde_json itself is asked, for a string that may be one (they begin with `$`), whether
-    /// `Value` reads it as a plain member name.
+    /// otherwise. serde_json itself is asked, for a string that may be one (a `$` and a Rust path, unlike a JSON
+    /// Schema's `$ref`), whether `Value` reads it as a plain member name.
     fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
-        if text.starts_with('$') && !plain_member_name(text) {
+        if text.starts_with('$') && text.contains("::") && !plain_member_name(text) {
             return Err(E::custom("a name serde_json reserves"));
         }
         Ok(())

@@ -241,3 +241,15 @@ fn nesting_deeper_than_serde_json_reads_is_refused() {
     let deep = ResultValue::from_serialize(&nested(200)).unwrap_err();
     assert!(deep.to_string().contains("recursion limit"), "{deep}");
 }
+
+/// Text that `Value` would read otherwise than it was written (a member named as serde_json names its raw
+/// values) is refused; other names that begin with `$` are plain members.
+#[test]
+fn a_result_is_text_that_a_value_reads_as_written() {
+    let marked = json!({"$serde_json::private::RawValue": "[1]"});
+    assert!(ResultValue::from_serialize(&marked).is_err());
+    let schema =
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "#/a", "$x::y": 1});
+    let written = ResultValue::from_serialize(&schema).unwrap();
+    assert_eq!(*written, schema);
+}
