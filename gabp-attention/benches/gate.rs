@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use gabp_attention::{AttentionGate, AttentionManager};
 use gabp_session::bridge::{Bridge, BridgeService};
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_transport::{Connection, Token};
 use serde_json::{json, Map, Value};
 
@@ -28,7 +28,7 @@ async fn mod_connection(token: &Token) -> Connection {
         .install(ModServer::builder().token(token.clone()))
         .tool(
             Tool::new("demo/echo", |args: Map<String, Value>| async move {
-                Ok::<_, ToolError>(Value::Object(args))
+                Ok::<_, CallError>(Value::Object(args))
             })
             .input_schema(json!({"type": "object"}))
             .output_schema(json!({"type": "object"}))

@@ -15,7 +15,7 @@ use gabp_attention::{
 };
 use gabp_session::bridge::{Bridge, BridgeRequest, ReconnectPolicy, SubscriptionItem};
 use gabp_session::server::layer::InterceptLayer;
-use gabp_session::server::{ModServer, ServerRequest, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, ServerRequest, Tool};
 use gabp_transport::Connection;
 use gabp_types::Severity;
 use parking_lot::Mutex;
@@ -59,7 +59,7 @@ fn game(fragile: Option<oneshot::Receiver<()>>) -> Game {
         .tool(
             Tool::new("world/place_block", move |_: Value| {
                 calls.fetch_add(1, Ordering::SeqCst);
-                async { Ok::<_, ToolError>(json!({"success": true})) }
+                async { Ok::<_, CallError>(json!({"success": true})) }
             })
             .tags(["world", "write"]),
         )
@@ -70,7 +70,7 @@ fn game(fragile: Option<oneshot::Receiver<()>>) -> Game {
                 if let Some(go) = go {
                     let _ = go.await;
                 }
-                Ok::<_, ToolError>(json!({"placed": true}))
+                Ok::<_, CallError>(json!({"placed": true}))
             }
         }))
         .build()
@@ -359,7 +359,7 @@ async fn a_mod_without_attention_is_not_gated() {
         .token(token())
         .tool(Tool::new("world/place_block", move |_: Value| {
             counted.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, ToolError>(json!({})) }
+            async { Ok::<_, CallError>(json!({})) }
         }))
         .build()
         .unwrap();

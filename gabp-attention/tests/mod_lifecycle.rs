@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_attention::{Allowlist, AttentionManager, AttentionPolicy, Entry, BLOCKED_REASON};
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_testkit::wire::RawClient;
 use gabp_types::{AttentionState, ErrorCode, Severity};
 use serde_json::{json, Value};
@@ -334,7 +334,7 @@ fn counted_tool(name: &str, tags: &[&str], calls: &Arc<AtomicU64>) -> Tool {
     let calls = calls.clone();
     Tool::new(name, move |_: Value| {
         calls.fetch_add(1, Ordering::SeqCst);
-        async { Ok::<_, ToolError>(json!({"done": true})) }
+        async { Ok::<_, CallError>(json!({"done": true})) }
     })
     .tags(tags.iter().copied())
 }

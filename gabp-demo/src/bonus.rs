@@ -1,7 +1,7 @@
 //! `demo/set_bonus`: a tool that adds and removes another tool, `demo/bonus`, while the game serves; each change
 //! is announced on `tools/changed` (SPEC/1.0 extensions.md §tools-changed).
 
-use gabp_session::server::{Tool, ToolError, ToolRegistry};
+use gabp_session::server::{CallError, Tool, ToolRegistry};
 use gabp_session::Error as SessionError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -52,8 +52,8 @@ impl DemoGame {
         .tags(["demo", "write"])
     }
 
-    fn set_bonus(&self, tools: &ToolRegistry, enabled: bool) -> Result<BonusSet, ToolError> {
-        let failed = |e: SessionError| ToolError::new(e.to_string()).retryable(false);
+    fn set_bonus(&self, tools: &ToolRegistry, enabled: bool) -> Result<BonusSet, CallError> {
+        let failed = |e: SessionError| CallError::new(e.to_string()).retryable(false);
         let changed = if enabled {
             match tools.add(self.bonus_tool()) {
                 Ok(()) => true,
@@ -71,7 +71,7 @@ impl DemoGame {
         Tool::new(BONUS_TOOL, move |_: NoArguments| {
             game.count_call();
             async {
-                Ok::<_, ToolError>(Bonus {
+                Ok::<_, CallError>(Bonus {
                     message: "served since demo/set_bonus added it".to_owned(),
                 })
             }

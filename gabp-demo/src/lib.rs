@@ -76,7 +76,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gabp_attention::{AttentionManager, Entry};
-use gabp_session::server::{GameClock, MainThread, ModServer, ModServerBuilder, ToolError};
+use gabp_session::server::{CallError, GameClock, MainThread, ModServer, ModServerBuilder};
 use gabp_types::methods::{ServerInfo, StateGetParams, StateSetParams};
 use gabp_types::Severity;
 use parking_lot::Mutex;
@@ -118,21 +118,21 @@ pub trait AttentionSink: Send + Sync + 'static {
     ///
     /// # Errors
     ///
-    /// A [`ToolError`] sent to the bridge as the tool's error.
-    fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError>;
+    /// A [`CallError`] sent to the bridge as the tool's error.
+    fn raise(&self, message: &str, blocking: bool) -> Result<String, CallError>;
 }
 
 /// `demo/raise_error` records an `error` entry: it opens an item (or folds into the open one), blocking unless
 /// the call says otherwise.
 impl AttentionSink for AttentionManager {
-    fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
+    fn raise(&self, message: &str, blocking: bool) -> Result<String, CallError> {
         self.record_entry(
             Entry::new(Severity::Error, message)
                 .blocking(blocking)
                 .causal_method("demo/raise_error"),
         )
         .attention_id
-        .ok_or_else(|| ToolError::new("the attention policy opened no item"))
+        .ok_or_else(|| CallError::new("the attention policy opened no item"))
     }
 }
 
@@ -251,10 +251,10 @@ impl DemoGame {
             })
     }
 
-    fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
+    fn raise(&self, message: &str, blocking: bool) -> Result<String, CallError> {
         match &self.attention {
             Some(sink) => sink.raise(message, blocking),
-            None => Err(ToolError::new(format!(
+            None => Err(CallError::new(format!(
                 "{message} (not recorded: this mod does not serve attention yet)"
             ))
             .with_data(json!({ "message": message, "blocking": blocking, "attention": false }))
@@ -385,7 +385,7 @@ mod tests {
     struct Recorder(Mutex<Vec<(String, bool)>>);
 
     impl AttentionSink for Recorder {
-        fn raise(&self, message: &str, blocking: bool) -> Result<String, ToolError> {
+        fn raise(&self, message: &str, blocking: bool) -> Result<String, CallError> {
             let mut raised = self.0.lock();
             raised.push((message.to_owned(), blocking));
             Ok(format!("att-{}", raised.len()))

@@ -1,18 +1,20 @@
 //! `state/get` and `state/set` of the game: the components `world` and `player` (SPEC/1.0/gabp.md §4.9).
 
-use gabp_session::server::EventPublisher;
+use gabp_session::server::{CallError, EventPublisher};
 use gabp_types::methods::{StateSetError, StateSetParams, StateSetResult};
-use gabp_types::{ErrorCode, ErrorObject};
+use gabp_types::ErrorCode;
 use serde_json::{json, Map, Value};
 
 use super::{DemoError, DemoGame, Position, World, PLAYER_ID, WORLD_SIZE};
 
 /// An unknown `playerId` of `state/get` or `state/set`: `-32602` naming the parameter.
-fn unknown_player(e: &DemoError) -> ErrorObject {
+fn unknown_player(e: &DemoError) -> CallError {
     let message = e.to_string();
-    ErrorObject::new(ErrorCode::INVALID_PARAMS, message.clone()).with_data(json!({
-        "errors": [{ "path": "/params/playerId", "message": message }]
-    }))
+    CallError::new(message.clone())
+        .with_code(ErrorCode::INVALID_PARAMS)
+        .with_data(json!({
+            "errors": [{ "path": "/params/playerId", "message": message }]
+        }))
 }
 
 fn state_error(field: impl Into<String>, message: impl Into<String>, code: &str) -> StateSetError {
@@ -26,7 +28,7 @@ fn state_error(field: impl Into<String>, message: impl Into<String>, code: &str)
 
 impl DemoGame {
     /// The state by component, for `state/get` (the server filters `components` and adds the timestamp).
-    pub(super) fn state(&self, player_id: Option<&str>) -> Result<Map<String, Value>, ErrorObject> {
+    pub(super) fn state(&self, player_id: Option<&str>) -> Result<Map<String, Value>, CallError> {
         let world = self.world.lock();
         let position = world.position(player_id).map_err(|e| unknown_player(&e))?;
         let mut state = Map::new();
@@ -51,7 +53,7 @@ impl DemoGame {
         &self,
         params: &StateSetParams,
         events: &EventPublisher,
-    ) -> Result<StateSetResult, ErrorObject> {
+    ) -> Result<StateSetResult, CallError> {
         let player_id =
             World::player_id(params.player_id.as_deref()).map_err(|e| unknown_player(&e))?;
         let mut position = None;
@@ -144,7 +146,7 @@ mod tests {
         );
         assert_eq!(state["world"]["blockChanges"], 0);
         assert_eq!(
-            game.state(Some("alex")).unwrap_err().code,
+            game.state(Some("alex")).unwrap_err().code(),
             ErrorCode::INVALID_PARAMS
         );
 
@@ -232,7 +234,7 @@ mod tests {
         let mut unknown = params(json!({}), None);
         unknown.player_id = Some("alex".into());
         assert_eq!(
-            game.set_state(&unknown, &events).unwrap_err().code,
+            game.set_state(&unknown, &events).unwrap_err().code(),
             ErrorCode::INVALID_PARAMS
         );
     }

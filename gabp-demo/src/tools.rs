@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gabp_session::server::{CallContext, EventPublisher, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, EventPublisher, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -183,7 +183,7 @@ struct Raised {
 }
 
 /// A world error as the tool's `-32402` answer, with details in `data`.
-fn tool_error(e: &DemoError) -> ToolError {
+fn tool_error(e: &DemoError) -> CallError {
     let data = match e {
         DemoError::BlockOutOfBounds { axis, value } => {
             json!({ "field": axis, "value": value, "min": 0, "max": WORLD_SIZE - 1 })
@@ -198,7 +198,7 @@ fn tool_error(e: &DemoError) -> ToolError {
         | DemoError::GameThread(_)
         | DemoError::Listen { .. } => json!({}),
     };
-    ToolError::new(e.to_string())
+    CallError::new(e.to_string())
         .with_data(data)
         .retryable(false)
 }
@@ -301,7 +301,7 @@ impl DemoGame {
         let game = self.clone();
         Tool::new("demo/echo", move |e: Echo| {
             game.count_call();
-            async move { Ok::<_, ToolError>(e) }
+            async move { Ok::<_, CallError>(e) }
         })
         .title("Echo")
         .description("Returns value unchanged.")
@@ -324,7 +324,7 @@ impl DemoGame {
                     }
                     tokio::time::sleep((total - slept).min(Duration::from_millis(100))).await;
                 }
-                Ok::<_, ToolError>(Slept { slept_ms: s.ms })
+                Ok::<_, CallError>(Slept { slept_ms: s.ms })
             }
         })
         .title("Sleep")
@@ -355,7 +355,7 @@ impl DemoGame {
         Tool::new("demo/status", move |_: NoArguments| {
             // Not counted: it reports the count.
             let calls = game.tool_calls();
-            async move { Ok::<_, ToolError>(Status { tool_calls: calls }) }
+            async move { Ok::<_, CallError>(Status { tool_calls: calls }) }
         })
         .title("Status")
         .description(

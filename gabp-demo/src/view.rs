@@ -1,7 +1,7 @@
 //! The tools that look at the world as it moves: `world/entities` (the sheep) and `world/render` (a PNG from
 //! above, SPEC/1.0 extensions.md §content).
 
-use gabp_session::server::{CallContext, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, Tool};
 use gabp_types::methods::{ContentItem, WithContent};
 use gabp_types::ErrorCode;
 use schemars::JsonSchema;
@@ -62,7 +62,7 @@ impl DemoGame {
                 tick: world.ticks(),
                 entities: world.entities(),
             };
-            async move { Ok::<_, ToolError>(entities) }
+            async move { Ok::<_, CallError>(entities) }
         })
         .title("List entities")
         .description(
@@ -84,16 +84,16 @@ impl DemoGame {
             };
             async move {
                 if !(1..=MAX_SCALE).contains(&p.scale) {
-                    return Err(ToolError::new(format!(
+                    return Err(CallError::new(format!(
                         "scale {} is outside 1..={MAX_SCALE}",
                         p.scale
                     ))
                     .with_code(ErrorCode::INVALID_PARAMS)
                     .with_data(json!({ "field": "scale", "min": 1, "max": MAX_SCALE })));
                 }
-                let png = picture.png().map_err(|e| ToolError::new(e.to_string()))?;
+                let png = picture.png().map_err(|e| CallError::new(e.to_string()))?;
                 if png.len() > ctx.max_content_bytes() {
-                    return Err(ToolError::new(format!(
+                    return Err(CallError::new(format!(
                         "the picture is {} bytes, over the {} bytes this mod may send; ask for a smaller scale",
                         png.len(),
                         ctx.max_content_bytes()

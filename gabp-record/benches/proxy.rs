@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use gabp_record::{ProxyConfig, RecordingProxy};
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_transport::{Endpoint, Listener, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,7 @@ async fn run() {
         .app("bench", "0")
         .token(token.clone())
         .tool(Tool::new("bench/echo", |e: Echo| async move {
-            Ok::<_, ToolError>(e)
+            Ok::<_, CallError>(e)
         }))
         .build()
         .expect("server");

@@ -25,7 +25,7 @@
 //! ```
 //! use gabp_record::{ProxyConfig, Recording, RecordingProxy, ReplayMod};
 //! use gabp_session::bridge::Bridge;
-//! use gabp_session::server::{ModServer, Tool, ToolError};
+//! use gabp_session::server::{ModServer, Tool, CallError};
 //! use gabp_transport::{Connection, Endpoint, Listener, Token};
 //! use serde_json::{json, Value};
 //!
@@ -34,7 +34,7 @@
 //! let mod_token = Token::generate()?;
 //! let game = ModServer::builder()
 //!     .token(mod_token.clone())
-//!     .tool(Tool::new("demo/echo", |v: Value| async move { Ok::<_, ToolError>(v) }))
+//!     .tool(Tool::new("demo/echo", |v: Value| async move { Ok::<_, CallError>(v) }))
 //!     .serve(Listener::bind(&Endpoint::tcp_v4(0)).await?)?;
 //!
 //! // The proxy listens for bridges (with a token of its own) and forwards to the mod, recording.

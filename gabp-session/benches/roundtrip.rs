@@ -38,7 +38,7 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use futures::{FutureExt, SinkExt, StreamExt};
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{ModServer, ServeHandle, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, ServeHandle, Tool};
 use gabp_transport::{connect, Connection, Endpoint, Listener, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -102,7 +102,7 @@ fn server() -> ModServer {
         .app("Bench Game", "1.0.0")
         .token(token())
         .tool(Tool::new("demo/echo", |e: Echo| async move {
-            Ok::<_, ToolError>(e)
+            Ok::<_, CallError>(e)
         }))
         .build()
         .expect("server")

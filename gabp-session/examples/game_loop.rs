@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_transport::{Endpoint, Listener, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "world/place_block",
             |world: &mut World, p: Place| {
                 world.blocks.insert((p.x, p.y, p.z), p.block);
-                Ok::<_, ToolError>(Placed {
+                Ok::<_, CallError>(Placed {
                     world: world.name.to_string(),
                     blocks: world.blocks.len(),
                     step: world.steps,

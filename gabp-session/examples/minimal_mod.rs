@@ -4,7 +4,7 @@
 //! Terminal 2: `cargo run -p gabp-session --example bridge_subscribe_call`, or `gabp call game/greet '{"name":"Ada"}'`.
 
 use gabp_session::schemars::{self, JsonSchema};
-use gabp_session::server::{EventPublisher, ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, EventPublisher, ModServer, Tool};
 use gabp_transport::{Listener, ModSettings};
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +18,7 @@ struct Greeting {
     text: String,
 }
 
-async fn greet(events: EventPublisher, args: Greet) -> Result<Greeting, ToolError> {
+async fn greet(events: EventPublisher, args: Greet) -> Result<Greeting, CallError> {
     let greeting = Greeting {
         text: format!("Hello, {}!", args.name),
     };

@@ -34,7 +34,7 @@
 //! use futures::StreamExt;
 //! use gabp_session::bridge::{Bridge, SubscriptionItem};
 //! use gabp_session::schemars::{self, JsonSchema};
-//! use gabp_session::server::{EventPublisher, ModServer, Tool, ToolError};
+//! use gabp_session::server::{EventPublisher, ModServer, Tool, CallError};
 //! use gabp_transport::{Connection, Token};
 //! use serde::{Deserialize, Serialize};
 //! use serde_json::json;
@@ -45,7 +45,7 @@
 //! #[derive(Serialize, JsonSchema)]
 //! struct Position { x: f64, y: f64, z: f64 }
 //!
-//! async fn teleport(events: EventPublisher, to: Teleport) -> Result<Position, ToolError> {
+//! async fn teleport(events: EventPublisher, to: Teleport) -> Result<Position, CallError> {
 //!     let position = Position { x: to.x, y: to.y, z: to.z };
 //!     events.publish("player/move", &position)?;
 //!     Ok(position)

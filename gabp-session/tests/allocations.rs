@@ -6,7 +6,7 @@
 use std::alloc::System;
 
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_transport::{Connection, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -36,7 +36,7 @@ async fn a_typed_round_trip_stays_within_its_allocation_budget() {
     let server = ModServer::builder()
         .token(token.clone())
         .tool(Tool::new("demo/echo", |e: Echo| async move {
-            Ok::<_, ToolError>(e)
+            Ok::<_, CallError>(e)
         }))
         .build()
         .unwrap();

@@ -11,7 +11,7 @@ use bridge_support::{soon, token};
 use futures::future::join_all;
 use futures::StreamExt;
 use gabp_session::bridge::{Bridge, ConnectionState, ReconnectPolicy, SubscriptionItem};
-use gabp_session::server::{ModServer, Resource, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Resource, Tool};
 use gabp_session::Error;
 use gabp_transport::{Connection, Endpoint, Listener, Token};
 use gabp_types::methods::{ResourcesListParams, StateGetParams, StateSetParams, StateSetResult};
@@ -55,22 +55,22 @@ fn server() -> ModServer {
     let events = builder.event_publisher();
     builder
         .tool(Tool::new("demo/echo", |e: Echo| async move {
-            Ok::<_, ToolError>(e)
+            Ok::<_, CallError>(e)
         }))
         .tool(Tool::new("demo/sleep", |s: Sleep| async move {
             tokio::time::sleep(Duration::from_millis(s.ms)).await;
-            Ok::<_, ToolError>(Slept { slept_ms: s.ms })
+            Ok::<_, CallError>(Slept { slept_ms: s.ms })
         }))
         .tool(Tool::new("demo/fail", |f: Fail| async move {
-            Err::<Echo, _>(ToolError::new(f.message))
+            Err::<Echo, _>(CallError::new(f.message))
         }))
         .tool(Tool::new("player/teleport", move |p: Position| {
             let events = events.clone();
             async move {
                 events
                     .publish("player/move", &p)
-                    .map_err(|e| ToolError::new(e.to_string()))?;
-                Ok::<_, ToolError>(p)
+                    .map_err(|e| CallError::new(e.to_string()))?;
+                Ok::<_, CallError>(p)
             }
         }))
         .resource(Resource::text("gabp://game/world", "World", || async {
@@ -336,7 +336,7 @@ async fn limits_as_large_as_a_usize_serve_calls_and_events() {
     let events = builder.event_publisher();
     let server = builder
         .tool(Tool::new("demo/echo", |e: Echo| async move {
-            Ok::<_, ToolError>(e)
+            Ok::<_, CallError>(e)
         }))
         .build()
         .unwrap();

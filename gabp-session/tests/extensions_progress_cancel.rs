@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use gabp_session::server::{CallContext, ModServer, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, ModServer, Tool};
 use gabp_types::{ErrorCode, Message};
 use serde_json::{json, Value};
 use server_support::{code, connect_hello, request, result, RawClient};
@@ -31,14 +31,14 @@ fn server(cancelled: Arc<AtomicBool>) -> ModServer {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                     late.progress(1e9, None, Some("after the answer"));
                 });
-                Ok::<_, ToolError>(json!({ "done": n }))
+                Ok::<_, CallError>(json!({ "done": n }))
             },
         ))
         .tool(Tool::new(
             "work/at_once",
             |ctx: CallContext, _: Value| async move {
                 ctx.progress(1.0, Some(1.0), Some("done"));
-                Ok::<_, ToolError>(json!({ "done": 1 }))
+                Ok::<_, CallError>(json!({ "done": 1 }))
             },
         ))
         .tool(Tool::new("work/wait", move |ctx: CallContext, _: Value| {
@@ -51,7 +51,7 @@ fn server(cancelled: Arc<AtomicBool>) -> ModServer {
             });
             async move {
                 std::future::pending::<()>().await;
-                Ok::<_, ToolError>(json!({}))
+                Ok::<_, CallError>(json!({}))
             }
         }))
         .build()

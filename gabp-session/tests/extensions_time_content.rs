@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{CallContext, ModServer, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, ModServer, Tool};
 use gabp_types::methods::{
     ContentItem, StepTicks, TimeParams, TimePause, TimeStep, TimeStepParams, ToolResult,
     WithContent,
@@ -25,7 +25,7 @@ fn server(max_content_bytes: usize) -> ModServer {
         .limits(server_support::limits().with_max_content_bytes(max_content_bytes))
         .time_control(true)
         .tool(Tool::new("art/small", |_: Value| async {
-            Ok::<_, ToolError>(WithContent::new(
+            Ok::<_, CallError>(WithContent::new(
                 json!({ "name": "dot" }),
                 vec![ContentItem::image("image/png", b"png")],
             ))
@@ -33,13 +33,13 @@ fn server(max_content_bytes: usize) -> ModServer {
         .tool(Tool::new("art/big", |ctx: CallContext, p: Value| async move {
             let n = p["n"].as_u64().unwrap_or(0) as usize;
             assert_eq!(ctx.max_content_bytes(), 1000);
-            Ok::<_, ToolError>(WithContent::new(
+            Ok::<_, CallError>(WithContent::new(
                 json!({}),
                 vec![ContentItem::audio("audio/wav", &vec![7; n])],
             ))
         }))
         .tool(Tool::new("art/broken", |_: Value| async {
-            Ok::<_, ToolError>(json!({ "_content": [{"type": "image", "mimeType": "text/plain", "data": "AA=="}] }))
+            Ok::<_, CallError>(json!({ "_content": [{"type": "image", "mimeType": "text/plain", "data": "AA=="}] }))
         }))
         .build()
         .expect("build")

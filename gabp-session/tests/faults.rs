@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use gabp_session::bridge::{Bridge, ConnectionState, ReconnectPolicy, SubscriptionItem};
-use gabp_session::server::{ModServer, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, ServerLimits, Tool};
 use gabp_session::Error;
 use gabp_transport::{connect, Connection, Endpoint, Frame, Listener, Token};
 use gabp_types::decode::{decode, DecodeMode};
@@ -137,16 +137,16 @@ fn child_mod(port: u16) {
         let events = builder.event_publisher();
         let server = builder
             .tool(Tool::new("demo/echo", |e: Echo| async move {
-                Ok::<_, ToolError>(e)
+                Ok::<_, CallError>(e)
             }))
             .tool(Tool::new("demo/sleep", |s: Sleep| async move {
                 tokio::time::sleep(Duration::from_millis(s.ms)).await;
-                Ok::<_, ToolError>(Slept { slept_ms: s.ms })
+                Ok::<_, CallError>(Slept { slept_ms: s.ms })
             }))
             .tool(Tool::new("demo/tick", move |t: Tick| {
                 let published = events
                     .publish(CHANNEL, &t)
-                    .map_err(|e| ToolError::new(e.to_string()));
+                    .map_err(|e| CallError::new(e.to_string()));
                 async move { published.map(|p| json!({ "seq": p.seq })) }
             }))
             .build()

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gabp_session::server::{CloseReason, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallError, CloseReason, ServerLimits, Tool};
 use gabp_transport::{Connection, Endpoint, Listener};
 use serde_json::{json, Value};
 use server_support::{
@@ -89,7 +89,7 @@ async fn an_established_peer_that_never_reads_holds_a_bounded_backlog() {
     let server = builder()
         .limits(ServerLimits::default().with_outgoing_queue_bytes(QUEUE_BYTES))
         .tool(Tool::new("demo/echo", |args: Value| async move {
-            Ok::<_, ToolError>(args)
+            Ok::<_, CallError>(args)
         }))
         .build()
         .unwrap();

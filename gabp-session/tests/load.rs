@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use gabp_session::bridge::{Bridge, SubscriptionItem};
-use gabp_session::server::{ModServer, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, ServerLimits, Tool};
 use gabp_transport::{Endpoint, Listener, Token};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -118,7 +118,7 @@ fn server(seen: Arc<Mutex<HashMap<u64, u32>>>) -> ModServer {
         .limits(ServerLimits::default().with_max_connections(usize::try_from(BRIDGES).unwrap()))
         .tool(Tool::new("demo/echo", move |e: Echo| {
             *seen.lock().unwrap().entry(e.value).or_default() += 1;
-            async move { Ok::<_, ToolError>(e) }
+            async move { Ok::<_, CallError>(e) }
         }))
         .build()
         .unwrap()

@@ -8,7 +8,7 @@ mod server_support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gabp_session::server::{CallContext, ServeHandle, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, ServeHandle, ServerLimits, Tool};
 use gabp_transport::{Endpoint, Listener};
 use serde_json::{json, Value};
 use server_support::{builder, frame, request, try_hello as hello, PATIENCE};
@@ -32,7 +32,7 @@ async fn slow_mod(limits: ServerLimits) -> (ServeHandle, std::net::SocketAddr, T
             seen.lock().unwrap().push(ctx.cancellation().clone());
             async move {
                 ctx.cancelled().await;
-                Ok::<_, ToolError>(())
+                Ok::<_, CallError>(())
             }
         }))
         .build()

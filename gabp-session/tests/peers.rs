@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use futures::StreamExt;
 use gabp_session::bridge::{Bridge, SubscriptionItem};
-use gabp_session::server::{ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, Tool};
 use gabp_transport::Token;
 use gabp_types::decode::{check_result_in, decode, decode_response_to, DecodeMode};
 use gabp_types::methods::{
@@ -189,7 +189,7 @@ async fn a_mod_reads_what_gabs_sends() {
         .token(Token::new(token).expect("token"))
         .tool(
             Tool::new("pawn/draft", |args: Map<String, Value>| async move {
-                Ok::<_, ToolError>(Value::Object(args))
+                Ok::<_, CallError>(Value::Object(args))
             })
             .input_schema(json!({"type": "object"}))
             .output_schema(json!({"type": "object"})),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gabp_session::server::{CloseReason, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallError, CloseReason, ServerLimits, Tool};
 use gabp_types::MessageId;
 use serde_json::{json, Value};
 use server_support::{
@@ -52,10 +52,10 @@ fn gate_tool(running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>, gate: Arc<Semaph
             let permit = gate
                 .acquire()
                 .await
-                .map_err(|e| ToolError::new(e.to_string()))?;
+                .map_err(|e| CallError::new(e.to_string()))?;
             permit.forget();
             running.fetch_sub(1, Ordering::SeqCst);
-            Ok::<_, ToolError>(json!({}))
+            Ok::<_, CallError>(json!({}))
         }
     })
 }

@@ -6,9 +6,8 @@ mod server_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gabp_session::server::{CallContext, ServerRequest, State};
+use gabp_session::server::{CallContext, CallError, ServerRequest, State};
 use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult};
-use gabp_types::ErrorObject;
 use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,7 +37,7 @@ fn server() -> gabp_session::server::ModServer {
         .with_state(World::default())
         .state(
             |State(world): State<World>, _: StateGetParams| async move {
-                Ok::<_, ErrorObject>(Snapshot {
+                Ok::<_, CallError>(Snapshot {
                     time: *world.time.lock(),
                     weather: "rain",
                 })
@@ -60,13 +59,13 @@ fn server() -> gabp_session::server::ModServer {
             |State(world): State<World>, skip: Skip| async move {
                 let mut time = world.time.lock();
                 *time += skip.ticks;
-                Ok::<_, ErrorObject>(json!({ "time": *time }))
+                Ok::<_, CallError>(json!({ "time": *time }))
             },
         )
         .method(
             "world/whoami",
             |context: CallContext, _: Map<String, Value>| async move {
-                Ok::<_, ErrorObject>(context.request_id().to_string())
+                Ok::<_, CallError>(context.request_id().to_string())
             },
         )
         .method("world/raw", |req: ServerRequest| async move {
@@ -121,18 +120,18 @@ fn stuck_server(tokens: Arc<Mutex<Vec<CancellationToken>>>) -> gabp_session::ser
         .state(
             move |context: CallContext, _: StateGetParams| {
                 keep(&get, &context);
-                std::future::pending::<Result<Map<String, Value>, ErrorObject>>()
+                std::future::pending::<Result<Map<String, Value>, CallError>>()
             },
             move |context: CallContext, _: StateSetParams| {
                 keep(&set, &context);
-                std::future::pending::<Result<StateSetResult, ErrorObject>>()
+                std::future::pending::<Result<StateSetResult, CallError>>()
             },
         )
         .method(
             "world/stuck",
             move |context: CallContext, _: Map<String, Value>| {
                 keep(&method, &context);
-                std::future::pending::<Result<Value, ErrorObject>>()
+                std::future::pending::<Result<Value, CallError>>()
             },
         )
         .build()

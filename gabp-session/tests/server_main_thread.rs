@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use gabp_session::server::{MainThread, ModServer, ServerLimits, Tool, ToolError};
+use gabp_session::server::{CallError, MainThread, ModServer, ServerLimits, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -26,7 +26,7 @@ fn server(limits: ServerLimits, runs: Arc<AtomicUsize>) -> ModServer {
             Tool::on_main_thread("world/spawn", move |s: Spawn| {
                 runs.fetch_add(1, Ordering::SeqCst);
                 let thread = thread::current().name().unwrap_or_default().to_owned();
-                Ok::<_, ToolError>(json!({ "spawned": s.kind, "thread": thread }))
+                Ok::<_, CallError>(json!({ "spawned": s.kind, "thread": thread }))
             })
             .timeout(Duration::from_millis(300)),
         )
@@ -34,17 +34,17 @@ fn server(limits: ServerLimits, runs: Arc<AtomicUsize>) -> ModServer {
             if true {
                 panic!("the game thread tool panicked on purpose");
             }
-            Ok::<Value, ToolError>(Value::Null)
+            Ok::<Value, CallError>(Value::Null)
         }))
         .tool(
             Tool::on_main_thread("world/raw", |args: Map<String, Value>| {
-                Ok::<_, ToolError>(json!({ "got": args }))
+                Ok::<_, CallError>(json!({ "got": args }))
             })
             .input_schema(json!({"type": "object"}))
             .output_schema(json!({})),
         )
         .tool(Tool::new("demo/echo", |v: Value| async move {
-            Ok::<_, ToolError>(v)
+            Ok::<_, CallError>(v)
         }))
         .build()
         .expect("build")

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gabp_session::server::{ModServer, ServeHandle, ServeStatus, Tool, ToolError};
+use gabp_session::server::{CallError, ModServer, ServeHandle, ServeStatus, Tool};
 use gabp_transport::{Endpoint, Listener};
 use serde_json::{json, Value};
 use server_support::{builder, hello_params, request, RawClient, PATIENCE, TOKEN};
@@ -66,7 +66,7 @@ async fn shutting_down_lasts_while_calls_in_flight_are_answered() {
             let held = held.clone();
             async move {
                 let _permit = held.acquire().await;
-                Ok::<_, ToolError>(json!({"released": true}))
+                Ok::<_, CallError>(json!({"released": true}))
             }
         }))
         .build()

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use gabp_session::bridge::{Bridge, Subscription, SubscriptionItem};
 use gabp_session::server::layer::InterceptLayer;
 use gabp_session::server::{
-    ModServer, ModServerBuilder, ServerRequest, Tool, ToolError, TOOLS_CHANGED_EXTENSION,
+    CallError, ModServer, ModServerBuilder, ServerRequest, Tool, TOOLS_CHANGED_EXTENSION,
 };
 use gabp_session::Error;
 use gabp_transport::Connection;
@@ -30,7 +30,7 @@ async fn soon<F: std::future::Future>(future: F) -> F::Output {
 }
 
 fn echo(name: &str) -> Tool {
-    Tool::new(name, |v: Value| async move { Ok::<_, ToolError>(v) })
+    Tool::new(name, |v: Value| async move { Ok::<_, CallError>(v) })
 }
 
 /// `builder` with `demo/echo`, counting the `tools/list` requests that reach the mod.
@@ -245,7 +245,7 @@ async fn added_tools_keep_their_time_limit_and_running_calls_outlive_removal() {
         .add_all([
             Tool::new("demo/slow", |_: Value| async {
                 tokio::time::sleep(Duration::from_secs(30)).await;
-                Ok::<_, ToolError>(())
+                Ok::<_, CallError>(())
             })
             .timeout(Duration::from_millis(50)),
             Tool::new("demo/gate", move |_: Value| {
@@ -255,7 +255,7 @@ async fn added_tools_keep_their_time_limit_and_running_calls_outlive_removal() {
                         let _ = tx.send(());
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                    Ok::<_, ToolError>("done")
+                    Ok::<_, CallError>("done")
                 }
             }),
         ])

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_session::bridge::Bridge;
-use gabp_session::server::{CallContext, Tool, ToolError};
+use gabp_session::server::{CallContext, CallError, Tool};
 use gabp_session::Error;
 use gabp_transport::{connect_with, Endpoint, Listener, WsSettings};
 use serde_json::{json, Value};
@@ -49,7 +49,7 @@ async fn a_mod_that_stops_answering_pings_fails_the_call_in_flight() {
             "slow/wait",
             |ctx: CallContext, _: Value| async move {
                 ctx.cancelled().await;
-                Ok::<_, ToolError>(())
+                Ok::<_, CallError>(())
             },
         ))
         .build()

@@ -20,14 +20,14 @@ use crate::TestkitError;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Tool, CallError};
 /// use serde_json::{json, Value};
 ///
 /// // The mod under test, built as the game builds it.
 /// let server = ModServer::builder()
 ///     .app("My Game", "1.0.0")
 ///     .token(gabp_transport::Token::generate()?)
-///     .tool(Tool::new("game/version", |_: Value| async { Ok::<_, ToolError>("1.0.0") }))
+///     .tool(Tool::new("game/version", |_: Value| async { Ok::<_, CallError>("1.0.0") }))
 ///     .build()?;
 ///
 /// let pair = gabp_testkit::pair_with(server).await?;

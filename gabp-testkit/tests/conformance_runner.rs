@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use gabp_session::server::ToolError;
+use gabp_session::server::CallError;
 use gabp_testkit::conformance::{self, EventTrigger, Options, Outcome, Target};
 use gabp_testkit::{Direction, Fault, FaultProxy, MockMod, MockTool};
 use gabp_transport::{ByteStream, Endpoint, Token};
@@ -124,7 +124,7 @@ fn ticking_mock() -> MockMod {
         .tool(MockTool::with("world/tick", move |args| {
             events
                 .publish("world/tick", &args)
-                .map_err(|e| ToolError::new(e.to_string()))?;
+                .map_err(|e| CallError::new(e.to_string()))?;
             Ok(json!({}))
         }))
         .build()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use gabp_session::bridge::{Bridge, SubscriptionItem};
 use gabp_session::schemars::{self, JsonSchema};
-use gabp_session::server::{EventPublisher, ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, EventPublisher, ModServer, Tool};
 use gabp_session::Error;
 use gabp_testkit::{pair_with, Fault, MockMod, MockTool};
 use gabp_transport::Token;
@@ -54,7 +54,7 @@ async fn the_bridge_code_stops_at_the_first_failure() -> Result<(), Box<dyn std:
     let mock = MockMod::builder()
         .tool(MockTool::failing(
             "world/place_block",
-            ToolError::new("the world is read-only"),
+            CallError::new("the world is read-only"),
         ))
         .build()?;
     let pair = mock.pair().connect().await?;
@@ -99,9 +99,9 @@ struct Position {
     z: f64,
 }
 
-async fn teleport(events: EventPublisher, to: Teleport) -> Result<Position, ToolError> {
+async fn teleport(events: EventPublisher, to: Teleport) -> Result<Position, CallError> {
     if to.y < 0.0 {
-        return Err(ToolError::new("below the world"));
+        return Err(CallError::new("below the world"));
     }
     let position = Position {
         x: to.x,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_session::bridge::{Bridge, SubscriptionItem};
-use gabp_session::server::{CloseReason, Tool, ToolError};
+use gabp_session::server::{CallError, CloseReason, Tool};
 use gabp_session::Error;
 use gabp_testkit::{Direction, MockMod, MockTool};
 use gabp_types::methods::{StateGetParams, StateSetParams};
@@ -28,11 +28,11 @@ async fn scripted_tools_answer_as_scripted() {
         .tool(MockTool::returning("game/version", json!("1.2.3")))
         .tool(MockTool::failing(
             "game/save",
-            ToolError::new("disk full").retryable(true),
+            CallError::new("disk full").retryable(true),
         ))
         .tool(MockTool::failing(
             "game/locked",
-            ToolError::new("locked").with_code(ErrorCode::TOOL_UNAVAILABLE),
+            CallError::new("locked").with_code(ErrorCode::TOOL_UNAVAILABLE),
         ))
         .tool(
             MockTool::with("math/add", |args| {
@@ -53,7 +53,7 @@ async fn scripted_tools_answer_as_scripted() {
             Ok(json!(args["n"].as_i64().unwrap_or(0) * 2))
         }))
         .session_tool(Tool::new("typed/hello", |_: Value| async {
-            Ok::<_, ToolError>("hello")
+            Ok::<_, CallError>("hello")
         }))
         .build()
         .expect("mock");

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use gabp_session::bridge::SubscriptionItem;
-use gabp_session::server::{CloseReason, ModServer, Tool, ToolError};
+use gabp_session::server::{CallError, CloseReason, ModServer, Tool};
 use gabp_testkit::{pair_with, Direction, Fault, ServerPair};
 use gabp_transport::Token;
 use serde_json::{json, Value};
@@ -25,7 +25,7 @@ fn my_mod() -> ModServer {
         .channel("game/tick")
         .tool(
             Tool::new("game/double", |v: Value| async move {
-                Ok::<_, ToolError>(json!(v["n"].as_i64().unwrap_or(0) * 2))
+                Ok::<_, CallError>(json!(v["n"].as_i64().unwrap_or(0) * 2))
             })
             .title("Double"),
         )

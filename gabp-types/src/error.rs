@@ -296,6 +296,8 @@ impl fmt::Display for ErrorObject {
     }
 }
 
+impl std::error::Error for ErrorObject {}
+
 /// `text` cut to its first `max_chars` characters, followed by `…` (U+2026) when anything was cut.
 ///
 /// The one rule for quoting input, values or long texts in error messages, reports and log lines, so that their

@@ -139,7 +139,7 @@ impl AttentionGateBuilder {
 /// ```
 /// use gabp_attention::{AttentionGate, AttentionManager, BlockedByAttention};
 /// use gabp_session::bridge::Bridge;
-/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Tool, CallError};
 /// use gabp_transport::{Connection, Token};
 /// use gabp_types::Severity;
 ///
@@ -150,7 +150,7 @@ impl AttentionGateBuilder {
 /// let attention = AttentionManager::new();
 /// let server = attention
 ///     .install(ModServer::builder().token(token.clone()))
-///     .tool(Tool::new("world/explode", |_: serde_json::Value| async { Ok::<_, ToolError>("boom") }))
+///     .tool(Tool::new("world/explode", |_: serde_json::Value| async { Ok::<_, CallError>("boom") }))
 ///     .build()?;
 /// let (mod_side, bridge_side) = tokio::io::duplex(64 * 1024);
 /// tokio::spawn(server.serve_connection(Connection::new(mod_side)));

@@ -7,7 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gabp_session::server::{EventPublisher, ModServerBuilder, ServerRequest};
+use gabp_session::server::{CallError, EventPublisher, ModServerBuilder, ServerRequest};
 use gabp_types::methods::{
     AttentionAck, AttentionAckParams, AttentionAckResult, AttentionCurrent, AttentionCurrentResult,
     Method,
@@ -266,11 +266,11 @@ impl AttentionManager {
             .fold(builder, |b, channel| b.channel(*channel))
             .method(AttentionCurrent::NAME, move |req: ServerRequest| {
                 let answer = current.serve_current(&req);
-                async move { answer }
+                async move { answer.map_err(CallError::from) }
             })
             .method(AttentionAck::NAME, move |req: ServerRequest| {
                 let answer = ack.serve_ack(&req);
-                async move { answer }
+                async move { answer.map_err(CallError::from) }
             });
         if let Some(allow) = &self.inner.gate {
             let layer = ModGateLayer {

@@ -255,6 +255,17 @@ pub enum Error {
     /// Building a server: a custom method uses the name of a method the mod serves itself.
     #[error("{0} is served by the mod itself and cannot be registered as a custom method")]
     ReservedMethod(String),
+    /// Building a server, or adding a tool: a handler takes [`State<T>`](crate::server::State) of a type
+    /// never registered with [`ModServerBuilder::with_state`](crate::ModServerBuilder::with_state).
+    #[error(
+        "{handler} takes State<{state}>, but no state of that type was registered with with_state"
+    )]
+    MissingState {
+        /// What takes it: `tool NAME`, `resource URI` or `method NAME`.
+        handler: String,
+        /// The state's type (`std::any::type_name`).
+        state: &'static str,
+    },
     /// Building a server, or adding a tool: a tool's schema is not a valid JSON Schema object, or a
     /// descriptor field is invalid.
     #[error("tool {tool}: {reason}")]

@@ -5,7 +5,7 @@ use gabp_types::ErrorCode;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
-use super::error::ToolError;
+use super::error::CallError;
 
 /// The arguments as the router hands them to a handler.
 pub(crate) enum Arguments<'a> {
@@ -17,7 +17,7 @@ pub(crate) enum Arguments<'a> {
 
 impl Arguments<'_> {
     /// Decodes the arguments into the handler's type.
-    pub(crate) fn decode<In: DeserializeOwned>(self) -> Result<In, ToolError> {
+    pub(crate) fn decode<In: DeserializeOwned>(self) -> Result<In, CallError> {
         match self {
             Arguments::Raw(raw) => serde_json::from_str(raw),
             Arguments::Value(value) => serde_json::from_value(value),
@@ -26,10 +26,10 @@ impl Arguments<'_> {
     }
 }
 
-fn invalid_arguments(e: &serde_json::Error) -> ToolError {
+fn invalid_arguments(e: &serde_json::Error) -> CallError {
     let message = e.to_string();
     let message = gabp_types::without_json_position(&message);
-    ToolError::new(format!("invalid arguments: {message}"))
+    CallError::new(format!("invalid arguments: {message}"))
         .with_code(ErrorCode::INVALID_PARAMS)
         .with_data(json!({ "errors": [{ "path": "/params/arguments", "message": message }] }))
 }

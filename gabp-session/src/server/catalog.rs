@@ -16,12 +16,12 @@ use super::registry::ToolTable;
 /// clone (clones share the same catalog).
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Tool, CallError};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let builder = ModServer::builder()
 ///     .token(gabp_transport::Token::generate()?)
-///     .tool(Tool::new("game/status", |_: serde_json::Value| async { Ok::<_, ToolError>("ok") }).tags(["status"]));
+///     .tool(Tool::new("game/status", |_: serde_json::Value| async { Ok::<_, CallError>("ok") }).tags(["status"]));
 /// let catalog = builder.tool_catalog();
 /// assert!(!catalog.is_built());
 /// let _server = builder.build()?;
@@ -79,12 +79,12 @@ impl ToolCatalog {
 
 #[cfg(test)]
 mod tests {
-    use crate::server::{ModServer, Tool, ToolError};
+    use crate::server::{CallError, ModServer, Tool};
     use gabp_transport::Token;
 
     fn tool(name: &str, tags: &[&str]) -> Tool {
         Tool::new(name, |_: serde_json::Value| async {
-            Ok::<_, ToolError>(())
+            Ok::<_, CallError>(())
         })
         .tags(tags.iter().copied())
     }

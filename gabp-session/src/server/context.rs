@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use gabp_types::{ErrorCode, MessageId};
+use gabp_types::{ErrorCode, MessageId, Request};
 use tokio_util::sync::CancellationToken;
 
-use super::error::ToolError;
+use super::error::CallError;
 use super::events::EventPublisher;
 use super::progress::Progress;
-use super::session::Session;
+use super::session::{ServerRequest, Session};
 
 /// Values shared by every handler of a mod, one per type, registered with
 /// [`ModServerBuilder::with_state`](super::ModServerBuilder::with_state).
@@ -24,6 +24,10 @@ pub(crate) struct StateMap {
 impl StateMap {
     pub(crate) fn insert<T: Clone + Send + Sync + 'static>(&mut self, value: T) {
         self.values.insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    pub(crate) fn contains(&self, state: StateType) -> bool {
+        self.values.contains_key(&state.id)
     }
 
     fn get<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
@@ -42,16 +46,16 @@ impl StateMap {
 /// (SPEC/1.0 gabp.md §7). A long handler checks it or selects on [`CallContext::cancelled`].
 ///
 /// ```
-/// use gabp_session::server::{CallContext, Tool, ToolError};
+/// use gabp_session::server::{CallContext, Tool, CallError};
 ///
 /// let tool = Tool::new("world/scan", |ctx: CallContext, radius: u32| async move {
 ///     for _ in 0..radius {
 ///         if ctx.is_cancelled() {
-///             return Err(ToolError::new("cancelled"));
+///             return Err(CallError::new("cancelled"));
 ///         }
 ///         tokio::task::yield_now().await;
 ///     }
-///     Ok::<_, ToolError>(format!("scanned for {}", ctx.session().peer()))
+///     Ok::<_, CallError>(format!("scanned for {}", ctx.session().peer()))
 /// });
 /// assert_eq!(tool.name(), "world/scan");
 /// ```
@@ -65,6 +69,8 @@ pub struct CallContext {
     state: Arc<StateMap>,
     progress: Option<Arc<Progress>>,
     content_limit: usize,
+    /// The request of a custom method, for handlers that read it whole.
+    request: Option<Arc<Request>>,
 }
 
 impl fmt::Debug for CallContext {
@@ -94,7 +100,13 @@ impl CallContext {
             state,
             progress: None,
             content_limit,
+            request: None,
         }
+    }
+
+    pub(crate) fn with_request(mut self, request: Request) -> Self {
+        self.request = Some(Arc::new(request));
+        self
     }
 
     /// How many bytes of content items (pictures, sound) the call's result may carry, decoded: more is
@@ -169,45 +181,91 @@ impl CallContext {
     }
 }
 
-/// What a handler can take as an argument before its typed arguments: built from the [`CallContext`], the way
-/// axum's extractors are built from a request. Implemented for [`CallContext`], [`Session`],
-/// [`CancellationToken`], [`EventPublisher`] and [`State<T>`].
+/// A shared state a handler takes: its type, and the type's name for the error that says it is missing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateType {
+    id: TypeId,
+    name: &'static str,
+}
+
+impl StateType {
+    /// The state of type `T`.
+    #[must_use]
+    pub fn of<T: 'static>() -> Self {
+        StateType {
+            id: TypeId::of::<T>(),
+            name: std::any::type_name::<T>(),
+        }
+    }
+
+    /// The type's name (`std::any::type_name`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// What a handler can take as an argument before its input: built from the [`CallContext`], the way axum's
+/// extractors are built from a request. Implemented for [`CallContext`], [`Session`], [`CancellationToken`],
+/// [`EventPublisher`], [`State<T>`] and, for custom methods, the whole [`ServerRequest`].
 pub trait FromContext: Sized {
     /// Builds the value; an error answers the call with it.
-    fn from_context(context: &CallContext) -> Result<Self, ToolError>;
+    ///
+    /// # Errors
+    ///
+    /// The extractor's error, sent as the call's answer.
+    fn from_context(context: &CallContext) -> Result<Self, CallError>;
+
+    /// The shared state it takes, if any: checked when the server is built.
+    #[must_use]
+    fn state() -> Option<StateType> {
+        None
+    }
 }
 
 impl FromContext for CallContext {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
         Ok(context.clone())
     }
 }
 
 impl FromContext for Session {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
         Ok(context.session.clone())
     }
 }
 
 impl FromContext for CancellationToken {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
         Ok(context.cancellation().clone())
     }
 }
 
 impl FromContext for EventPublisher {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
         Ok(context.events.clone())
+    }
+}
+
+/// The request of a custom method, whole (its params unread); other calls have none to give.
+impl FromContext for ServerRequest {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
+        let request = context.request.as_deref().cloned().ok_or_else(|| {
+            CallError::new("only a custom method's handler can take the whole request")
+                .with_code(ErrorCode::INTERNAL_ERROR)
+        })?;
+        Ok(ServerRequest::new(request, context.session.clone()))
     }
 }
 
 /// The mod's shared value of type `T`, registered once with
 /// [`ModServerBuilder::with_state`](super::ModServerBuilder::with_state) and handed to every handler that
-/// asks for it (a clone: share mutable data through an `Arc`).
+/// asks for it (a clone: share mutable data through an `Arc`). A server whose handler takes a state nobody
+/// registered is not built ([`Error::MissingState`](crate::Error::MissingState)).
 ///
 /// ```
 /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
-/// use gabp_session::server::{ModServer, State, Tool, ToolError};
+/// use gabp_session::server::{ModServer, State, Tool, CallError};
 ///
 /// #[derive(Clone, Default)]
 /// struct Score(Arc<AtomicU64>);
@@ -217,7 +275,7 @@ impl FromContext for EventPublisher {
 ///     .token(gabp_transport::Token::generate()?)
 ///     .with_state(Score::default())
 ///     .tool(Tool::new("score/add", |State(score): State<Score>, points: u64| async move {
-///         Ok::<_, ToolError>(score.0.fetch_add(points, Ordering::Relaxed) + points)
+///         Ok::<_, CallError>(score.0.fetch_add(points, Ordering::Relaxed) + points)
 ///     }))
 ///     .build()?;
 /// # drop(server);
@@ -228,14 +286,18 @@ impl FromContext for EventPublisher {
 pub struct State<T>(pub T);
 
 impl<T: Clone + Send + Sync + 'static> FromContext for State<T> {
-    fn from_context(context: &CallContext) -> Result<Self, ToolError> {
+    fn from_context(context: &CallContext) -> Result<Self, CallError> {
         context.state::<T>().map(State).ok_or_else(|| {
-            ToolError::new(format!(
+            CallError::new(format!(
                 "no shared state of type {} was registered with with_state",
                 std::any::type_name::<T>()
             ))
             .with_code(ErrorCode::INTERNAL_ERROR)
         })
+    }
+
+    fn state() -> Option<StateType> {
+        Some(StateType::of::<T>())
     }
 }
 

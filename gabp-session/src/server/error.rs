@@ -1,39 +1,45 @@
-//! [`ToolError`]: what a tool handler answers when it fails (SPEC/1.0 gabp.md §8, registry.md §3).
+//! [`CallError`]: what a handler answers when it fails (SPEC/1.0 gabp.md §8, registry.md §3).
 
+use std::any::Any;
 use std::fmt;
 
 use gabp_types::{ErrorCode, ErrorObject};
 use serde_json::{json, Map, Value};
 
-/// The error a tool handler returns. It becomes the response's error object: code `-32402` (Tool Execution
-/// Failed) unless the tool picks its own with [`ToolError::with_code`].
+/// The error every handler returns (tools, resources, state, custom methods) and every extractor
+/// ([`FromContext`](super::FromContext)) fails with. It becomes the response's error object: code `-32402`
+/// (Tool Execution Failed) unless the handler picks its own with [`CallError::with_code`].
 ///
-/// Any `std::error::Error` converts into it with `?`, taking the error's message.
+/// Any `std::error::Error` converts into it with `?`, taking the error's message; an [`ErrorObject`] converts
+/// whole, code and data included.
 ///
 /// ```
-/// use gabp_session::server::ToolError;
-/// use gabp_types::ErrorCode;
+/// use gabp_session::server::CallError;
+/// use gabp_types::{ErrorCode, ErrorObject};
 ///
-/// fn parse(n: &str) -> Result<u8, ToolError> {
-///     Ok(n.parse::<u8>()?) // a ParseIntError becomes a -32402 ToolError
+/// fn parse(n: &str) -> Result<u8, CallError> {
+///     Ok(n.parse::<u8>()?) // a ParseIntError becomes a -32402 CallError
 /// }
 /// assert_eq!(parse("300").unwrap_err().code(), ErrorCode::TOOL_EXECUTION_FAILED);
 ///
-/// let busy = ToolError::new("the world is loading")
+/// let busy = CallError::new("the world is loading")
 ///     .with_code(ErrorCode::TOOL_UNAVAILABLE)
 ///     .retryable(true);
 /// assert_eq!(busy.to_error_object().retryable(), Some(true));
+///
+/// let missing = CallError::from(ErrorObject::new(ErrorCode::RESOURCE_NOT_FOUND, "no such chunk"));
+/// assert_eq!(missing.code(), ErrorCode::RESOURCE_NOT_FOUND);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolError {
+pub struct CallError {
     error: ErrorObject,
 }
 
-impl ToolError {
+impl CallError {
     /// A `-32402` error with `message`.
     #[must_use]
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError {
+        CallError {
             error: ErrorObject::new(ErrorCode::TOOL_EXECUTION_FAILED, message),
         }
     }
@@ -83,25 +89,34 @@ impl ToolError {
         self.error.clone()
     }
 
-    pub(crate) fn into_error_object(self) -> ErrorObject {
+    /// The error object sent to the bridge.
+    #[must_use]
+    pub fn into_error_object(self) -> ErrorObject {
         self.error
     }
 }
 
-impl fmt::Display for ToolError {
+impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.error, f)
     }
 }
 
-impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for CallError {
     fn from(e: E) -> Self {
-        ToolError::new(e.to_string())
+        // An error object is taken whole; any other error by its message.
+        let mut slot = Some(e);
+        if let Some(error) = (&mut slot as &mut dyn Any).downcast_mut::<Option<ErrorObject>>() {
+            if let Some(error) = error.take() {
+                return CallError { error };
+            }
+        }
+        CallError::new(slot.map(|e| e.to_string()).unwrap_or_default())
     }
 }
 
-impl From<ToolError> for ErrorObject {
-    fn from(e: ToolError) -> Self {
+impl From<CallError> for ErrorObject {
+    fn from(e: CallError) -> Self {
         e.error
     }
 }

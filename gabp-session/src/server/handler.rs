@@ -1,228 +1,224 @@
-//! The functions that serve tools: [`ToolHandler`] (async, on the runtime) and [`MainThreadHandler`]
-//! (synchronous, on the game's thread, with the game's state), and [`ResourceHandler`]. All take extractors ([`FromContext`]) before
-//! the typed arguments, the way axum handlers do.
+//! [`Handler`]: the one trait of the functions that serve calls (tools, on the runtime or on the game's main
+//! thread, resources, `state/get`, `state/set`, custom methods). A handler takes extractors ([`FromContext`])
+//! and then its input, the way axum handlers do; it fails with a [`CallError`].
 
 use std::any::{type_name, Any};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::future::{BoxFuture, Either};
-use gabp_types::{ErrorCode, ErrorObject};
-use schemars::JsonSchema;
+use futures::FutureExt;
+use gabp_types::ErrorCode;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
-use super::context::{CallContext, FromContext};
-use super::error::ToolError;
+use super::context::{CallContext, FromContext, StateType};
+use super::error::CallError;
 
-/// An async function that serves a tool: `async fn(extractors..., args: In) -> Result<Out, ToolError>`, with up
-/// to three extractors ([`FromContext`]: [`CallContext`], [`State<T>`](super::State), ...). `In` and `Out`
-/// give the tool's `inputSchema` and `outputSchema`. Implemented for every such function or closure.
-pub trait ToolHandler<Marker>: Send + Sync + 'static {
-    /// The typed arguments.
-    type Args: DeserializeOwned + JsonSchema + Send + 'static;
-    /// The typed result.
-    type Output: Serialize + JsonSchema + 'static;
-    /// The future of one call.
-    type Future: Future<Output = Result<Self::Output, ToolError>> + Send + 'static;
-    /// Whether the handler takes any extractor (else no context is built for its calls).
-    const TAKES_CONTEXT: bool;
+/// A function that serves calls: extractors first (up to three, [`FromContext`]: [`CallContext`],
+/// [`State<T>`](super::State), ...), then its input (a tool's arguments, a method's params; none for a
+/// resource), returning `Result<Output, CallError>`. Implemented for every such function or closure:
+///
+/// - `async fn(extractors..., input) -> Result<Output, CallError>` and `async fn(extractors...) -> ...`, run
+///   on the runtime;
+/// - `fn(&mut S, extractors..., input) -> Result<Output, CallError>` and `fn(input) -> ...`, run on the
+///   game's main thread inside [`MainThread::pump_with`](super::MainThread::pump_with), with the game's state
+///   `S` (which need not be `Send`).
+///
+/// `Marker` only tells the forms apart; it is inferred.
+pub trait Handler<Marker>: Send + Sync + 'static {
+    /// What the function takes after its extractors (`IgnoredAny` when nothing).
+    type Input;
+    /// What it answers when it succeeds.
+    type Output;
+    /// One call: a future, or for a function of the game's main thread, its outcome.
+    type Call;
+    /// Whether the function takes any extractor (else no context of its own is built for its calls).
+    const EXTRACTS: bool;
 
-    /// Serves one call.
-    fn call(&self, context: CallContext, args: Self::Args) -> Self::Future;
+    /// The shared states its extractors take: the server is built only when each was registered.
+    fn states() -> Vec<StateType>;
+
+    /// Serves one call; `game` is the state the game loop pumps with (`&mut ()` on the runtime).
+    fn call(&self, context: CallContext, input: Self::Input, game: &mut dyn Any) -> Self::Call;
 }
+
+/// Marks the functions run on the runtime.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum OnRuntime {}
+
+/// Marks the functions run on the game's main thread.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum OnMainThread {}
 
 /// The future of a call whose extractor failed: it holds only the error, so `Out` need not be `Send`.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct ExtractFailed<Out> {
-    error: Option<ToolError>,
+pub struct Rejected<Out> {
+    error: Option<CallError>,
     output: PhantomData<fn() -> Out>,
 }
 
-impl<Out> Future for ExtractFailed<Out> {
-    type Output = Result<Out, ToolError>;
+impl<Out> Future for Rejected<Out> {
+    type Output = Result<Out, CallError>;
 
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let error = self
             .error
             .take()
-            .unwrap_or_else(|| ToolError::new("polled after completion"));
+            .unwrap_or_else(|| CallError::new("polled after completion"));
         Poll::Ready(Err(error))
     }
 }
 
-impl<Out> Unpin for ExtractFailed<Out> {}
+impl<Out> Unpin for Rejected<Out> {}
 
-impl<F, Fut, In, Out> ToolHandler<((), In)> for F
-where
-    F: Fn(In) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
-    In: DeserializeOwned + JsonSchema + Send + 'static,
-    Out: Serialize + JsonSchema + 'static,
-{
-    type Args = In;
-    type Output = Out;
-    type Future = Fut;
-    const TAKES_CONTEXT: bool = false;
-
-    fn call(&self, _: CallContext, args: In) -> Fut {
-        self(args)
-    }
+macro_rules! extract {
+    ($context:ident, $($e:ident),*) => {
+        $(
+            let $e = match $e::from_context(&$context) {
+                Ok(value) => value,
+                Err(error) => {
+                    return Either::Left(Rejected { error: Some(error), output: PhantomData })
+                }
+            };
+        )*
+    };
 }
 
-macro_rules! tool_handler {
-    ($($e:ident),*) => {
-        impl<F, Fut, In, Out, $($e,)*> ToolHandler<(($($e,)*), In)> for F
+macro_rules! handlers {
+    ($extracts:literal $(, $e:ident)*) => {
+        impl<F, Fut, In, Out, $($e,)*> Handler<(OnRuntime, ($($e,)*), In)> for F
         where
             F: Fn($($e,)* In) -> Fut + Send + Sync + 'static,
-            Fut: Future<Output = Result<Out, ToolError>> + Send + 'static,
-            In: DeserializeOwned + JsonSchema + Send + 'static,
-            Out: Serialize + JsonSchema + 'static,
+            Fut: Future<Output = Result<Out, CallError>> + Send + 'static,
+            In: DeserializeOwned,
             $($e: FromContext,)*
         {
-            type Args = In;
+            type Input = In;
             type Output = Out;
-            type Future = Either<ExtractFailed<Out>, Fut>;
-            const TAKES_CONTEXT: bool = true;
+            type Call = Either<Rejected<Out>, Fut>;
+            const EXTRACTS: bool = $extracts;
 
-            #[allow(non_snake_case)]
-            fn call(&self, context: CallContext, args: In) -> Self::Future {
-                $(
-                    let $e = match $e::from_context(&context) {
-                        Ok(value) => value,
-                        Err(error) => {
-                            return Either::Left(ExtractFailed { error: Some(error), output: PhantomData })
-                        }
-                    };
-                )*
-                Either::Right(self($($e,)* args))
+            fn states() -> Vec<StateType> {
+                states(&[$($e::state(),)*])
             }
-        }
-    };
-}
-
-tool_handler!(E1);
-tool_handler!(E1, E2);
-tool_handler!(E1, E2, E3);
-
-/// A synchronous function that serves a tool on the game's main thread, inside
-/// [`MainThread::pump_with`](super::MainThread::pump_with): `fn(&mut S, extractors..., args: In) ->
-/// Result<Out, ToolError>` with the game's state `S` (which need not be `Send`), up to two extractors, or
-/// simply `fn(args: In) -> Result<Out, ToolError>`.
-pub trait MainThreadHandler<Marker>: Send + Sync + 'static {
-    /// The typed arguments.
-    type Args: DeserializeOwned + JsonSchema + Send + 'static;
-    /// The typed result.
-    type Output: Serialize + JsonSchema + 'static;
-
-    /// Serves one call with the state the game loop pumps with.
-    ///
-    /// # Errors
-    ///
-    /// The handler's error, or a `-32603` error when the pumped state is not the one the handler takes.
-    fn call(
-        &self,
-        state: &mut dyn Any,
-        context: &CallContext,
-        args: Self::Args,
-    ) -> Result<Self::Output, ToolError>;
-}
-
-impl<F, In, Out> MainThreadHandler<(In,)> for F
-where
-    F: Fn(In) -> Result<Out, ToolError> + Send + Sync + 'static,
-    In: DeserializeOwned + JsonSchema + Send + 'static,
-    Out: Serialize + JsonSchema + 'static,
-{
-    type Args = In;
-    type Output = Out;
-
-    fn call(&self, _: &mut dyn Any, _: &CallContext, args: In) -> Result<Out, ToolError> {
-        self(args)
-    }
-}
-
-macro_rules! main_thread_handler {
-    ($($e:ident),*) => {
-        impl<F, S, In, Out, $($e,)*> MainThreadHandler<(S, ($($e,)*), In)> for F
-        where
-            F: Fn(&mut S, $($e,)* In) -> Result<Out, ToolError> + Send + Sync + 'static,
-            S: 'static,
-            In: DeserializeOwned + JsonSchema + Send + 'static,
-            Out: Serialize + JsonSchema + 'static,
-            $($e: FromContext,)*
-        {
-            type Args = In;
-            type Output = Out;
 
             #[allow(non_snake_case, unused_variables)]
-            fn call(&self, state: &mut dyn Any, context: &CallContext, args: In) -> Result<Out, ToolError> {
-                let state = state.downcast_mut::<S>().ok_or_else(wrong_state::<S>)?;
-                $(let $e = $e::from_context(context)?;)*
-                self(state, $($e,)* args)
+            fn call(&self, context: CallContext, input: In, _: &mut dyn Any) -> Self::Call {
+                extract!(context, $($e),*);
+                Either::Right(self($($e,)* input))
+            }
+        }
+
+        impl<F, Fut, Out, $($e,)*> Handler<(OnRuntime, ($($e,)*))> for F
+        where
+            F: Fn($($e,)*) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = Result<Out, CallError>> + Send + 'static,
+            $($e: FromContext,)*
+        {
+            type Input = serde::de::IgnoredAny;
+            type Output = Out;
+            type Call = Either<Rejected<Out>, Fut>;
+            const EXTRACTS: bool = $extracts;
+
+            fn states() -> Vec<StateType> {
+                states(&[$($e::state(),)*])
+            }
+
+            #[allow(non_snake_case, unused_variables)]
+            fn call(&self, context: CallContext, _: Self::Input, _: &mut dyn Any) -> Self::Call {
+                extract!(context, $($e),*);
+                Either::Right(self($($e,)*))
+            }
+        }
+
+        impl<F, S, In, Out, $($e,)*> Handler<(OnMainThread, S, ($($e,)*), In)> for F
+        where
+            F: Fn(&mut S, $($e,)* In) -> Result<Out, CallError> + Send + Sync + 'static,
+            S: 'static,
+            In: DeserializeOwned,
+            $($e: FromContext,)*
+        {
+            type Input = In;
+            type Output = Out;
+            type Call = Result<Out, CallError>;
+            const EXTRACTS: bool = true;
+
+            fn states() -> Vec<StateType> {
+                states(&[$($e::state(),)*])
+            }
+
+            #[allow(non_snake_case, unused_variables)]
+            fn call(&self, context: CallContext, input: In, game: &mut dyn Any) -> Self::Call {
+                let game = game.downcast_mut::<S>().ok_or_else(wrong_state::<S>)?;
+                $(let $e = $e::from_context(&context)?;)*
+                self(game, $($e,)* input)
             }
         }
     };
 }
 
-main_thread_handler!();
-main_thread_handler!(E1);
-main_thread_handler!(E1, E2);
+handlers!(false);
+handlers!(true, E1);
+handlers!(true, E1, E2);
+handlers!(true, E1, E2, E3);
 
-/// An async function that reads a resource: `async fn(extractors...) -> Result<T, ErrorObject>`, with up to
-/// two extractors ([`FromContext`]), where `T` is `String` for a text resource and `Vec<u8>` for a binary one.
-/// Implemented for every such function or closure.
-pub trait ResourceHandler<Marker, T>: Send + Sync + 'static {
-    /// Reads the resource once.
-    fn read(&self, context: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>>;
-}
-
-impl<F, Fut, T> ResourceHandler<(), T> for F
+/// The main-thread function that takes neither the game's state nor extractors.
+impl<F, In, Out> Handler<(OnMainThread, In)> for F
 where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<T, ErrorObject>> + Send + 'static,
+    F: Fn(In) -> Result<Out, CallError> + Send + Sync + 'static,
+    In: DeserializeOwned,
 {
-    fn read(&self, _: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>> {
-        Box::pin(self())
+    type Input = In;
+    type Output = Out;
+    type Call = Result<Out, CallError>;
+    const EXTRACTS: bool = true;
+
+    fn states() -> Vec<StateType> {
+        Vec::new()
+    }
+
+    fn call(&self, _: CallContext, input: In, _: &mut dyn Any) -> Self::Call {
+        self(input)
     }
 }
 
-macro_rules! resource_handler {
-    ($($e:ident),*) => {
-        impl<F, Fut, T, $($e,)*> ResourceHandler<($($e,)*), T> for F
-        where
-            F: Fn($($e,)*) -> Fut + Send + Sync + 'static,
-            Fut: Future<Output = Result<T, ErrorObject>> + Send + 'static,
-            T: Send + 'static,
-            $($e: FromContext,)*
-        {
-            #[allow(non_snake_case)]
-            fn read(&self, context: &CallContext) -> BoxFuture<'static, Result<T, ErrorObject>> {
-                $(
-                    let $e = match $e::from_context(context) {
-                        Ok(value) => value,
-                        Err(error) => {
-                            let error = error.into_error_object();
-                            return Box::pin(async move { Err(error) });
-                        }
-                    };
-                )*
-                Box::pin(self($($e,)*))
-            }
-        }
-    };
-}
-
-resource_handler!(E1);
-resource_handler!(E1, E2);
-
-fn wrong_state<S>() -> ToolError {
-    ToolError::new(format!(
+fn wrong_state<S>() -> CallError {
+    CallError::new(format!(
         "this tool needs the game state {}: the game loop must pump with MainThread::pump_with",
         type_name::<S>()
     ))
     .with_code(ErrorCode::INTERNAL_ERROR)
+}
+
+/// An async handler whose input and output types are set and whose future is boxed: the form a server keeps
+/// for resources, state and custom methods.
+pub(crate) type BoxedHandler<In, Out> =
+    Arc<dyn Fn(CallContext, In) -> BoxFuture<'static, Result<Out, CallError>> + Send + Sync>;
+
+/// `handler` boxed, its output turned by `output`.
+pub(crate) fn boxed<M, H, Out>(
+    handler: H,
+    output: fn(H::Output) -> Result<Out, CallError>,
+) -> BoxedHandler<H::Input, Out>
+where
+    H: Handler<M, Call: Future<Output = Result<H::Output, CallError>> + Send + 'static>,
+    H::Output: 'static,
+    Out: 'static,
+{
+    Arc::new(move |context, input| {
+        handler
+            .call(context, input, &mut ())
+            .map(move |result| result.and_then(output))
+            .boxed()
+    })
+}
+
+fn states(taken: &[Option<StateType>]) -> Vec<StateType> {
+    taken.iter().flatten().copied().collect()
 }

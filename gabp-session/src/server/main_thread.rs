@@ -41,7 +41,7 @@ struct Item {
 ///
 /// ```
 /// use std::time::Duration;
-/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Tool, CallError};
 ///
 /// struct World { blocks: u32 } // the game's state; it need not be Send
 ///
@@ -50,7 +50,7 @@ struct Item {
 ///     .token(gabp_transport::Token::generate()?)
 ///     .tool(Tool::on_main_thread("world/place", |world: &mut World, count: u32| {
 ///         world.blocks += count; // runs on the game thread, with the game's world
-///         Ok::<_, ToolError>(world.blocks)
+///         Ok::<_, CallError>(world.blocks)
 ///     }))
 ///     .build()?;
 /// let main_thread = server.main_thread();

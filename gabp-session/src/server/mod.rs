@@ -19,7 +19,7 @@
 //! layers in [`layer`], each usable and testable alone.
 //!
 //! ```
-//! use gabp_session::server::{ModServer, Tool, ToolError};
+//! use gabp_session::server::{ModServer, Tool, CallError};
 //! use gabp_transport::{Endpoint, Listener, Token};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
@@ -42,8 +42,8 @@
 //!         let events = events.clone();
 //!         async move {
 //!             let position = Position { x: t.x, y: t.y, z: t.z };
-//!             events.publish("player/move", &position).map_err(|e| ToolError::new(e.to_string()))?;
-//!             Ok::<_, ToolError>(position)
+//!             events.publish("player/move", &position).map_err(|e| CallError::new(e.to_string()))?;
+//!             Ok::<_, CallError>(position)
 //!         }
 //!     }))
 //!     .build()?;
@@ -68,7 +68,6 @@ mod handler;
 pub mod layer;
 mod limits;
 mod main_thread;
-mod method;
 mod pattern;
 mod progress;
 mod registry;
@@ -83,13 +82,12 @@ mod welcome;
 pub use builder::ModServerBuilder;
 pub use catalog::ToolCatalog;
 pub use clock::GameClock;
-pub use context::{CallContext, FromContext, State};
-pub use error::ToolError;
+pub use context::{CallContext, FromContext, State, StateType};
+pub use error::CallError;
 pub use events::{EventPublisher, Published};
-pub use handler::{MainThreadHandler, ResourceHandler, ToolHandler};
+pub use handler::Handler;
 pub use limits::ServerLimits;
 pub use main_thread::{MainThread, PumpReport};
-pub use method::{MethodHandler, StateGetHandler, StateSetHandler};
 pub use pattern::{MAX_GLOB_BYTES, MAX_GLOB_WILDCARDS};
 pub use progress::Progress;
 pub use registry::ToolRegistry;

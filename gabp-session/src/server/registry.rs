@@ -15,6 +15,7 @@ use gabp_types::methods::{ToolsChangedPayload, TOOLS_CHANGED_CHANNEL};
 use gabp_types::{ToolDescriptor, ToolName, UniqueVec};
 use parking_lot::{Mutex, RwLock};
 
+use super::context::StateMap;
 use super::events::EventPublisher;
 use super::tool::RegisteredTool;
 use super::Tool;
@@ -71,6 +72,8 @@ pub(crate) struct ToolTable {
     /// Whether a tool served now was registered with its own time limit.
     own_limits: AtomicBool,
     publisher: Mutex<Option<EventPublisher>>,
+    /// The shared states registered, which the tools added later may take.
+    states: Mutex<Arc<StateMap>>,
 }
 
 impl fmt::Debug for ToolTable {
@@ -133,6 +136,7 @@ impl ToolTable {
         &self,
         tools: Vec<RegisteredTool>,
         dynamic: Option<EventPublisher>,
+        states: Arc<StateMap>,
     ) -> Result<(), Error> {
         let _change = self.changes.lock();
         if self.is_built() {
@@ -150,6 +154,7 @@ impl ToolTable {
         self.swap_in(Snapshot::new(entries));
         self.dynamic.store(dynamic.is_some(), Ordering::Release);
         *self.publisher.lock() = dynamic;
+        *self.states.lock() = states;
         self.built.store(true, Ordering::Release);
         Ok(())
     }
@@ -163,9 +168,18 @@ impl ToolTable {
         if !self.dynamic.load(Ordering::Acquire) {
             return Err(Error::DynamicToolsDisabled);
         }
+        let states = self.states.lock().clone();
         let registered = added
             .into_iter()
-            .map(Tool::register)
+            .map(|tool| {
+                if let Some(state) = tool.states().iter().find(|s| !states.contains(**s)) {
+                    return Err(Error::MissingState {
+                        handler: format!("tool {}", tool.name()),
+                        state: state.name(),
+                    });
+                }
+                tool.register()
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let _change = self.changes.lock();
         let before = self.snapshot();
@@ -239,7 +253,7 @@ fn entry(tool: RegisteredTool) -> Entry {
 /// with the names added and removed. Cheap to clone; usable from any thread.
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Tool, CallError};
 /// use gabp_session::Error;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -248,10 +262,10 @@ fn entry(tool: RegisteredTool) -> Entry {
 ///     .dynamic_tools(true)
 ///     .build()?;
 /// let tools = server.tools();
-/// tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, ToolError>("filled") }))?;
+/// tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, CallError>("filled") }))?;
 /// assert!(tools.contains("world/fill"));
 /// assert!(matches!(
-///     tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, ToolError>(()) })),
+///     tools.add(Tool::new("world/fill", |_: serde_json::Value| async { Ok::<_, CallError>(()) })),
 ///     Err(Error::Duplicate { kind: "tool", .. })
 /// ));
 /// assert!(tools.remove("world/fill")?);

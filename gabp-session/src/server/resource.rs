@@ -1,27 +1,23 @@
 //! Resources: [`Resource`], read by `resources/read` and listed by `resources/list`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::future::Future;
 
 use base64::Engine as _;
-use futures::future::BoxFuture;
 use gabp_types::methods::{ContentEncoding, ResourceInfo, ResourcesReadResult};
 use gabp_types::{ErrorObject, Uri};
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::context::CallContext;
-use super::handler::ResourceHandler;
+use super::context::{CallContext, StateType};
+use super::error::CallError;
+use super::handler::{boxed, BoxedHandler, Handler};
 use crate::Error;
-
-type TextReader =
-    Arc<dyn Fn(&CallContext) -> BoxFuture<'static, Result<String, ErrorObject>> + Send + Sync>;
-type BinaryReader =
-    Arc<dyn Fn(&CallContext) -> BoxFuture<'static, Result<Vec<u8>, ErrorObject>> + Send + Sync>;
 
 #[derive(Clone)]
 enum Reader {
-    Text(TextReader),
-    Binary(BinaryReader),
+    Text(BoxedHandler<IgnoredAny, String>),
+    Binary(BoxedHandler<IgnoredAny, Vec<u8>>),
 }
 
 /// A readable resource to register with [`ModServerBuilder::resource`](super::ModServerBuilder::resource).
@@ -51,6 +47,7 @@ pub struct Resource {
     mime_type: Option<String>,
     size: Option<u64>,
     reader: Reader,
+    states: Vec<StateType>,
 }
 
 impl fmt::Debug for Resource {
@@ -64,28 +61,31 @@ impl fmt::Debug for Resource {
 }
 
 impl Resource {
-    /// A text resource whose content `read` provides; `read` may take extractors
+    /// A text resource whose content `read` provides: a [`Handler`] that takes only extractors
     /// ([`CallContext`], [`State<T>`](super::State), ...).
-    pub fn text<M>(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        read: impl ResourceHandler<M, String>,
-    ) -> Self {
-        let reader: TextReader = Arc::new(move |context| read.read(context));
-        Self::with_reader(uri, name, Reader::Text(reader))
+    pub fn text<M, H>(uri: impl Into<String>, name: impl Into<String>, read: H) -> Self
+    where
+        H: Handler<M, Input = IgnoredAny, Output = String>,
+        H::Call: Future<Output = Result<String, CallError>> + Send + 'static,
+    {
+        Self::with_reader(uri, name, Reader::Text(boxed(read, Ok)), H::states())
     }
 
     /// A binary resource whose bytes `read` provides (sent base64-encoded); `read` may take extractors.
-    pub fn binary<M>(
-        uri: impl Into<String>,
-        name: impl Into<String>,
-        read: impl ResourceHandler<M, Vec<u8>>,
-    ) -> Self {
-        let reader: BinaryReader = Arc::new(move |context| read.read(context));
-        Self::with_reader(uri, name, Reader::Binary(reader))
+    pub fn binary<M, H>(uri: impl Into<String>, name: impl Into<String>, read: H) -> Self
+    where
+        H: Handler<M, Input = IgnoredAny, Output = Vec<u8>>,
+        H::Call: Future<Output = Result<Vec<u8>, CallError>> + Send + 'static,
+    {
+        Self::with_reader(uri, name, Reader::Binary(boxed(read, Ok)), H::states())
     }
 
-    fn with_reader(uri: impl Into<String>, name: impl Into<String>, reader: Reader) -> Self {
+    fn with_reader(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        reader: Reader,
+        states: Vec<StateType>,
+    ) -> Self {
         Resource {
             uri: uri.into(),
             name: name.into(),
@@ -93,7 +93,13 @@ impl Resource {
             mime_type: None,
             size: None,
             reader,
+            states,
         }
+    }
+
+    /// The shared states the resource's reader takes.
+    pub(crate) fn states(&self) -> &[StateType] {
+        &self.states
     }
 
     /// The resource's URI.
@@ -155,17 +161,18 @@ impl RegisteredResource {
         rest.split('/').next().unwrap_or_default()
     }
 
-    pub(crate) async fn read(&self, context: &CallContext) -> Result<Value, ErrorObject> {
+    pub(crate) async fn read(&self, context: CallContext) -> Result<Value, ErrorObject> {
         let result = match &self.reader {
             Reader::Text(read) => ResourcesReadResult {
-                content: Value::String(read(context).await?),
+                content: Value::String(read(context, IgnoredAny).await?),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Utf8),
                 extra: Map::new(),
             },
             Reader::Binary(read) => ResourcesReadResult {
                 content: Value::String(
-                    base64::engine::general_purpose::STANDARD.encode(read(context).await?),
+                    base64::engine::general_purpose::STANDARD
+                        .encode(read(context, IgnoredAny).await?),
                 ),
                 mime_type: self.info.mime_type.clone(),
                 encoding: Some(ContentEncoding::Base64),
@@ -178,6 +185,8 @@ impl RegisteredResource {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::server::context::StateMap;
     use crate::server::events::{EventHub, EventPublisher};
@@ -205,11 +214,11 @@ mod tests {
         )
         .register()
         .unwrap();
-        let v = resource.read(&context(state)).await.unwrap();
+        let v = resource.read(context(state)).await.unwrap();
         assert_eq!(v["content"], "42");
         // Without the state the read fails with the extractor's error, not a panic.
         let error = resource
-            .read(&context(StateMap::default()))
+            .read(context(StateMap::default()))
             .await
             .unwrap_err();
         assert_eq!(error.code, gabp_types::ErrorCode::INTERNAL_ERROR);
@@ -222,7 +231,7 @@ mod tests {
             .register()
             .unwrap();
         assert_eq!(text.namespace(), "game");
-        let v = text.read(&context(StateMap::default())).await.unwrap();
+        let v = text.read(context(StateMap::default())).await.unwrap();
         assert_eq!(
             v,
             serde_json::json!({"content": "hi", "mimeType": "text/plain", "encoding": "utf-8"})
@@ -232,7 +241,7 @@ mod tests {
         })
         .register()
         .unwrap();
-        let v = bin.read(&context(StateMap::default())).await.unwrap();
+        let v = bin.read(context(StateMap::default())).await.unwrap();
         assert_eq!(
             v,
             serde_json::json!({"content": "AAEC/w==", "encoding": "base64"})

@@ -3,32 +3,33 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures::future::BoxFuture;
 use futures::FutureExt;
 use gabp_types::decode::{tools_call_members, ToolsCallMembers};
 use gabp_types::methods::{
-    CallMeta, ChannelsParams, GoodbyeResult, PingResult, ResourcesListParams, ResourcesListResult,
-    ResourcesReadParams, StateGetParams, StateGetResult, StateSetParams, StateSetResult,
-    SubscribeResult, TimeParams, TimeStepParams, ToolsCancelParams, ToolsCancelResult,
-    ToolsListParams, ToolsListResult, UnsubscribeResult,
+    CallMeta, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, Method, PingResult, ResourcesList,
+    ResourcesListResult, ResourcesRead, SessionGoodbye, SessionHello, SessionPing, StateGet,
+    StateGetParams, StateGetResult, StateSet, StateSetParams, StateSetResult, SubscribeResult,
+    TimePause, TimeResume, TimeState, TimeStatus, TimeStep, ToolsCall, ToolsCancel,
+    ToolsCancelResult, ToolsList, ToolsListResult, UnsubscribeResult,
 };
-use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response};
-use serde::de::DeserializeOwned;
+use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response, ResultValue};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 use tower::Service;
 
 use super::arguments::Arguments;
 use super::clock::GameClock;
 use super::context::{CallContext, StateMap};
-use super::error::ToolError;
+use super::error::CallError;
 use super::events::{EventHub, EventPublisher, RejectedPattern};
+use super::handler::BoxedHandler;
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
@@ -38,31 +39,16 @@ use super::progress::Progress;
 use super::registry::ToolTable;
 use super::resource::RegisteredResource;
 use super::session::{internal_error, CloseReason, Session};
-use super::tool::Handler;
 use super::tool::RegisteredTool;
+use super::tool::Run;
 use super::ServerRequest;
 
-/// Serves `state/get` with the call's context.
-pub(crate) type StateGetFn = Arc<
-    dyn Fn(
-            &CallContext,
-            StateGetParams,
-        ) -> BoxFuture<'static, Result<Map<String, Value>, ErrorObject>>
-        + Send
-        + Sync,
->;
-/// Serves `state/set` with the call's context.
-pub(crate) type StateSetFn = Arc<
-    dyn Fn(&CallContext, StateSetParams) -> BoxFuture<'static, Result<StateSetResult, ErrorObject>>
-        + Send
-        + Sync,
->;
-/// Serves a custom method with the call's context.
-pub(crate) type MethodFn = Arc<
-    dyn Fn(&CallContext, ServerRequest) -> BoxFuture<'static, Result<Value, ErrorObject>>
-        + Send
-        + Sync,
->;
+/// Serves `state/get`: the state by component.
+pub(crate) type StateGetFn = BoxedHandler<StateGetParams, Map<String, Value>>;
+/// Serves `state/set`.
+pub(crate) type StateSetFn = BoxedHandler<StateSetParams, StateSetResult>;
+/// Serves a custom method: the request's params are its handler's input.
+pub(crate) type MethodFn = BoxedHandler<ServerRequest, Value>;
 
 /// Everything the router serves, built once by [`ModServerBuilder::build`](super::ModServerBuilder::build); the
 /// tools live in a table that may change while serving (SPEC/1.0 extensions.md §tools-changed).
@@ -122,21 +108,15 @@ fn invalid_params(pointer: &str, message: &str) -> ErrorObject {
     .with_data(json!({ "errors": [{ "path": pointer, "message": message }] }))
 }
 
-fn params<P: DeserializeOwned + Default>(req: &ServerRequest) -> Result<P, ErrorObject> {
-    match &req.request.params {
-        None => Ok(P::default()),
-        Some(_) => required_params(req),
-    }
-}
-
-fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorObject> {
-    if req.request.params.is_none() {
+/// The params of method `M`: absent ones read as `{}` unless `M` requires them (SPEC/1.0 gabp.md §4).
+fn params<M: Method>(req: &ServerRequest) -> Result<M::Params, ErrorObject> {
+    if M::PARAMS_REQUIRED && req.request.params.is_none() {
         return Err(invalid_params(
             "/params",
-            &format!("`{}` requires params", req.method()),
+            &format!("`{}` requires params", M::NAME),
         ));
     }
-    req.request.params_as::<P>().map_err(|e| {
+    req.request.params_as::<M::Params>().map_err(|e| {
         let message = e.to_string();
         let message = gabp_types::without_json_position(&message);
         invalid_params("/params", message)
@@ -146,13 +126,6 @@ fn required_params<P: DeserializeOwned>(req: &ServerRequest) -> Result<P, ErrorO
 /// The arguments as a value, for a validator (they are valid JSON: the decoder read them).
 fn parse_arguments(arguments: &str) -> Result<Value, ErrorObject> {
     serde_json::from_str(arguments).map_err(|e| invalid_params("/params/arguments", &e.to_string()))
-}
-
-/// A call's own token, and the guard that fires it when the call's future is dropped: answered, past its time
-/// limit, or its connection gone (SPEC/1.0 gabp.md §7). The session's end fires it too.
-fn call_token(req: &ServerRequest) -> (CancellationToken, DropGuard) {
-    let token = req.session.cancellation().child_token();
-    (token.clone(), token.drop_guard())
 }
 
 fn to_value<T: Serialize>(value: T) -> Result<Value, ErrorObject> {
@@ -183,7 +156,7 @@ impl Router {
     }
 
     fn list_tools(&self, req: &ServerRequest) -> Result<Value, ErrorObject> {
-        let p: ToolsListParams = params(req)?;
+        let p = params::<ToolsList>(req)?;
         let filter = p.filter.unwrap_or_default();
         let pattern = filter
             .name_pattern
@@ -207,26 +180,65 @@ impl Router {
         to_value(ToolsListResult::new(tools))
     }
 
-    /// What a handler of request `id` on `session` may know.
+    /// What a handler of request `id` on `session` may know. `own_token`: the call gets a token of its own,
+    /// with the guard that fires it when the call's answer is dropped (answered, past its time limit, its
+    /// connection gone: SPEC/1.0 gabp.md §7); the session's end fires it too. Without one, the session's
+    /// token stands in (a handler that takes no context needs none of its own).
     fn context(
         &self,
-        session: Session,
+        session: &Session,
         id: MessageId,
-        cancellation: Option<CancellationToken>,
-    ) -> CallContext {
-        CallContext::new(
-            session,
+        own_token: bool,
+        progress: Option<Arc<Progress>>,
+    ) -> (CallContext, Option<DropGuard>) {
+        let (token, guard) = if own_token {
+            let token = session.cancellation().child_token();
+            (Some(token.clone()), Some(token.drop_guard()))
+        } else {
+            (None, None)
+        };
+        let context = CallContext::new(
+            session.clone(),
             id,
-            cancellation,
+            token,
             EventPublisher::new(self.routes.hub.clone()),
             self.routes.state.clone(),
             self.routes.content_limit,
         )
+        .with_progress(progress);
+        (context, guard)
+    }
+
+    /// Serves request `id` with the future `serve` makes from the call's context (with a token of its own):
+    /// the answer is written from the future's outcome, and dropping it cancels the call.
+    fn serve<R, E, F>(
+        &self,
+        session: &Session,
+        id: MessageId,
+        progress: Option<Arc<Progress>>,
+        serve: impl FnOnce(CallContext) -> Result<F, ErrorObject>,
+    ) -> Result<ResponseFuture, ErrorObject>
+    where
+        R: Into<ResultValue>,
+        E: Into<ErrorObject>,
+        F: Future<Output = Result<R, E>> + Send + 'static,
+    {
+        let (context, cancel_on_drop) = self.context(session, id, true, progress);
+        let answer = serve(context)?;
+        Ok(async move {
+            let _cancel_on_drop = cancel_on_drop;
+            Ok(match answer.await {
+                Ok(result) => Response::with_result(id, result.into()),
+                Err(e) => Response::error(id, e.into()),
+            })
+        }
+        .boxed())
     }
 
     fn call_tool(&self, req: ServerRequest) -> Result<ResponseFuture, ErrorObject> {
         let Some(params) = &req.request.params else {
-            return Err(invalid_params("/params", "`tools/call` requires params"));
+            let message = format!("`{}` requires params", ToolsCall::NAME);
+            return Err(invalid_params("/params", &message));
         };
         // Where the decoder's check found the members (SPEC/1.0 gabp.md §4.5); params that did not come
         // through the decoder are checked here the same way and refused with the same answer.
@@ -254,7 +266,7 @@ impl Router {
             Arguments::Value(value)
         };
         // When decoding fails, the validator says where, as it would have for a schema it checks.
-        let explain = |e: ToolError| {
+        let explain = |e: CallError| {
             if !tool.checked_by_type {
                 return e.into_error_object();
             }
@@ -284,60 +296,47 @@ impl Router {
         req: &ServerRequest,
         args: Arguments<'_>,
         progress: Option<Arc<Progress>>,
-        explain: impl Fn(ToolError) -> ErrorObject,
+        explain: impl Fn(CallError) -> ErrorObject,
     ) -> Result<ResponseFuture, ErrorObject> {
         let id = req.id();
         let session = &req.session;
-        let name = tool.descriptor.name.as_str();
         match &tool.handler {
-            Handler::Async(handler, takes_context) => {
-                // The call's token fires when its answer is dropped (time limit, lost peer) or its session ends;
-                // a handler that takes no context needs none of its own.
-                let (cancellation, guard) = if *takes_context {
-                    let (token, guard) = call_token(req);
-                    (Some(token), Some(guard))
-                } else {
-                    (None, None)
-                };
-                let context = self
-                    .context(session.clone(), id, cancellation)
-                    .with_progress(progress);
+            Run::Async(handler, takes_context) => {
+                let (context, guard) = self.context(session, id, *takes_context, progress);
                 handler(context, guard, id, args).map_err(explain)
             }
-            Handler::MainThread(handler) => {
-                let (cancellation, cancel_on_drop) = call_token(req);
-                let context = self
-                    .context(session.clone(), id, Some(cancellation))
-                    .with_progress(progress);
-                let job = handler(context, args).map_err(explain)?;
+            Run::MainThread(handler) => {
                 let limit = tool.timeout.unwrap_or(self.routes.request_timeout);
                 let deadline = Instant::now() + limit;
-                let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
-                    return Err(ErrorObject::new(
-                        ErrorCode::TOOL_UNAVAILABLE,
-                        format!("tool {name} runs on the game's main thread, whose queue is full"),
-                    )
-                    .with_data(json!({ "retryable": true })));
-                };
-                let tool = tool.clone();
-                Ok(async move {
-                    let _cancel_on_drop = cancel_on_drop;
-                    Ok(match tokio::time::timeout_at(deadline, rx).await {
-                        Ok(Ok(Ok(result))) => Response::with_result(id, result),
-                        Ok(Ok(Err(e))) => Response::error(id, e),
-                        // Dropped by the pump (deadline passed before it started), or the deadline hit.
-                        Ok(Err(_)) | Err(_) => {
-                            Response::error(id, tool_timeout(tool.descriptor.name.as_str(), limit))
+                self.serve(session, id, progress, |context| {
+                    let job = handler(context, args).map_err(explain)?;
+                    let name = tool.descriptor.name.as_str();
+                    let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
+                        return Err(ErrorObject::new(
+                            ErrorCode::TOOL_UNAVAILABLE,
+                            format!(
+                                "tool {name} runs on the game's main thread, whose queue is full"
+                            ),
+                        )
+                        .with_data(json!({ "retryable": true })));
+                    };
+                    let tool = tool.clone();
+                    Ok(async move {
+                        match tokio::time::timeout_at(deadline, rx).await {
+                            Ok(Ok(result)) => result,
+                            // Dropped by the pump (deadline passed before it started), or the deadline hit.
+                            Ok(Err(_)) | Err(_) => {
+                                Err(tool_timeout(tool.descriptor.name.as_str(), limit))
+                            }
                         }
                     })
-                }
-                .boxed())
+                })
             }
         }
     }
 
     fn subscribe(&self, req: &ServerRequest, subscribe: bool) -> Result<Value, ErrorObject> {
-        let p: ChannelsParams = required_params(req)?;
+        let p = params::<EventsSubscribe>(req)?;
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
         let state = req.session.subscription_state();
         if subscribe {
@@ -358,7 +357,7 @@ impl Router {
     }
 
     fn list_resources(&self, req: &ServerRequest) -> Result<Value, ErrorObject> {
-        let p: ResourcesListParams = params(req)?;
+        let p = params::<ResourcesList>(req)?;
         let pattern = p
             .pattern
             .as_deref()
@@ -380,7 +379,7 @@ impl Router {
     }
 
     fn read_resource(&self, req: &ServerRequest) -> Result<ResponseFuture, ErrorObject> {
-        let p: ResourcesReadParams = required_params(req)?;
+        let p = params::<ResourcesRead>(req)?;
         let Some(resource) = self
             .routes
             .resource_index
@@ -393,17 +392,9 @@ impl Router {
             )
             .with_data(json!({ "uri": p.uri.as_str() })));
         };
-        let id = req.id();
-        let (cancellation, cancel_on_drop) = call_token(req);
-        let context = self.context(req.session.clone(), id, Some(cancellation));
-        Ok(async move {
-            let _cancel_on_drop = cancel_on_drop;
-            Ok(match resource.read(&context).await {
-                Ok(content) => Response::success(id, content),
-                Err(e) => Response::error(id, e),
-            })
-        }
-        .boxed())
+        self.serve(&req.session, req.id(), None, |context| {
+            Ok(async move { resource.read(context).await })
+        })
     }
 
     fn get_state(
@@ -411,30 +402,18 @@ impl Router {
         req: &ServerRequest,
         handler: &StateGetFn,
     ) -> Result<ResponseFuture, ErrorObject> {
-        let p: StateGetParams = params(req)?;
+        let p = params::<StateGet>(req)?;
         let components = p.components.clone();
-        let id = req.id();
-        let (cancellation, cancel_on_drop) = call_token(req);
-        let fut = handler(
-            &self.context(req.session.clone(), id, Some(cancellation)),
-            p,
-        );
-        Ok(async move {
-            let _cancel_on_drop = cancel_on_drop;
-            let mut state = match fut.await {
-                Ok(state) => state,
-                Err(e) => return Ok(Response::error(id, e)),
-            };
-            if let Some(components) = components {
-                state.retain(|k, _| components.iter().any(|c| c == k));
-            }
-            let timestamp = unix_millis() / 1000;
-            Ok(match to_value(StateGetResult::new(state, timestamp)) {
-                Ok(v) => Response::success(id, v),
-                Err(e) => Response::error(id, e),
+        self.serve(&req.session, req.id(), None, |context| {
+            let state = handler(context, p);
+            Ok(async move {
+                let mut state = state.await?;
+                if let Some(components) = components {
+                    state.retain(|k, _| components.iter().any(|c| c == k));
+                }
+                to_value(StateGetResult::new(state, unix_millis() / 1000))
             })
-        }
-        .boxed())
+        })
     }
 
     fn set_state(
@@ -442,21 +421,10 @@ impl Router {
         req: &ServerRequest,
         handler: &StateSetFn,
     ) -> Result<ResponseFuture, ErrorObject> {
-        let p: StateSetParams = required_params(req)?;
-        let id = req.id();
-        let (cancellation, cancel_on_drop) = call_token(req);
-        let fut = handler(
-            &self.context(req.session.clone(), id, Some(cancellation)),
-            p,
-        );
-        Ok(async move {
-            let _cancel_on_drop = cancel_on_drop;
-            Ok(match fut.await.and_then(to_value) {
-                Ok(v) => Response::success(id, v),
-                Err(e) => Response::error(id, e),
-            })
-        }
-        .boxed())
+        let p = params::<StateSet>(req)?;
+        self.serve(&req.session, req.id(), None, |context| {
+            Ok(handler(context, p).map(|r| to_value(r?)))
+        })
     }
 
     /// Answers `req`: synchronously for the cheap methods (so their effects, such as a subscription, happen in
@@ -467,60 +435,42 @@ impl Router {
             Err(e) => Err(req.error(e)),
         };
         let routed = match req.method() {
-            "session/hello" => return answer(Ok(self.routes.welcome.clone())),
-            "session/ping" => return answer(to_value(PingResult::at(unix_millis()))),
-            "session/goodbye" => {
+            SessionHello::NAME => return answer(Ok(self.routes.welcome.clone())),
+            SessionPing::NAME => return answer(to_value(PingResult::at(unix_millis()))),
+            SessionGoodbye::NAME => {
                 req.session.close_with(CloseReason::Goodbye);
                 return answer(to_value(GoodbyeResult::default()));
             }
-            "tools/list" => return answer(self.list_tools(&req)),
-            "tools/cancel" => return answer(cancel(&req)),
-            "events/subscribe" => return answer(self.subscribe(&req, true)),
-            "events/unsubscribe" => return answer(self.subscribe(&req, false)),
-            "resources/list" => return answer(self.list_resources(&req)),
-            "resources/read" => self.read_resource(&req),
-            "state/get" if self.routes.state_get.is_some() => match &self.routes.state_get {
-                Some(h) => self.get_state(&req, h),
+            ToolsList::NAME => return answer(self.list_tools(&req)),
+            ToolsCancel::NAME => return answer(cancel(&req)),
+            EventsSubscribe::NAME => return answer(self.subscribe(&req, true)),
+            EventsUnsubscribe::NAME => return answer(self.subscribe(&req, false)),
+            ResourcesList::NAME => return answer(self.list_resources(&req)),
+            ResourcesRead::NAME => self.read_resource(&req),
+            StateGet::NAME => match &self.routes.state_get {
+                Some(handler) => self.get_state(&req, handler),
                 None => Err(method_not_found(req.method())),
             },
-            "state/set" if self.routes.state_set.is_some() => match &self.routes.state_set {
-                Some(h) => self.set_state(&req, h),
+            StateSet::NAME => match &self.routes.state_set {
+                Some(handler) => self.set_state(&req, handler),
                 None => Err(method_not_found(req.method())),
             },
-            "tools/call" => {
+            ToolsCall::NAME => {
                 let id = req.id();
                 return self.call_tool(req).map_err(|e| Response::error(id, e));
             }
-            "time/status" | "time/pause" | "time/resume" | "time/step" => {
+            TimeStatus::NAME | TimePause::NAME | TimeResume::NAME | TimeStep::NAME => {
                 match &self.routes.clock {
-                    Some(clock) if req.method() == "time/status" => {
-                        return answer(
-                            params::<TimeParams>(&req).and_then(|_| to_value(clock.status())),
-                        )
-                    }
-                    Some(clock) if req.method() == "time/resume" => {
-                        return answer(
-                            params::<TimeParams>(&req).and_then(|_| to_value(clock.resume())),
-                        )
-                    }
                     Some(clock) => control_time(&req, clock),
                     None => Err(method_not_found(req.method())),
                 }
             }
             method => match self.routes.methods.get(method) {
                 Some(handler) => {
-                    let id = req.id();
-                    let (cancellation, cancel_on_drop) = call_token(&req);
-                    let context = self.context(req.session.clone(), id, Some(cancellation));
-                    let fut = handler(&context, req);
-                    return Ok(async move {
-                        let _cancel_on_drop = cancel_on_drop;
-                        Ok(match fut.await {
-                            Ok(v) => Response::success(id, v),
-                            Err(e) => Response::error(id, e),
-                        })
-                    }
-                    .boxed());
+                    let (session, id) = (req.session.clone(), req.id());
+                    return self
+                        .serve(&session, id, None, |context| Ok(handler(context, req)))
+                        .map_err(|e| Response::error(id, e));
                 }
                 None => Err(method_not_found(method)),
             },
@@ -532,7 +482,7 @@ impl Router {
 /// `tools/cancel` (SPEC/1.0 extensions.md §cancel): aborts the call if it still runs; the engine answers it
 /// `-32404`. An unknown or finished id is answered `cancelled: false`.
 fn cancel(req: &ServerRequest) -> Result<Value, ErrorObject> {
-    let p: ToolsCancelParams = required_params(req)?;
+    let p = params::<ToolsCancel>(req)?;
     let cancelled = req
         .session
         .in_flight()
@@ -540,23 +490,26 @@ fn cancel(req: &ServerRequest) -> Result<Value, ErrorObject> {
     to_value(ToolsCancelResult::new(cancelled))
 }
 
-/// `time/pause` and `time/step` (SPEC/1.0 extensions.md §time-control): a pause is answered once no tick runs
-/// (a pause that changes nothing answers the state as it is and announces nothing); a step once the game has
-/// run its ticks (the request's time limit applies).
+/// `time/status`, `time/pause`, `time/resume` and `time/step` (SPEC/1.0 extensions.md §time-control): a pause
+/// is answered once no tick runs (a pause that changes nothing answers the state as it is and announces
+/// nothing); a step once the game has run its ticks (the request's time limit applies).
 fn control_time(req: &ServerRequest, clock: &GameClock) -> Result<ResponseFuture, ErrorObject> {
     let id = req.id();
-    let done = if req.method() == "time/step" {
-        let p: TimeStepParams = required_params(req)?;
-        clock.step(p.ticks)
-    } else {
-        let _: TimeParams = params(req)?;
-        match clock.pause_settled() {
-            Ok(state) => {
-                let response = to_value(state)
-                    .map_or_else(|e| Response::error(id, e), |v| Response::success(id, v));
-                return Ok(futures::future::ready(Ok(response)).boxed());
+    let ready = |state: TimeState| {
+        let response =
+            to_value(state).map_or_else(|e| Response::error(id, e), |v| Response::success(id, v));
+        Ok(futures::future::ready(Ok(response)).boxed())
+    };
+    let done = match req.method() {
+        TimeStep::NAME => clock.step(params::<TimeStep>(req)?.ticks),
+        TimeStatus::NAME => return params::<TimeStatus>(req).and_then(|_| ready(clock.status())),
+        TimeResume::NAME => return params::<TimeResume>(req).and_then(|_| ready(clock.resume())),
+        _ => {
+            params::<TimePause>(req)?;
+            match clock.pause_settled() {
+                Ok(state) => return ready(state),
+                Err(settling) => settling,
             }
-            Err(settling) => settling,
         }
     };
     Ok(async move {

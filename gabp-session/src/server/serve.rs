@@ -126,7 +126,7 @@ impl ModServer {
     /// A builder (see [`ModServerBuilder`]).
     ///
     /// ```
-    /// use gabp_session::server::{ModServer, ServerLimits, Tool, ToolError};
+    /// use gabp_session::server::{ModServer, ServerLimits, Tool, CallError};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = ModServer::builder()
@@ -134,7 +134,7 @@ impl ModServer {
     ///     .token(gabp_transport::Token::generate()?)
     ///     .limits(ServerLimits::default().with_max_connections(4))
     ///     .tool(Tool::new("game/version", |_: serde_json::Value| async {
-    ///         Ok::<_, ToolError>("1.0.0")
+    ///         Ok::<_, CallError>("1.0.0")
     ///     }))
     ///     .build()?;
     /// assert_eq!(server.welcome().app.name.as_str(), "My Game");

@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,14 +12,16 @@ use gabp_types::{
 };
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::DropGuard;
 
 use super::arguments::{checked_by_type, Arguments};
-use super::context::CallContext;
-use super::error::ToolError;
-use super::handler::{MainThreadHandler, ToolHandler};
+use super::context::{CallContext, StateType};
+use super::error::CallError;
+use super::handler::Handler;
+
 use super::layer::ResponseFuture;
 use super::main_thread::Job;
 use crate::Error;
@@ -31,16 +34,16 @@ pub(crate) type AsyncHandler = Arc<
             Option<DropGuard>,
             MessageId,
             Arguments<'_>,
-        ) -> Result<ResponseFuture, ToolError>
+        ) -> Result<ResponseFuture, CallError>
         + Send
         + Sync,
 >;
 /// Decodes the arguments of one call and returns the job the game thread runs.
 pub(crate) type SyncHandler =
-    Arc<dyn Fn(CallContext, Arguments<'_>) -> Result<Job, ToolError> + Send + Sync>;
+    Arc<dyn Fn(CallContext, Arguments<'_>) -> Result<Job, CallError> + Send + Sync>;
 
 #[derive(Clone)]
-pub(crate) enum Handler {
+pub(crate) enum Run {
     /// Runs on the runtime, concurrently with everything else; `bool`: whether it takes extractors.
     Async(AsyncHandler, bool),
     /// Runs only inside [`MainThread::pump_with`](super::MainThread::pump_with).
@@ -60,7 +63,7 @@ pub(crate) enum Handler {
 /// a mismatch is answered with `-32602` and `data.errors` listing each `{path, message}`.
 ///
 /// ```
-/// use gabp_session::server::{Tool, ToolError};
+/// use gabp_session::server::{Tool, CallError};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///
@@ -71,7 +74,7 @@ pub(crate) enum Handler {
 /// struct Block { block: Option<String> }
 ///
 /// let tool = Tool::new("world/get_block", |p: Pos| async move {
-///     Ok::<_, ToolError>(Block { block: (p.y == 0).then(|| "stone".to_owned()) })
+///     Ok::<_, CallError>(Block { block: (p.y == 0).then(|| "stone".to_owned()) })
 /// })
 /// .title("Get block")
 /// .description("The block at a position")
@@ -90,17 +93,15 @@ pub struct Tool {
     input_schema: Value,
     input_schema_given: bool,
     output_schema: Value,
-    handler: Handler,
+    handler: Run,
+    states: Vec<StateType>,
 }
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tool")
             .field("name", &self.name)
-            .field(
-                "main_thread",
-                &matches!(self.handler, Handler::MainThread(_)),
-            )
+            .field("main_thread", &matches!(self.handler, Run::MainThread(_)))
             .finish_non_exhaustive()
     }
 }
@@ -122,9 +123,9 @@ pub(crate) fn schema_for<T: JsonSchema>() -> Value {
 }
 
 /// The result's JSON text, written once: it goes out as it is, with no tree of values.
-fn to_result<Out: Serialize>(out: Out) -> Result<ResultValue, ToolError> {
+fn to_result<Out: Serialize>(out: Out) -> Result<ResultValue, CallError> {
     ResultValue::from_serialize(&out).map_err(|e| {
-        ToolError::new(format!("the tool's result does not serialize: {e}"))
+        CallError::new(format!("the tool's result does not serialize: {e}"))
             .with_code(ErrorCode::INTERNAL_ERROR)
     })
 }
@@ -132,7 +133,7 @@ fn to_result<Out: Serialize>(out: Out) -> Result<ResultValue, ToolError> {
 /// A result whose content items are over the limit, or not valid, is an error, never a cut picture (SPEC/1.0
 /// extensions.md §content). Only a result that has `_content` pays for the check; one written as text is
 /// read only when the member's name may be in it (spelled out, or behind an escape).
-fn check_content(result: ResultValue, limit: usize) -> Result<ResultValue, ToolError> {
+fn check_content(result: ResultValue, limit: usize) -> Result<ResultValue, CallError> {
     let Some(json) = result.json_text() else {
         return content_checked(&result, limit).map(|()| result);
     };
@@ -144,13 +145,13 @@ fn check_content(result: ResultValue, limit: usize) -> Result<ResultValue, ToolE
     // Read here rather than through the result's own view, so that text serde_json cannot read back (nested too
     // deeply) is an error, not a result whose content went unchecked.
     let value = serde_json::from_str::<Value>(json).map_err(|e| {
-        ToolError::new(format!("the tool's result does not read back: {e}"))
+        CallError::new(format!("the tool's result does not read back: {e}"))
             .with_code(ErrorCode::INTERNAL_ERROR)
     })?;
     content_checked(&value, limit).map(|()| result)
 }
 
-fn content_checked(value: &Value, limit: usize) -> Result<(), ToolError> {
+fn content_checked(value: &Value, limit: usize) -> Result<(), CallError> {
     let Some(Value::Array(items)) = value.as_object().and_then(|m| m.get(CONTENT_MEMBER)) else {
         return Ok(());
     };
@@ -162,7 +163,7 @@ fn content_checked(value: &Value, limit: usize) -> Result<(), ToolError> {
         })
         .sum();
     let invalid = |message: String, data: Value| {
-        ToolError::new(message)
+        CallError::new(message)
             .with_code(ErrorCode::INTERNAL_ERROR)
             .with_data(data)
     };
@@ -183,12 +184,11 @@ fn content_checked(value: &Value, limit: usize) -> Result<(), ToolError> {
 }
 
 impl Tool {
-    fn with_handler(
-        name: String,
-        input_schema: Value,
-        output_schema: Value,
-        handler: Handler,
-    ) -> Self {
+    fn with_handler<M, H: Handler<M>>(name: String, handler: Run) -> Self
+    where
+        H::Input: JsonSchema,
+        H::Output: JsonSchema,
+    {
         Tool {
             name,
             title: None,
@@ -197,19 +197,25 @@ impl Tool {
             deprecated: None,
             version: None,
             timeout: None,
-            input_schema,
+            input_schema: schema_for::<H::Input>(),
             input_schema_given: false,
-            output_schema,
+            output_schema: schema_for::<H::Output>(),
             handler,
+            states: H::states(),
         }
     }
 
-    /// A tool served by an async handler: extractors first (any [`FromContext`](super::FromContext)), then
-    /// the typed arguments; it returns a typed result or a [`ToolError`].
-    pub fn new<M, H: ToolHandler<M>>(name: impl Into<String>, handler: H) -> Self {
+    /// A tool served by an async [`Handler`]: extractors first (any [`FromContext`](super::FromContext)),
+    /// then the typed arguments; it returns a typed result or a [`CallError`].
+    pub fn new<M, H>(name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M, Call: Future<Output = Result<H::Output, CallError>> + Send + 'static>,
+        H::Input: DeserializeOwned + JsonSchema + Send + 'static,
+        H::Output: Serialize + JsonSchema + 'static,
+    {
         let run: AsyncHandler = Arc::new(move |context, cancel_on_drop, id, args| {
             let limit = context.max_content_bytes();
-            let call = handler.call(context, args.decode::<H::Args>()?);
+            let call = handler.call(context, args.decode::<H::Input>()?, &mut ());
             // One allocation per call: the future that answers it.
             Ok(Box::pin(async move {
                 let _cancel_on_drop = cancel_on_drop;
@@ -220,38 +226,39 @@ impl Tool {
                 })
             }))
         });
-        Self::with_handler(
-            name.into(),
-            schema_for::<H::Args>(),
-            schema_for::<H::Output>(),
-            Handler::Async(run, H::TAKES_CONTEXT),
-        )
+        Self::with_handler::<M, H>(name.into(), Run::Async(run, H::EXTRACTS))
     }
 
-    /// A tool whose synchronous handler runs on the game's main thread, inside
+    /// A tool whose synchronous [`Handler`] runs on the game's main thread, inside
     /// [`MainThread::pump_with`](super::MainThread::pump_with), with the game's state as its first argument
     /// (`|world: &mut World, args: In|`), or without it (`|args: In|`). The state need not be `Send`. The
     /// connection never waits for the game thread: the call is queued with a deadline (the tool's timeout)
     /// and answered `-32403` if it has not started by then.
-    pub fn on_main_thread<M, H: MainThreadHandler<M>>(name: impl Into<String>, handler: H) -> Self {
+    pub fn on_main_thread<M, H>(name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M, Call = Result<<H as Handler<M>>::Output, CallError>>,
+        H::Input: DeserializeOwned + JsonSchema + Send + 'static,
+        H::Output: Serialize + JsonSchema + 'static,
+    {
         let handler = Arc::new(handler);
         let run: SyncHandler = Arc::new(move |context, args| {
-            let input = args.decode::<H::Args>()?;
+            let input = args.decode::<H::Input>()?;
             let handler = handler.clone();
             Ok(Box::new(move |state: &mut dyn Any| {
+                let limit = context.max_content_bytes();
                 handler
-                    .call(state, &context, input)
+                    .call(context, input, state)
                     .and_then(to_result)
-                    .and_then(|v| check_content(v, context.max_content_bytes()))
-                    .map_err(ToolError::into_error_object)
+                    .and_then(|v| check_content(v, limit))
+                    .map_err(CallError::into_error_object)
             }))
         });
-        Self::with_handler(
-            name.into(),
-            schema_for::<H::Args>(),
-            schema_for::<H::Output>(),
-            Handler::MainThread(run),
-        )
+        Self::with_handler::<M, H>(name.into(), Run::MainThread(run))
+    }
+
+    /// The shared states the tool's handler takes.
+    pub(crate) fn states(&self) -> &[StateType] {
+        &self.states
     }
 
     /// Replaces the `inputSchema` derived from the argument type (a JSON Schema object; draft-07 unless
@@ -407,7 +414,7 @@ pub(crate) struct RegisteredTool {
     /// Whether decoding into the handler's type checks everything the input schema states.
     pub(crate) checked_by_type: bool,
     pub(crate) timeout: Option<Duration>,
-    pub(crate) handler: Handler,
+    pub(crate) handler: Run,
 }
 
 /// The most schema errors listed in one `-32602` answer.
@@ -497,7 +504,7 @@ mod tests {
 
     #[test]
     fn typed_schemas_are_self_contained_draft07() {
-        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, ToolError>(5u8) })
+        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, CallError>(5u8) })
             .register()
             .unwrap();
         let schema = Value::Object(tool.descriptor.input_schema.clone());
@@ -512,7 +519,7 @@ mod tests {
 
     #[test]
     fn argument_errors_list_paths() {
-        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, ToolError>(()) })
+        let tool = Tool::new("a/b", |_: Args| async { Ok::<_, CallError>(()) })
             .register()
             .unwrap();
         let err = tool
@@ -529,7 +536,7 @@ mod tests {
     }
 
     fn raw(name: &str, input: Value, output: Value) -> Tool {
-        Tool::new(name, |_: Value| async { Ok::<_, ToolError>(Value::Null) })
+        Tool::new(name, |_: Value| async { Ok::<_, CallError>(Value::Null) })
             .input_schema(input)
             .output_schema(output)
     }
@@ -557,16 +564,16 @@ mod tests {
 
     #[test]
     fn tool_error_codes_and_data() {
-        let e: ToolError = "x".parse::<u8>().unwrap_err().into();
+        let e: CallError = "x".parse::<u8>().unwrap_err().into();
         assert_eq!(e.code(), ErrorCode::TOOL_EXECUTION_FAILED);
-        let e = ToolError::new("m")
+        let e = CallError::new("m")
             .with_data(json!({"a": 1}))
             .retryable(false)
             .with_code(-1);
         let obj = e.to_error_object();
         assert_eq!(obj.code, ErrorCode(-1));
         assert_eq!(obj.data.unwrap(), json!({"a": 1, "retryable": false}));
-        let e = ToolError::new("m").with_data(json!(3)).retryable(true);
+        let e = CallError::new("m").with_data(json!(3)).retryable(true);
         assert_eq!(
             e.into_error_object().data.unwrap(),
             json!({"retryable": true, "detail": 3})

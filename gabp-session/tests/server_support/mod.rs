@@ -99,7 +99,7 @@ pub mod fixture {
 
     use std::time::Duration;
 
-    use gabp_session::server::{ModServerBuilder, Resource, ServerRequest, Tool, ToolError};
+    use gabp_session::server::{CallError, ModServerBuilder, Resource, ServerRequest, Tool};
     use gabp_types::methods::{StateGetParams, StateSetParams, StateSetResult};
     use gabp_types::ErrorCode;
     use schemars::JsonSchema;
@@ -158,7 +158,7 @@ pub mod fixture {
         builder
             .tool(
                 Tool::new("demo/echo", |a: EchoArgs| async move {
-                    Ok::<_, ToolError>(Echoed { value: a.value })
+                    Ok::<_, CallError>(Echoed { value: a.value })
                 })
                 .title("Echo")
                 .description("Returns its argument")
@@ -168,13 +168,13 @@ pub mod fixture {
             .tool(
                 Tool::new("demo/sleep", |a: SleepArgs| async move {
                     tokio::time::sleep(Duration::from_millis(a.ms)).await;
-                    Ok::<_, ToolError>(Slept { slept_ms: a.ms })
+                    Ok::<_, CallError>(Slept { slept_ms: a.ms })
                 })
                 .tags(["demo"]),
             )
             .tool(
                 Tool::new("world/get_block", |p: Pos| async move {
-                    Ok::<_, ToolError>(Block {
+                    Ok::<_, CallError>(Block {
                         x: p.x,
                         y: p.y,
                         z: p.z,
@@ -186,13 +186,13 @@ pub mod fixture {
             )
             .tool(
                 Tool::new("demo/fail", |a: FailArgs| async move {
-                    Err::<(), _>(ToolError::new(a.message))
+                    Err::<(), _>(CallError::new(a.message))
                 })
                 .deprecated(true),
             )
             .tool(Tool::new("demo/fail_code", |_: Value| async move {
                 Err::<(), _>(
-                    ToolError::new("the world is loading")
+                    CallError::new("the world is loading")
                         .with_code(ErrorCode::server(7).unwrap_or(ErrorCode(-32007)))
                         .retryable(true),
                 )
@@ -201,12 +201,12 @@ pub mod fixture {
                 if true {
                     panic!("the tool panicked on purpose");
                 }
-                Ok::<(), ToolError>(())
+                Ok::<(), CallError>(())
             }))
             .tool(
                 Tool::new("demo/stuck", |_: Value| async move {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
-                    Ok::<(), ToolError>(())
+                    Ok::<(), CallError>(())
                 })
                 .timeout(Duration::from_millis(100)),
             )
@@ -214,7 +214,7 @@ pub mod fixture {
                 Tool::new("dyn/sum", |args: Map<String, Value>| async move {
                     let a = args.get("a").and_then(Value::as_f64).unwrap_or_default();
                     let b = args.get("b").and_then(Value::as_f64).unwrap_or_default();
-                    Ok::<_, ToolError>(json!({ "sum": a + b }))
+                    Ok::<_, CallError>(json!({ "sum": a + b }))
                 })
                 .input_schema(json!({
                     "type": "object",

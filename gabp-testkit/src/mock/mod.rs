@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gabp_session::server::{
-    CloseReason, EventPublisher, ModServer, ModServerBuilder, Published, Resource, ServeHandle,
-    ServerLimits, Tool, ToolError,
+    CallError, CloseReason, EventPublisher, ModServer, ModServerBuilder, Published, Resource,
+    ServeHandle, ServerLimits, Tool,
 };
 use gabp_session::Error as SessionError;
 use gabp_transport::{ByteStream, Connection, Endpoint, Listener, Token};
@@ -248,7 +248,7 @@ impl MockModBuilder {
                     });
                     events
                         .publish("player/move", &moved)
-                        .map_err(|e| ToolError::new(e.to_string()))?;
+                        .map_err(|e| CallError::new(e.to_string()))?;
                     Ok(moved)
                 })
                 .title("Teleport player")

@@ -7,18 +7,18 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use gabp_session::server::{Tool, ToolError};
+use gabp_session::server::{CallError, Tool};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-type SyncHandler = Arc<dyn Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync>;
+type SyncHandler = Arc<dyn Fn(Map<String, Value>) -> Result<Value, CallError> + Send + Sync>;
 type AsyncHandler =
-    Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync>;
+    Arc<dyn Fn(Map<String, Value>) -> BoxFuture<'static, Result<Value, CallError>> + Send + Sync>;
 
 #[derive(Clone)]
 enum Behavior {
     Value(Value),
-    Error(ToolError),
+    Error(CallError),
     Sync(SyncHandler),
     Async(AsyncHandler),
 }
@@ -34,12 +34,12 @@ enum Behavior {
 ///
 /// ```
 /// use std::time::Duration;
-/// use gabp_session::server::ToolError;
+/// use gabp_session::server::CallError;
 /// use gabp_testkit::MockTool;
 /// use serde_json::json;
 ///
 /// let version = MockTool::returning("game/version", json!("1.2.3"));
-/// let broken = MockTool::failing("game/save", ToolError::new("disk full"));
+/// let broken = MockTool::failing("game/save", CallError::new("disk full"));
 /// let add = MockTool::with("math/add", |args| {
 ///     let sum = args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0);
 ///     Ok(json!({ "sum": sum }))
@@ -95,14 +95,14 @@ impl MockTool {
     }
 
     /// A tool that always fails with `error` (-32402 unless the error carries its own code).
-    pub fn failing(name: impl Into<String>, error: ToolError) -> Self {
+    pub fn failing(name: impl Into<String>, error: CallError) -> Self {
         Self::new(name, Behavior::Error(error))
     }
 
     /// A tool that answers with what `handler` makes of the arguments.
     pub fn with<F>(name: impl Into<String>, handler: F) -> Self
     where
-        F: Fn(Map<String, Value>) -> Result<Value, ToolError> + Send + Sync + 'static,
+        F: Fn(Map<String, Value>) -> Result<Value, CallError> + Send + Sync + 'static,
     {
         Self::new(name, Behavior::Sync(Arc::new(handler)))
     }
@@ -111,7 +111,7 @@ impl MockTool {
     pub fn with_async<F, Fut>(name: impl Into<String>, handler: F) -> Self
     where
         F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+        Fut: Future<Output = Result<Value, CallError>> + Send + 'static,
     {
         Self::new(
             name,

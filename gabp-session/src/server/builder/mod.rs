@@ -4,26 +4,32 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use futures::{FutureExt, TryFutureExt};
+use std::future::Future;
+
+use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
-    HelloToken, Method, ServerInfo, TimePause, TimeResume, TimeStatus, TimeStep, ToolsCancel,
-    CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
+    HelloToken, Method, ServerInfo, StateGet, StateGetParams, StateSet, StateSetParams,
+    StateSetResult, TimePause, TimeResume, TimeStatus, TimeStep, ToolsCancel, CORE_METHODS,
+    EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
 };
-use gabp_types::{ChannelName, ExtraMembers, MethodName, Response, Uri};
+use gabp_types::{ChannelName, ErrorCode, ExtraMembers, MethodName, Response, Uri};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
 
 use super::catalog::ToolCatalog;
 use super::clock::GameClock;
-use super::context::StateMap;
+use super::context::{StateMap, StateType};
+use super::error::CallError;
 use super::events::{EventHub, EventPublisher};
+use super::handler::{boxed, Handler};
 use super::layer::user::{ErrorsAsResponses, LayerFn};
 use super::layer::ModService;
 use super::limits::ServerLimits;
 use super::main_thread::MainThread;
-use super::method::{MethodHandler, StateGetHandler, StateSetHandler};
 use super::registry::{ToolRegistry, ToolTable};
 use super::router::{MethodFn, Router, Routes, StateGetFn, StateSetFn};
 use super::serve::ModServer;
@@ -34,7 +40,7 @@ use crate::Error;
 /// Builds a [`ModServer`]: identity, token, limits, and everything it serves.
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Resource, Tool, ToolError};
+/// use gabp_session::server::{ModServer, Resource, Tool, CallError};
 /// use gabp_transport::{Endpoint, Listener, Token};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
@@ -52,7 +58,7 @@ use crate::Error;
 ///     .agent_id("voxel-demo")
 ///     .token(Token::generate()?)
 ///     .tool(
-///         Tool::new("demo/echo", |e: Echo| async move { Ok::<_, ToolError>(Echoed { value: e.value }) })
+///         Tool::new("demo/echo", |e: Echo| async move { Ok::<_, CallError>(Echoed { value: e.value }) })
 ///             .title("Echo")
 ///             .tags(["demo"]),
 ///     )
@@ -89,6 +95,8 @@ pub struct ModServerBuilder {
     main_thread: MainThread,
     table: Arc<ToolTable>,
     shared: StateMap,
+    /// The shared states the state and method handlers take, with what takes each.
+    states: Vec<(String, StateType)>,
 }
 
 impl fmt::Debug for ModServerBuilder {
@@ -139,6 +147,7 @@ impl ModServerBuilder {
             layers: Vec::new(),
             table: Arc::default(),
             shared: StateMap::default(),
+            states: Vec::new(),
         }
     }
 
@@ -253,23 +262,28 @@ impl ModServerBuilder {
     /// [`State<T>`](super::State), ...) before the params. When the request names `components`, only those
     /// are sent; the `timestamp` is added.
     #[must_use]
-    pub fn state_get<M, H: StateGetHandler<M>>(mut self, handler: H) -> Self {
-        self.state_get = Some(Arc::new(move |context, p| handler.get(context, p)));
+    pub fn state_get<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<M, Input = StateGetParams, Output: Serialize + 'static>,
+        H::Call: Future<Output = Result<H::Output, CallError>> + Send + 'static,
+    {
+        self.takes_states(StateGet::NAME, H::states());
+        self.state_get = Some(boxed(handler, state_object));
         self
     }
 
     /// Serves `state/set` with `handler`, which may take extractors before the params. The `extra` members
     /// of its results are dropped: the mod writes strict `gabp/1`.
     #[must_use]
-    pub fn state_set<M, H: StateSetHandler<M>>(mut self, handler: H) -> Self {
-        self.state_set = Some(Arc::new(move |context, p| {
-            handler
-                .set(context, p)
-                .map_ok(|mut result| {
-                    result.clear_extra();
-                    result
-                })
-                .boxed()
+    pub fn state_set<M, H>(mut self, handler: H) -> Self
+    where
+        H: Handler<M, Input = StateSetParams, Output = StateSetResult>,
+        H::Call: Future<Output = Result<StateSetResult, CallError>> + Send + 'static,
+    {
+        self.takes_states(StateSet::NAME, H::states());
+        self.state_set = Some(boxed(handler, |mut result: StateSetResult| {
+            result.clear_extra();
+            Ok(result)
         }));
         self
     }
@@ -277,12 +291,19 @@ impl ModServerBuilder {
     /// Serves both `state/get` and `state/set` (see [`ModServerBuilder::state_get`] and
     /// [`ModServerBuilder::state_set`]).
     #[must_use]
-    pub fn state<GM, G: StateGetHandler<GM>, SM, S: StateSetHandler<SM>>(
-        self,
-        get: G,
-        set: S,
-    ) -> Self {
+    pub fn state<GM, G, SM, S>(self, get: G, set: S) -> Self
+    where
+        G: Handler<GM, Input = StateGetParams, Output: Serialize + 'static>,
+        G::Call: Future<Output = Result<G::Output, CallError>> + Send + 'static,
+        S: Handler<SM, Input = StateSetParams, Output = StateSetResult>,
+        S::Call: Future<Output = Result<StateSetResult, CallError>> + Send + 'static,
+    {
         self.state_get(get).state_set(set)
+    }
+
+    fn takes_states(&mut self, handler: &str, states: Vec<StateType>) {
+        self.states
+            .extend(states.into_iter().map(|state| (handler.to_owned(), state)));
     }
 
     /// Shares `value` with every handler that takes [`State<T>`](super::State) (one value per type; a second
@@ -295,12 +316,12 @@ impl ModServerBuilder {
 
     /// Serves a custom method (any registry name the mod does not serve itself, such as
     /// `minecraft/world/get_blocks`, or `attention/current`). It is advertised in `capabilities.methods`.
-    /// The handler takes the whole [`ServerRequest`] and returns a JSON value, or takes extractors and typed
-    /// params and returns anything that serializes (see [`MethodHandler`]).
+    /// The [`Handler`] takes extractors (the whole [`ServerRequest`] among them) and then, if it wants them,
+    /// typed params (an absent `params` reads as `{}`; params that do not fit are answered `-32602`), and
+    /// returns anything that serializes.
     ///
     /// ```
-    /// use gabp_session::server::{ModServer, State};
-    /// use gabp_types::ErrorObject;
+    /// use gabp_session::server::{CallError, ModServer, State};
     /// use serde::Deserialize;
     ///
     /// #[derive(Deserialize)]
@@ -309,14 +330,26 @@ impl ModServerBuilder {
     /// let builder = ModServer::builder()
     ///     .with_state(7_u32)
     ///     .method("world/count_blocks", |State(per): State<u32>, area: Area| async move {
-    ///         Ok::<_, ErrorObject>(area.radius * per)
+    ///         Ok::<_, CallError>(area.radius * per)
     ///     });
     /// ```
     #[must_use]
-    pub fn method<M, H: MethodHandler<M>>(mut self, name: impl Into<String>, handler: H) -> Self {
+    pub fn method<M, H>(mut self, name: impl Into<String>, handler: H) -> Self
+    where
+        H: Handler<M, Input: DeserializeOwned + Send + 'static, Output: Serialize + 'static>,
+        H::Call: Future<Output = Result<H::Output, CallError>> + Send + 'static,
+    {
+        let name = name.into();
+        self.takes_states(&name, H::states());
+        let handler = boxed(handler, result_value);
         self.methods.push((
-            name.into(),
-            Arc::new(move |context, req| handler.call(context, req)),
+            name,
+            Arc::new(
+                move |context, req: ServerRequest| match typed_params::<H::Input>(&req) {
+                    Ok(params) => handler(context.with_request(req.request), params),
+                    Err(error) => futures::future::ready(Err(error)).boxed(),
+                },
+            ),
         ));
         self
     }
@@ -397,6 +430,7 @@ impl ModServerBuilder {
     /// compile, a custom method named like one the mod serves itself, an out-of-range limit, invalid app info
     /// or extension.
     pub fn build(self) -> Result<ModServer, Error> {
+        self.check_states()?;
         let token = self.token.ok_or(Error::MissingToken)?;
         let len = token.expose_secret().chars().count();
         if len < HelloToken::MIN_LEN {
@@ -526,7 +560,8 @@ impl ModServerBuilder {
         let announce = self
             .dynamic_tools
             .then(|| EventPublisher::new(self.hub.clone()));
-        self.table.fill(tools, announce)?;
+        let shared = Arc::new(self.shared);
+        self.table.fill(tools, announce, shared.clone())?;
         let clock = self.time_control.then(|| {
             let clock = GameClock::new(
                 EventPublisher::new(self.hub.clone()),
@@ -549,7 +584,7 @@ impl ModServerBuilder {
             request_timeout: self.limits.request_timeout,
             content_limit: self.limits.content_limit(),
             clock,
-            state: Arc::new(self.shared),
+            state: shared,
         });
         Ok(ModServer::new(super::serve::Parts {
             router,
@@ -566,6 +601,38 @@ impl ModServerBuilder {
 }
 
 impl ModServerBuilder {
+    /// Each shared state a handler takes was registered with [`ModServerBuilder::with_state`].
+    fn check_states(&self) -> Result<(), Error> {
+        let tools = self.tools.iter().flat_map(|tool| {
+            let name = tool.name();
+            tool.states()
+                .iter()
+                .map(move |state| (format!("tool {name}"), *state))
+        });
+        let resources = self.resources.iter().flat_map(|resource| {
+            let uri = resource.uri();
+            resource
+                .states()
+                .iter()
+                .map(move |state| (format!("resource {uri}"), *state))
+        });
+        let handlers = self
+            .states
+            .iter()
+            .map(|(name, state)| (format!("method {name}"), *state));
+        match tools
+            .chain(resources)
+            .chain(handlers)
+            .find(|(_, state)| !self.shared.contains(*state))
+        {
+            Some((handler, state)) => Err(Error::MissingState {
+                handler,
+                state: state.name(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Builds the server and serves `listener` at once: [`ModServerBuilder::build`], then
     /// [`ModServer::serve`]. Must be called within a Tokio runtime.
     ///
@@ -591,6 +658,37 @@ impl ModServerBuilder {
     pub fn serve(self, listener: gabp_transport::Listener) -> Result<super::ServeHandle, Error> {
         Ok(self.build()?.serve(listener))
     }
+}
+
+/// The state a `state/get` handler returns, as the object of components it must be.
+fn state_object<T: Serialize>(state: T) -> Result<Map<String, Value>, CallError> {
+    match serde_json::to_value(state) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(CallError::new(
+            "the state handler's result must serialize to an object of components",
+        )
+        .with_code(ErrorCode::INTERNAL_ERROR)),
+        Err(e) => Err(CallError::new(format!("the state does not serialize: {e}"))
+            .with_code(ErrorCode::INTERNAL_ERROR)),
+    }
+}
+
+fn result_value<R: Serialize>(result: R) -> Result<Value, CallError> {
+    serde_json::to_value(result).map_err(|e| {
+        CallError::new(format!("the method's result does not serialize: {e}"))
+            .with_code(ErrorCode::INTERNAL_ERROR)
+    })
+}
+
+/// A custom method's params (an absent `params` reads as `{}`), or the `-32602` that says why not.
+fn typed_params<P: DeserializeOwned>(request: &ServerRequest) -> Result<P, CallError> {
+    request.request.params_as::<P>().map_err(|e| {
+        let message = e.to_string();
+        let message = gabp_types::without_json_position(&message);
+        CallError::new(format!("invalid params: /params: {message}"))
+            .with_code(ErrorCode::INVALID_PARAMS)
+            .with_data(serde_json::json!({ "errors": [{ "path": "/params", "message": message }] }))
+    })
 }
 
 #[cfg(test)]

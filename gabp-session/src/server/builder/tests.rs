@@ -53,10 +53,10 @@ fn registration_errors() {
     let dup = ModServerBuilder::new()
         .token(token())
         .tool(Tool::new("a/b", |_: Value| async {
-            Ok::<_, super::super::ToolError>(Value::Null)
+            Ok::<_, super::super::CallError>(Value::Null)
         }))
         .tool(Tool::new("a/b", |_: Value| async {
-            Ok::<_, super::super::ToolError>(Value::Null)
+            Ok::<_, super::super::CallError>(Value::Null)
         }))
         .build();
     assert!(matches!(dup, Err(Error::Duplicate { kind: "tool", .. })));
@@ -129,5 +129,61 @@ fn dynamic_tools_are_advertised_with_their_channel() {
             kind: "channel",
             ..
         })
+    ));
+}
+
+#[test]
+fn a_state_nobody_registered_fails_the_build_naming_its_type() {
+    use super::super::{CallError, Resource, State};
+    #[derive(Clone)]
+    struct Score;
+
+    let tool = || {
+        Tool::new("score/add", |State(_): State<Score>, _: Value| async {
+            Ok::<_, CallError>(())
+        })
+    };
+    let missing = ModServerBuilder::new().token(token()).tool(tool()).build();
+    let Err(Error::MissingState { handler, state }) = missing else {
+        panic!("built without the state");
+    };
+    assert_eq!(handler, "tool score/add");
+    assert_eq!(state, std::any::type_name::<Score>());
+    assert!(Error::MissingState { handler, state }
+        .to_string()
+        .contains("Score"));
+
+    let read = |State(n): State<u32>| async move { Ok(n.to_string()) };
+    let resource = ModServerBuilder::new()
+        .token(token())
+        .resource(Resource::text("gabp://game/n", "N", read))
+        .build();
+    assert!(matches!(
+        resource,
+        Err(Error::MissingState { state: "u32", .. })
+    ));
+    let method = ModServerBuilder::new()
+        .token(token())
+        .method("game/n", |State(n): State<u64>| async move { Ok(n) })
+        .build();
+    assert!(matches!(
+        method,
+        Err(Error::MissingState { state: "u64", .. })
+    ));
+
+    // Registered: built; and a tool added later is checked the same way.
+    let server = ModServerBuilder::new()
+        .token(token())
+        .with_state(Score)
+        .dynamic_tools(true)
+        .tool(tool())
+        .build()
+        .unwrap();
+    let later = Tool::new("score/n", |State(n): State<u8>, _: Value| async move {
+        Ok::<_, CallError>(n)
+    });
+    assert!(matches!(
+        server.tools().add(later),
+        Err(Error::MissingState { state: "u8", .. })
     ));
 }

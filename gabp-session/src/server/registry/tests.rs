@@ -10,14 +10,14 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::server::events::{SubscriberQueue, Subscriptions};
-use crate::server::{ModServer, ModServerBuilder, ToolError};
+use crate::server::{CallError, ModServer, ModServerBuilder};
 
 fn token() -> Token {
     Token::new("t".repeat(40)).unwrap()
 }
 
 fn tool(name: &str) -> Tool {
-    Tool::new(name, |_: Value| async { Ok::<_, ToolError>(()) })
+    Tool::new(name, |_: Value| async { Ok::<_, CallError>(()) })
 }
 
 fn dynamic() -> ModServerBuilder {
