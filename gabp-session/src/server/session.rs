@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use std::task::Context;
 
 use futures::task::AtomicWaker;
-use gabp_types::methods::{ClientInfo, Platform};
+use gabp_types::methods::{ClientInfo, Method, Platform, ToolsCall};
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Request, Response};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -63,7 +63,7 @@ impl ServerRequest {
     /// For `tools/call`, the name of the tool being called.
     #[must_use]
     pub fn tool_name(&self) -> Option<Cow<'_, str>> {
-        if self.method() != "tools/call" {
+        if self.method() != ToolsCall::NAME {
             return None;
         }
         self.request.params.as_ref()?.str_member("name")

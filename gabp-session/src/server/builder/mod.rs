@@ -9,9 +9,9 @@ use std::future::Future;
 use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
-    HelloToken, Method, ServerInfo, StateGet, StateGetParams, StateSet, StateSetParams,
-    StateSetResult, TimePause, TimeResume, TimeStatus, TimeStep, ToolsCancel, CORE_METHODS,
-    EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
+    AttentionAck, AttentionCurrent, HelloToken, Method, ServerInfo, StateGet, StateGetParams,
+    StateSet, StateSetParams, StateSetResult, TimePause, TimeResume, TimeStatus, TimeStep,
+    ToolsCancel, CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{ChannelName, ErrorCode, ExtraMembers, MethodName, Response, Uri};
 use serde::de::DeserializeOwned;
@@ -488,19 +488,19 @@ impl ModServerBuilder {
             }
         }
 
-        // Methods: the core ones the mod serves, then custom ones.
+        // Methods: the core ones the mod serves (the attention methods are custom ones), then custom ones.
         let served: HashSet<&str> = CORE_METHODS
             .iter()
             .copied()
-            .filter(|m| !m.starts_with("attention/"))
+            .filter(|m| ![AttentionCurrent::NAME, AttentionAck::NAME].contains(m))
             .collect();
         let mut methods: Vec<String> = CORE_METHODS
             .iter()
             .copied()
             .filter(|m| served.contains(m))
             .filter(|m| match *m {
-                "state/get" => self.state_get.is_some(),
-                "state/set" => self.state_set.is_some(),
+                StateGet::NAME => self.state_get.is_some(),
+                StateSet::NAME => self.state_set.is_some(),
                 _ => true,
             })
             .map(str::to_owned)

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use gabp_transport::Token;
 use gabp_types::decode::DecodeMode;
-use gabp_types::methods::HelloParams;
+use gabp_types::methods::{HelloParams, Method, SessionHello};
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
@@ -125,7 +125,7 @@ where
     }
 
     fn call(&mut self, req: ServerRequest) -> Self::Future {
-        if req.method() != "session/hello" {
+        if req.method() != SessionHello::NAME {
             if req.session.is_established() {
                 return passed_on(self.inner.call(req));
             }

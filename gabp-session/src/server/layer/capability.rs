@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use gabp_types::methods::{Method, ToolsCall};
+use gabp_types::methods::{Method, SessionHello, ToolsCall};
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
 use tower::{Layer, Service};
@@ -123,7 +123,7 @@ where
         let served = if method == ToolsCall::NAME {
             self.tools_call
         } else {
-            method == "session/hello" || self.methods.contains(method)
+            method == SessionHello::NAME || self.methods.contains(method)
         };
         if served {
             passed_on(self.inner.call(req))
