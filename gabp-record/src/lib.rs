@@ -25,7 +25,7 @@
 //! ```
 //! use gabp_record::{ProxyConfig, Recording, RecordingProxy, ReplayMod};
 //! use gabp_session::bridge::Bridge;
-//! use gabp_session::server::{ModServer, Tool, CallError};
+//! use gabp_session::server::{CallError, ModServer, Tool};
 //! use gabp_transport::{Connection, Endpoint, Listener, Token};
 //! use serde_json::{json, Value};
 //!

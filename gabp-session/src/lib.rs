@@ -34,7 +34,7 @@
 //! use futures::StreamExt;
 //! use gabp_session::bridge::{Bridge, SubscriptionItem};
 //! use gabp_session::schemars::{self, JsonSchema};
-//! use gabp_session::server::{EventPublisher, ModServer, Tool, CallError};
+//! use gabp_session::server::{CallError, EventPublisher, ModServer, Tool};
 //! use gabp_transport::{Connection, Token};
 //! use serde::{Deserialize, Serialize};
 //! use serde_json::json;

@@ -20,7 +20,7 @@ use crate::TestkitError;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use gabp_session::server::{ModServer, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Tool};
 /// use serde_json::{json, Value};
 ///
 /// // The mod under test, built as the game builds it.

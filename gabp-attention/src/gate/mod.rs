@@ -139,7 +139,7 @@ impl AttentionGateBuilder {
 /// ```
 /// use gabp_attention::{AttentionGate, AttentionManager, BlockedByAttention};
 /// use gabp_session::bridge::Bridge;
-/// use gabp_session::server::{ModServer, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Tool};
 /// use gabp_transport::{Connection, Token};
 /// use gabp_types::Severity;
 ///

@@ -16,7 +16,7 @@ use super::registry::ToolTable;
 /// clone (clones share the same catalog).
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Tool};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let builder = ModServer::builder()

@@ -46,7 +46,7 @@ impl StateMap {
 /// (SPEC/1.0 gabp.md §7). A long handler checks it or selects on [`CallContext::cancelled`].
 ///
 /// ```
-/// use gabp_session::server::{CallContext, Tool, CallError};
+/// use gabp_session::server::{CallContext, CallError, Tool};
 ///
 /// let tool = Tool::new("world/scan", |ctx: CallContext, radius: u32| async move {
 ///     for _ in 0..radius {
@@ -265,7 +265,7 @@ impl FromContext for ServerRequest {
 ///
 /// ```
 /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
-/// use gabp_session::server::{ModServer, State, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, State, Tool};
 ///
 /// #[derive(Clone, Default)]
 /// struct Score(Arc<AtomicU64>);

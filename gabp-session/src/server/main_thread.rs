@@ -41,7 +41,7 @@ struct Item {
 ///
 /// ```
 /// use std::time::Duration;
-/// use gabp_session::server::{ModServer, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Tool};
 ///
 /// struct World { blocks: u32 } // the game's state; it need not be Send
 ///

@@ -19,7 +19,7 @@
 //! layers in [`layer`], each usable and testable alone.
 //!
 //! ```
-//! use gabp_session::server::{ModServer, Tool, CallError};
+//! use gabp_session::server::{CallError, ModServer, Tool};
 //! use gabp_transport::{Endpoint, Listener, Token};
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};

@@ -253,7 +253,7 @@ fn entry(tool: RegisteredTool) -> Entry {
 /// with the names added and removed. Cheap to clone; usable from any thread.
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Tool};
 /// use gabp_session::Error;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {

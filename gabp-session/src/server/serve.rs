@@ -126,7 +126,7 @@ impl ModServer {
     /// A builder (see [`ModServerBuilder`]).
     ///
     /// ```
-    /// use gabp_session::server::{ModServer, ServerLimits, Tool, CallError};
+    /// use gabp_session::server::{CallError, ModServer, ServerLimits, Tool};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let server = ModServer::builder()

@@ -63,7 +63,7 @@ pub(crate) enum Run {
 /// a mismatch is answered with `-32602` and `data.errors` listing each `{path, message}`.
 ///
 /// ```
-/// use gabp_session::server::{Tool, CallError};
+/// use gabp_session::server::{CallError, Tool};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
 ///

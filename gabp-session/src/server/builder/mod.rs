@@ -40,7 +40,7 @@ use crate::Error;
 /// Builds a [`ModServer`]: identity, token, limits, and everything it serves.
 ///
 /// ```
-/// use gabp_session::server::{ModServer, Resource, Tool, CallError};
+/// use gabp_session::server::{CallError, ModServer, Resource, Tool};
 /// use gabp_transport::{Endpoint, Listener, Token};
 /// use schemars::JsonSchema;
 /// use serde::{Deserialize, Serialize};
