@@ -154,7 +154,7 @@ impl Envelope for Event {
             seq: self.seq,
             timestamp: self.timestamp.as_ref(),
         };
-        event(out, &members, |out| value(out, &self.payload))
+        event(out, &members, |out| serde_json::to_writer(out, &self.payload))
     }
 }
 
@@ -230,7 +230,7 @@ fn result_value(out: &mut Vec<u8>, v: &ResultValue) -> Result<(), serde_json::Er
             out.extend_from_slice(json.as_bytes());
             Ok(())
         }
-        None => value(out, v),
+        None => serde_json::to_writer(out, &**v),
     }
 }
 
@@ -258,41 +258,6 @@ pub(crate) fn string(out: &mut Vec<u8>, s: &str) -> Result<(), serde_json::Error
     } else {
         serde_json::to_writer(out, s)
     }
-}
-
-/// A JSON value, as serde_json writes it (members in the map's order), with its strings written by [`string`].
-fn value(out: &mut Vec<u8>, v: &serde_json::Value) -> Result<(), serde_json::Error> {
-    use serde_json::Value;
-    match v {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => serde_json::to_writer(&mut *out, n)?,
-        Value::String(s) => string(out, s)?,
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                value(out, item)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                string(out, key)?;
-                out.push(b':');
-                value(out, item)?;
-            }
-            out.push(b'}');
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

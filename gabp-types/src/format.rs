@@ -1,7 +1,7 @@
 //! Checks for the string formats the protocol uses: UUIDs, registry names, URIs and RFC 3339 timestamps.
 //!
-//! Each check is a hand-written scanner (no regex engine) so that validation stays cheap on the hot path. The
-//! patterns are also exported so the generated schemas state the same rule.
+//! Each check is a hand-written scanner (no regex engine) so that validation stays cheap on the hot path; UUIDs
+//! are read by `uuid`. The patterns are also exported so the generated schemas state the same rule.
 
 /// The registry pattern for method, tool and canonical channel names.
 pub const NAME_PATTERN: &str = "^[a-z][a-z0-9_-]*(/[a-z][a-z0-9_-]*)+$";
@@ -21,45 +21,9 @@ pub fn is_hyphenated_uuid(s: &str) -> bool {
     is_hyphenated_uuid_bytes(s.as_bytes())
 }
 
-/// [`is_hyphenated_uuid`] on bytes: what it accepts is ASCII, so bytes it accepts are that string.
+/// [`is_hyphenated_uuid`] on bytes: the 36-byte form is the only one of that length `uuid` reads.
 pub(crate) fn is_hyphenated_uuid_bytes(b: &[u8]) -> bool {
-    // Every message's id goes through here: the hyphens by place, then the 32 digits eight at a time, with no
-    // branch on a digit (ids are random, so a branch per digit is mispredicted about half the time).
-    let Ok(b) = <&[u8; 36]>::try_from(b) else {
-        return false;
-    };
-    if [b[8], b[13], b[18], b[23]] != [b'-'; 4] {
-        return false;
-    }
-    let word = |at: usize| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&b[at..at + 8]);
-        u64::from_le_bytes(word)
-    };
-    // The hyphens' places (8 and 13, 18 and 23) read as the digit `0`; the last word overlaps the one before.
-    let zero_at = |word: u64, mask: u64| (word & !mask) | (u64::from_le_bytes([b'0'; 8]) & mask);
-    let digits = hex_digits(word(0))
-        & hex_digits(zero_at(word(8), 0xff | (0xff << 40)))
-        & hex_digits(zero_at(word(16), (0xff << 16) | (0xff << 56)))
-        & hex_digits(word(24))
-        & hex_digits(word(28));
-    digits == HIGH
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `word` that is an ASCII hex digit, of either case.
-fn hex_digits(word: u64) -> u64 {
-    // Each byte's low seven bits, plus an offset that carries into the byte's high bit exactly when the byte is
-    // at least `low` (or above `high`); no sum passes 0xff, so no byte carries into the next.
-    let in_range = |w: u64, low: u8, high: u8| {
-        let seven = w & !HIGH;
-        let at_least = seven + ONES * u64::from(0x80 - low);
-        let above = seven + ONES * u64::from(0x7f - high);
-        at_least & !above & !w & HIGH
-    };
-    in_range(word, b'0', b'9') | in_range(word | (ONES * 0x20), b'a', b'f')
+    b.len() == 36 && uuid::Uuid::try_parse_ascii(b).is_ok()
 }
 
 fn is_segment(seg: &[u8]) -> bool {
