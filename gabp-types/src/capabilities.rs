@@ -165,22 +165,12 @@ impl<'de> Deserialize<'de> for Extensions {
     }
 }
 
-impl JsonSchema for Extensions {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Extensions".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "object",
-            "description": "Extension capabilities, one object per extension.",
-            "patternProperties": { (format::EXTENSION_KEY_PATTERN): { "type": "object" } },
-            "additionalProperties": false
-        })
-    }
-}
+inline_schema!(Extensions, {
+    "type": "object",
+    "description": "Extension capabilities, one object per extension.",
+    "patternProperties": { (format::EXTENSION_KEY_PATTERN): { "type": "object" } },
+    "additionalProperties": false
+});
 
 /// What a mod supports, advertised in the welcome.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

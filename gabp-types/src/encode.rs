@@ -154,7 +154,9 @@ impl Envelope for Event {
             seq: self.seq,
             timestamp: self.timestamp.as_ref(),
         };
-        event(out, &members, |out| serde_json::to_writer(out, &self.payload))
+        event(out, &members, |out| {
+            serde_json::to_writer(out, &self.payload)
+        })
     }
 }
 

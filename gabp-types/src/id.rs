@@ -4,7 +4,6 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{format, Error};
@@ -173,23 +172,11 @@ impl<'de> Deserialize<'de> for MessageId {
     }
 }
 
-impl JsonSchema for MessageId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "MessageId".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "type": "string",
-            "format": "uuid",
-            "pattern": format::UUID_PATTERN,
-        })
-    }
-}
+inline_schema!(MessageId, {
+    "type": "string",
+    "format": "uuid",
+    "pattern": format::UUID_PATTERN,
+});
 
 #[cfg(test)]
 mod tests {

@@ -34,6 +34,79 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// `JsonSchema` for a type whose schema is written out: inline, and named after the type.
+macro_rules! inline_schema {
+    ($ty:ident, $schema:tt) => {
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!($schema)
+            }
+        }
+    };
+}
+
+/// What a validated string type with a `new` shares: read from text through `new`; shown, dereferenced,
+/// borrowed and compared as its text.
+macro_rules! text_type {
+    ($ty:ident) => {
+        impl std::str::FromStr for $ty {
+            type Err = $crate::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::new(s)
+            }
+        }
+        impl TryFrom<&str> for $ty {
+            type Error = $crate::Error;
+            fn try_from(s: &str) -> Result<Self, Self::Error> {
+                Self::new(s)
+            }
+        }
+        impl TryFrom<String> for $ty {
+            type Error = $crate::Error;
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                Self::new(s)
+            }
+        }
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::ops::Deref for $ty {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl std::borrow::Borrow<str> for $ty {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+        impl PartialEq<str> for $ty {
+            fn eq(&self, other: &str) -> bool {
+                *self.0 == *other
+            }
+        }
+        impl PartialEq<&str> for $ty {
+            fn eq(&self, other: &&str) -> bool {
+                *self.0 == **other
+            }
+        }
+    };
+}
+
 mod attention;
 mod bridge_config;
 mod capabilities;

@@ -1,19 +1,16 @@
 //! Validated names: methods, tools and event channels.
 
-use std::borrow::{Borrow, Cow};
-use std::fmt;
-use std::ops::Deref;
-use std::str::FromStr;
+use std::borrow::Cow;
 
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::{format, Error};
 
 macro_rules! registry_name {
     ($(#[$doc:meta])* $ty:ident, $kind:literal) => {
         $(#[$doc])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+        #[serde(try_from = "String")]
         pub struct $ty(Cow<'static, str>);
 
         impl $ty {
@@ -48,96 +45,8 @@ macro_rules! registry_name {
             }
         }
 
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl fmt::Debug for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?})", stringify!($ty), self.0)
-            }
-        }
-
-        impl FromStr for $ty {
-            type Err = Error;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::new(s)
-            }
-        }
-
-        impl TryFrom<&str> for $ty {
-            type Error = Error;
-            fn try_from(s: &str) -> Result<Self, Self::Error> {
-                Self::new(s)
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = Error;
-            fn try_from(s: String) -> Result<Self, Self::Error> {
-                Self::new(s)
-            }
-        }
-
-        impl Deref for $ty {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl AsRef<str> for $ty {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl Borrow<str> for $ty {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl PartialEq<str> for $ty {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $ty {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
-            }
-        }
-
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.0)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(deserializer)?;
-                Self::new(s).map_err(serde::de::Error::custom)
-            }
-        }
-
-        impl JsonSchema for $ty {
-            fn schema_name() -> std::borrow::Cow<'static, str> {
-                stringify!($ty).into()
-            }
-
-            fn inline_schema() -> bool {
-                true
-            }
-
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!({ "type": "string", "pattern": format::NAME_PATTERN })
-            }
-        }
+        text_type!($ty);
+        inline_schema!($ty, { "type": "string", "pattern": format::NAME_PATTERN });
     };
 }
 
@@ -196,7 +105,8 @@ registry_name!(
 /// assert!(!dotted.is_canonical());
 /// assert!(ChannelName::new("player.move").is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize)]
+#[serde(transparent)]
 pub struct ChannelName(String);
 
 impl ChannelName {
@@ -244,81 +154,14 @@ impl ChannelName {
     }
 }
 
-impl fmt::Display for ChannelName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for ChannelName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ChannelName({:?})", self.0)
-    }
-}
-
-impl FromStr for ChannelName {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::new(s)
-    }
-}
-
-impl Deref for ChannelName {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for ChannelName {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for ChannelName {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl PartialEq<str> for ChannelName {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
-}
-
-impl PartialEq<&str> for ChannelName {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}
-
-impl Serialize for ChannelName {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
+text_type!(ChannelName);
+inline_schema!(ChannelName, { "type": "string", "pattern": format::NAME_PATTERN });
 
 impl<'de> Deserialize<'de> for ChannelName {
     /// Deserialization is lenient (non-empty); the strict decoder checks canonical form separately.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let s = String::deserialize(deserializer)?;
         Self::new_lenient(s).map_err(serde::de::Error::custom)
-    }
-}
-
-impl JsonSchema for ChannelName {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ChannelName".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "pattern": format::NAME_PATTERN })
     }
 }
 

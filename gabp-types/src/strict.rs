@@ -34,7 +34,8 @@ pub(crate) fn any_value(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// A string that is never empty (`minLength: 1`).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
 pub struct NonEmptyString(String);
 
 impl NonEmptyString {
@@ -67,54 +68,12 @@ impl NonEmptyString {
     }
 }
 
-impl fmt::Display for NonEmptyString {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+text_type!(NonEmptyString);
+inline_schema!(NonEmptyString, { "type": "string", "minLength": 1 });
 
 impl fmt::Debug for NonEmptyString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
-    }
-}
-
-impl Deref for NonEmptyString {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<&str> for NonEmptyString {
-    type Error = Error;
-    fn try_from(s: &str) -> Result<Self, Error> {
-        Self::new(s)
-    }
-}
-
-impl TryFrom<String> for NonEmptyString {
-    type Error = Error;
-    fn try_from(s: String) -> Result<Self, Error> {
-        Self::new(s)
-    }
-}
-
-impl PartialEq<str> for NonEmptyString {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
-}
-
-impl PartialEq<&str> for NonEmptyString {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}
-
-impl Serialize for NonEmptyString {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
     }
 }
 
@@ -125,18 +84,6 @@ impl<'de> Deserialize<'de> for NonEmptyString {
     }
 }
 
-impl JsonSchema for NonEmptyString {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "NonEmptyString".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "minLength": 1 })
-    }
-}
-
 /// An absolute URI (RFC 3986, scheme required), such as `gabp://game/world`.
 ///
 /// ```
@@ -144,7 +91,8 @@ impl JsonSchema for NonEmptyString {
 /// assert!(Uri::new("gabp://game/world").is_ok());
 /// assert!(Uri::new("world").is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+#[serde(try_from = "String")]
 pub struct Uri(String);
 
 impl Uri {
@@ -169,59 +117,12 @@ impl Uri {
     }
 }
 
-impl fmt::Display for Uri {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for Uri {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Uri({:?})", self.0)
-    }
-}
-
-impl Deref for Uri {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for Uri {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        Self::new(s)
-    }
-}
-
-impl Serialize for Uri {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Uri {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        Self::new(s).map_err(serde::de::Error::custom)
-    }
-}
-
-impl JsonSchema for Uri {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Uri".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "uri" })
-    }
-}
+text_type!(Uri);
+inline_schema!(Uri, { "type": "string", "format": "uri" });
 
 /// An RFC 3339 date-time string, such as `2026-03-01T12:00:00.250Z`.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Serialize, Deserialize)]
+#[serde(try_from = "String")]
 pub struct Timestamp(String);
 
 impl Timestamp {
@@ -298,42 +199,8 @@ fn digit(value: u64) -> char {
     char::from(b'0' + (value % 10) as u8)
 }
 
-impl fmt::Display for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for Timestamp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Timestamp({:?})", self.0)
-    }
-}
-
-impl Serialize for Timestamp {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Timestamp {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        Self::new(s).map_err(serde::de::Error::custom)
-    }
-}
-
-impl JsonSchema for Timestamp {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Timestamp".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "format": "date-time" })
-    }
-}
+text_type!(Timestamp);
+inline_schema!(Timestamp, { "type": "string", "format": "date-time" });
 
 /// An array whose items are unique (`uniqueItems: true`) and that holds at least `MIN` items (`minItems`).
 #[derive(Clone, PartialEq, Eq, Hash)]

@@ -76,17 +76,7 @@ impl<'de> Deserialize<'de> for HelloToken {
     }
 }
 
-impl JsonSchema for HelloToken {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "HelloToken".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "minLength": 32 })
-    }
-}
+inline_schema!(HelloToken, { "type": "string", "minLength": 32 });
 
 /// Information about the bridge application.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -225,17 +215,7 @@ impl<'de> Deserialize<'de> for SchemaVersion {
     }
 }
 
-impl JsonSchema for SchemaVersion {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "SchemaVersion".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string", "pattern": crate::format::SCHEMA_VERSION_PATTERN })
-    }
-}
+inline_schema!(SchemaVersion, { "type": "string", "pattern": crate::format::SCHEMA_VERSION_PATTERN });
 
 /// The welcome: result of `session/hello`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
