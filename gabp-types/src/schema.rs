@@ -182,6 +182,14 @@ fn strip_null(schema: &mut Value) {
     }
 }
 
+/// The file at `path` holding `body` with its header.
+fn file(path: &str, title: &str, description: &str, body: Value) -> SchemaFile {
+    SchemaFile {
+        path: path.into(),
+        schema: with_header(path, title, description, body),
+    }
+}
+
 fn with_header(id: &str, title: &str, description: &str, body: Value) -> Value {
     let mut map = match body {
         Value::Object(m) => m,
@@ -252,7 +260,70 @@ fn response_schema(result: Value) -> Value {
     })
 }
 
+/// An event payload typed here (SPEC/1.0 gabp.md §3.4, extensions.md): its channel (a name ending in `/` is a
+/// prefix), its schema file and the schema.
+struct Payload {
+    channel: &'static str,
+    file: &'static str,
+    title: &'static str,
+    description: &'static str,
+    schema: fn() -> Value,
+}
+
+const PAYLOADS: [Payload; 4] = [
+    Payload {
+        channel: "attention/",
+        file: "events/attention.payload.schema.json",
+        title: "GABP attention event payload",
+        description: "Payload of the attention/opened, attention/updated and attention/cleared channels.",
+        schema: schema_of::<Attention>,
+    },
+    Payload {
+        channel: methods::TOOLS_CHANGED_CHANNEL,
+        file: "events/tools-changed.payload.schema.json",
+        title: "GABP tools-changed event payload",
+        description: "Payload of the tools/changed channel (the tools-changed extension): the tools one change added and removed.",
+        schema: schema_of::<methods::ToolsChangedPayload>,
+    },
+    Payload {
+        channel: methods::PROGRESS_CHANNEL,
+        file: "events/tools-progress.payload.schema.json",
+        title: "GABP progress event payload",
+        description: "Payload of the tools/progress channel (the progress extension): how far one tools/call has come.",
+        schema: schema_of::<methods::ProgressPayload>,
+    },
+    Payload {
+        channel: methods::TIME_CHANGED_CHANNEL,
+        file: "events/time-changed.payload.schema.json",
+        title: "GABP time-changed event payload",
+        description: "Payload of the time/changed channel (the time-control extension): time was paused or resumed.",
+        schema: schema_of::<methods::TimeState>,
+    },
+];
+
+impl Payload {
+    fn of(channel: &str) -> Option<&'static Payload> {
+        PAYLOADS.iter().find(|p| match p.channel.strip_suffix('/') {
+            Some(_) => channel.starts_with(p.channel),
+            None => channel == p.channel,
+        })
+    }
+}
+
 fn event_schema() -> Value {
+    let payloads: Vec<Value> = PAYLOADS
+        .iter()
+        .map(|p| {
+            let channel = match p.channel.strip_suffix('/') {
+                Some(_) => json!({ "type": "string", "pattern": format!("^{}", p.channel) }),
+                None => json!({ "const": p.channel }),
+            };
+            json!({
+                "if": { "required": ["channel"], "properties": { "channel": channel } },
+                "then": { "properties": { "payload": (p.schema)() } }
+            })
+        })
+        .collect();
     json!({
         "type": "object",
         "required": ["v", "id", "type", "channel", "seq", "payload"],
@@ -265,36 +336,7 @@ fn event_schema() -> Value {
             "payload": { "description": "The event's data." },
             "timestamp": with_description(schema_of::<Timestamp>(), "When the event occurred (RFC 3339)."),
         },
-        "allOf": [
-            {
-                "if": {
-                    "required": ["channel"],
-                    "properties": { "channel": { "type": "string", "pattern": "^attention/" } }
-                },
-                "then": { "properties": { "payload": schema_of::<Attention>() } }
-            },
-            {
-                "if": {
-                    "required": ["channel"],
-                    "properties": { "channel": { "const": methods::TOOLS_CHANGED_CHANNEL } }
-                },
-                "then": { "properties": { "payload": schema_of::<methods::ToolsChangedPayload>() } }
-            },
-            {
-                "if": {
-                    "required": ["channel"],
-                    "properties": { "channel": { "const": methods::PROGRESS_CHANNEL } }
-                },
-                "then": { "properties": { "payload": schema_of::<methods::ProgressPayload>() } }
-            },
-            {
-                "if": {
-                    "required": ["channel"],
-                    "properties": { "channel": { "const": methods::TIME_CHANGED_CHANNEL } }
-                },
-                "then": { "properties": { "payload": schema_of::<methods::TimeState>() } }
-            }
-        ],
+        "allOf": payloads,
         "additionalProperties": false
     })
 }
@@ -306,48 +348,38 @@ fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
         with_description(schema_of::<M::Params>(), "Method parameters."),
         M::PARAMS_REQUIRED,
     );
-    files.push(SchemaFile {
-        path: format!("methods/{stem}.request.json"),
-        schema: with_header(
-            &format!("methods/{stem}.request.json"),
-            &format!("{} request", M::NAME),
-            &format!("A `{}` request message.", M::NAME),
-            request,
-        ),
-    });
+    files.push(file(
+        &format!("methods/{stem}.request.json"),
+        &format!("{} request", M::NAME),
+        &format!("A `{}` request message.", M::NAME),
+        request,
+    ));
     let response_stem = if M::NAME == methods::SessionHello::NAME {
         "session.welcome".to_owned()
     } else {
         stem
     };
     let result = with_description(schema_of::<M::Result>(), "The method's result.");
-    files.push(SchemaFile {
-        path: format!("methods/{response_stem}.response.json"),
-        schema: with_header(
-            &format!("methods/{response_stem}.response.json"),
-            &format!("{} response", M::NAME),
-            &format!(
-                "A response to a `{}` request: its result, or an error.",
-                M::NAME
-            ),
-            response_schema(result),
+    files.push(file(
+        &format!("methods/{response_stem}.response.json"),
+        &format!("{} response", M::NAME),
+        &format!(
+            "A response to a `{}` request: its result, or an error.",
+            M::NAME
         ),
-    });
+        response_schema(result),
+    ));
 }
 
 /// The schema file at `path` (relative to `SCHEMA/1.0/`) for a type defined outside gabp-types (the recording
 /// format of gabp-record, say), generated and normalized like the files of [`schema_files`].
 #[must_use]
 pub fn schema_file_for<T: JsonSchema>(path: &str, title: &str, description: &str) -> SchemaFile {
-    SchemaFile {
-        path: path.into(),
-        schema: with_header(path, title, description, schema_of::<T>()),
-    }
+    file(path, title, description, schema_of::<T>())
 }
 
 /// Every schema file of `SCHEMA/1.0/`, in a stable order.
 pub fn schema_files() -> Vec<SchemaFile> {
-    let mut files = Vec::new();
     let envelope = json!({
         "type": "object",
         "oneOf": [
@@ -365,92 +397,49 @@ pub fn schema_files() -> Vec<SchemaFile> {
             "event": event_schema(),
         }
     });
-    files.push(SchemaFile {
-        path: "envelope.schema.json".into(),
-        schema: with_header(
+    let mut files = vec![
+        file(
             "envelope.schema.json",
             "GABP envelope",
             "Any gabp/1 message: a request, a response or an event.",
             envelope,
         ),
-    });
-    let common: [(&str, &str, &str, Value); 4] = [
-        (
+        file(
             "common/error.schema.json",
             "GABP error object",
             "The error member of a failed response.",
             schema_of::<ErrorObject>(),
         ),
-        (
+        file(
             "common/tool.schema.json",
             "GABP tool",
             "A tool as listed by tools/list.",
             schema_of::<ToolDescriptor>(),
         ),
-        (
+        file(
             "common/capabilities.schema.json",
             "GABP capabilities",
             "What a mod supports, advertised in the welcome.",
             schema_of::<Capabilities>(),
         ),
-        (
+        file(
             "common/attention.schema.json",
             "GABP attention object",
             "A summarized attention item.",
             schema_of::<Attention>(),
         ),
-    ];
-    for (path, title, description, schema) in common {
-        files.push(SchemaFile {
-            path: path.into(),
-            schema: with_header(path, title, description, schema),
-        });
-    }
-    files.push(SchemaFile {
-        path: "events/event.message.json".into(),
-        schema: with_header(
+        file(
             "events/event.message.json",
             "GABP event",
             "An event message; on attention/* channels the payload is an attention object, on tools/changed a tools-changed payload, on tools/progress a progress payload, on time/changed a time state.",
             event_schema(),
         ),
-    });
-    files.push(SchemaFile {
-        path: "events/attention.payload.schema.json".into(),
-        schema: with_header(
-            "events/attention.payload.schema.json",
-            "GABP attention event payload",
-            "Payload of the attention/opened, attention/updated and attention/cleared channels.",
-            schema_of::<Attention>(),
-        ),
-    });
-    files.push(SchemaFile {
-        path: "events/tools-changed.payload.schema.json".into(),
-        schema: with_header(
-            "events/tools-changed.payload.schema.json",
-            "GABP tools-changed event payload",
-            "Payload of the tools/changed channel (the tools-changed extension): the tools one change added and removed.",
-            schema_of::<methods::ToolsChangedPayload>(),
-        ),
-    });
-    files.push(SchemaFile {
-        path: "events/tools-progress.payload.schema.json".into(),
-        schema: with_header(
-            "events/tools-progress.payload.schema.json",
-            "GABP progress event payload",
-            "Payload of the tools/progress channel (the progress extension): how far one tools/call has come.",
-            schema_of::<methods::ProgressPayload>(),
-        ),
-    });
-    files.push(SchemaFile {
-        path: "events/time-changed.payload.schema.json".into(),
-        schema: with_header(
-            "events/time-changed.payload.schema.json",
-            "GABP time-changed event payload",
-            "Payload of the time/changed channel (the time-control extension): time was paused or resumed.",
-            schema_of::<methods::TimeState>(),
-        ),
-    });
+    ];
+    files.extend(
+        PAYLOADS
+            .iter()
+            .map(|p| file(p.file, p.title, p.description, (p.schema)())),
+    );
     use methods::*;
     method_files::<SessionHello>(&mut files);
     method_files::<SessionPing>(&mut files);
@@ -508,43 +497,11 @@ pub fn applicable_schemas(
                 paths.push((format!("methods/{}.response.json", stem(m)), ""));
             }
         }
-        Some("event")
-            if message
-                .get("channel")
-                .and_then(Value::as_str)
-                .is_some_and(|c| c.starts_with("attention/")) =>
-        {
-            paths.push((
-                "events/attention.payload.schema.json".to_owned(),
-                "/payload",
-            ));
-        }
-        Some("event")
-            if message.get("channel").and_then(Value::as_str)
-                == Some(methods::TOOLS_CHANGED_CHANNEL) =>
-        {
-            paths.push((
-                "events/tools-changed.payload.schema.json".to_owned(),
-                "/payload",
-            ));
-        }
-        Some("event")
-            if message.get("channel").and_then(Value::as_str)
-                == Some(methods::PROGRESS_CHANNEL) =>
-        {
-            paths.push((
-                "events/tools-progress.payload.schema.json".to_owned(),
-                "/payload",
-            ));
-        }
-        Some("event")
-            if message.get("channel").and_then(Value::as_str)
-                == Some(methods::TIME_CHANGED_CHANNEL) =>
-        {
-            paths.push((
-                "events/time-changed.payload.schema.json".to_owned(),
-                "/payload",
-            ));
+        Some("event") => {
+            let channel = message.get("channel").and_then(Value::as_str);
+            if let Some(p) = channel.and_then(Payload::of) {
+                paths.push((p.file.to_owned(), "/payload"));
+            }
         }
         _ => {}
     }
