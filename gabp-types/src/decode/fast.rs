@@ -16,7 +16,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{event_from, request_named, response_from, DecodeMode, EventFields, ParamsField};
+use super::{event_from, request_named, response_from, DecodeMode, ParamsField};
 use crate::{Message, MessageId, MethodName, PROTOCOL_VERSION};
 
 /// Every field a message may have; `deny_unknown_fields` and the derive's duplicate check send anything
@@ -114,12 +114,7 @@ pub(super) fn decode(body: &[u8], mode: DecodeMode) -> Option<Message> {
             if others.iter().any(|f| f.is_some()) || e.method.is_some() || e.params.is_some() {
                 return None;
             }
-            let fields = EventFields {
-                channel: e.channel,
-                seq: e.seq,
-                payload: e.payload,
-                timestamp: e.timestamp,
-            };
+            let fields = [e.channel, e.seq, e.payload, e.timestamp];
             event_from(fields, mode, id).ok().map(Message::Event)
         }
         _ => None,

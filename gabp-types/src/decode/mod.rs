@@ -166,19 +166,6 @@ pub(crate) fn json_type_name(v: &Value) -> &'static str {
 const REQUEST_FIELDS: &[&str] = &["v", "id", "type", "method", "params"];
 const RESPONSE_FIELDS: &[&str] = &["v", "id", "type", "result", "error"];
 const EVENT_FIELDS: &[&str] = &["v", "id", "type", "channel", "seq", "payload", "timestamp"];
-const ENVELOPE_FIELDS: &[&str] = &[
-    "v",
-    "id",
-    "type",
-    "method",
-    "params",
-    "result",
-    "error",
-    "channel",
-    "seq",
-    "payload",
-    "timestamp",
-];
 
 /// Decodes an already parsed JSON value.
 pub fn decode_value(value: Value, mode: DecodeMode) -> Result<Message, DecodeError> {
@@ -276,7 +263,8 @@ fn envelope(
             if allowed.contains(&key.as_str()) {
                 continue;
             }
-            if ENVELOPE_FIELDS.contains(&key.as_str()) {
+            let envelope = [REQUEST_FIELDS, RESPONSE_FIELDS, EVENT_FIELDS];
+            if envelope.iter().any(|fields| fields.contains(&key.as_str())) {
                 return Err(DecodeError::new(
                     ErrorCode::INVALID_REQUEST,
                     format!("/{}", escape_pointer(key)),
@@ -298,24 +286,23 @@ fn envelope(
             }
         }
     }
+    let mut take = |field: &str| map.remove(field);
     match kind {
-        0 => request(map, mode, id).map(Message::Request),
-        1 => response(map, id).map(Message::Response),
-        _ => event(map, mode, id).map(Message::Event),
+        0 => {
+            let params = take("params").map(ParamsField::Value);
+            request_from(take("method"), params, mode, id).map(Message::Request)
+        }
+        1 => response_from(take("result"), take("error"), id).map(Message::Response),
+        _ => {
+            let fields = [
+                take("channel"),
+                take("seq"),
+                take("payload"),
+                take("timestamp"),
+            ];
+            event_from(fields, mode, id).map(Message::Event)
+        }
     }
-}
-
-fn request(
-    map: &mut Map<String, Value>,
-    mode: DecodeMode,
-    id: MessageId,
-) -> Result<Request, DecodeError> {
-    request_from(
-        map.remove("method"),
-        map.remove("params").map(ParamsField::Value),
-        mode,
-        id,
-    )
 }
 
 /// The `params` field as read: a value of the general path or raw text of the fast one.
@@ -410,10 +397,6 @@ fn rename_parameters(params: &mut Option<Params>) -> bool {
     true
 }
 
-fn response(map: &mut Map<String, Value>, id: MessageId) -> Result<Response, DecodeError> {
-    response_from(map.remove("result"), map.remove("error"), id)
-}
-
 /// A response from its `result` and `error` fields (`None`: absent).
 fn response_from(
     result: Option<Value>,
@@ -443,36 +426,12 @@ fn response_from(
     Ok(Response { id, outcome })
 }
 
-fn event(
-    map: &mut Map<String, Value>,
+/// An event from its `channel`, `seq`, `payload` and `timestamp` fields (`None`: absent).
+fn event_from(
+    [channel, seq, payload, timestamp]: [Option<Value>; 4],
     mode: DecodeMode,
     id: MessageId,
 ) -> Result<Event, DecodeError> {
-    let fields = EventFields {
-        channel: map.remove("channel"),
-        seq: map.remove("seq"),
-        payload: map.remove("payload"),
-        timestamp: map.remove("timestamp"),
-    };
-    event_from(fields, mode, id)
-}
-
-/// The fields of an event beyond the envelope (`None`: absent).
-struct EventFields {
-    channel: Option<Value>,
-    seq: Option<Value>,
-    payload: Option<Value>,
-    timestamp: Option<Value>,
-}
-
-/// An event from its fields.
-fn event_from(fields: EventFields, mode: DecodeMode, id: MessageId) -> Result<Event, DecodeError> {
-    let EventFields {
-        channel,
-        seq,
-        payload,
-        timestamp,
-    } = fields;
     let channel = match channel {
         None => return Err(missing("channel")),
         Some(Value::String(c)) => {
