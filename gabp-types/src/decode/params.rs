@@ -103,11 +103,12 @@ pub(super) fn check_tools_call(params: Option<&mut Params>) -> Result<(), Decode
     Ok(())
 }
 
+fn invalid(pointer: &str, reason: String) -> DecodeError {
+    DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
+}
+
 /// Checks the params and finds their members.
 fn tools_call_check(p: &Params) -> Result<ToolsCallMembers<'_>, DecodeError> {
-    let invalid = |pointer: &str, reason: String| {
-        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
-    };
     let (mut name, mut arguments, mut meta) = (None, None, None);
     let members = member_list(p.as_json())
         .map_err(|e| invalid("/params", without_json_position(&e.to_string()).to_owned()))?;
@@ -197,9 +198,6 @@ fn checked_str(text: &str) -> Option<Cow<'_, str>> {
 /// `_meta` of `tools/call` params: an object whose `progressToken`, when present, is a string or an integer
 /// (SPEC/1.0 extensions.md §progress); other members are allowed.
 fn check_call_meta(text: &str) -> Result<(), DecodeError> {
-    let invalid = |pointer: &str, reason: String| {
-        DecodeError::new(ErrorCode::INVALID_PARAMS, pointer, reason)
-    };
     if !text.starts_with('{') {
         return Err(invalid(
             "/params/_meta",
@@ -295,13 +293,9 @@ fn path_error(
                 pointer.push('/');
                 pointer.push_str(&index.to_string());
             }
-            Segment::Map { key } => {
+            Segment::Map { key } | Segment::Enum { variant: key } => {
                 pointer.push('/');
                 pointer.push_str(&escape_pointer(key));
-            }
-            Segment::Enum { variant } => {
-                pointer.push('/');
-                pointer.push_str(&escape_pointer(variant));
             }
             Segment::Unknown => {}
         }
