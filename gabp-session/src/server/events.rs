@@ -315,41 +315,26 @@ impl EventHub {
         Ok(out)
     }
 
-    /// Subscribes `sub` to the requested channels; returns the channels now subscribed among them.
+    /// Subscribes `sub` to the requested channels (or unsubscribes it from them); returns the known channels
+    /// among them, now all subscribed (or none subscribed any more).
     pub(crate) fn subscribe(
         &self,
         sub: &Subscriptions,
         requested: &[String],
+        subscribe: bool,
     ) -> Result<Vec<String>, RejectedPattern> {
         let targets = self.expand(requested)?;
         let mut current = sub.channels.lock();
-        let mut subscribed = Vec::with_capacity(targets.len());
+        let mut names = Vec::with_capacity(targets.len());
         for ch in targets {
-            if current.insert(ch.name.clone()) {
+            if subscribe && current.insert(ch.name.clone()) {
                 ch.state.lock().subscribers.push(sub.queue.clone());
-            }
-            subscribed.push(ch.name.to_string());
-        }
-        Ok(subscribed)
-    }
-
-    /// Unsubscribes `sub` from the requested channels; returns the known channels among them, none of which
-    /// is subscribed any more.
-    pub(crate) fn unsubscribe(
-        &self,
-        sub: &Subscriptions,
-        requested: &[String],
-    ) -> Result<Vec<String>, RejectedPattern> {
-        let targets = self.expand(requested)?;
-        let mut current = sub.channels.lock();
-        let mut unsubscribed = Vec::with_capacity(targets.len());
-        for ch in targets {
-            if current.remove(&ch.name) {
+            } else if !subscribe && current.remove(&ch.name) {
                 remove_subscriber(&ch, &sub.queue);
             }
-            unsubscribed.push(ch.name.to_string());
+            names.push(ch.name.to_string());
         }
-        Ok(unsubscribed)
+        Ok(names)
     }
 
     /// Removes `sub` from every channel (the connection is closing).
@@ -454,10 +439,10 @@ mod tests {
         let slow = Subscriptions::new(slow_q);
         let fast = Subscriptions::new(fast_q);
         assert_eq!(
-            hub.subscribe(&slow, &["player/move".into()]).unwrap(),
+            hub.subscribe(&slow, &["player/move".into()], true).unwrap(),
             ["player/move"]
         );
-        hub.subscribe(&fast, &["player/move".into()]).unwrap();
+        hub.subscribe(&fast, &["player/move".into()], true).unwrap();
         for _ in 0..10 {
             events.publish("player/move", json!({"x": 1})).unwrap();
         }
@@ -485,20 +470,26 @@ mod tests {
         let (q, _rx) = SubscriberQueue::new(8, 1 << 20);
         let sub = Subscriptions::new(q);
         let got = hub
-            .subscribe(&sub, &["player/*".into(), "nope/nope".into()])
+            .subscribe(&sub, &["player/*".into(), "nope/nope".into()], true)
             .unwrap();
         assert_eq!(got, ["player/chat", "player/move"]);
         assert_eq!(sub.channels(), ["player/chat", "player/move"]);
         assert_eq!(
-            hub.unsubscribe(&sub, &["player/move".into(), "zzz/zzz".into()])
+            hub.subscribe(&sub, &["player/move".into(), "zzz/zzz".into()], false)
                 .unwrap(),
             ["player/move"]
         );
         assert_eq!(sub.channels(), ["player/chat"]);
         hub.set_patterns(false);
-        assert!(hub.subscribe(&sub, &["world/*".into()]).unwrap().is_empty());
+        assert!(hub
+            .subscribe(&sub, &["world/*".into()], true)
+            .unwrap()
+            .is_empty());
         // Without the extension a pattern is a name: nothing is compiled, nothing refused.
-        assert!(hub.subscribe(&sub, &["*".repeat(2000)]).unwrap().is_empty());
+        assert!(hub
+            .subscribe(&sub, &["*".repeat(2000)], true)
+            .unwrap()
+            .is_empty());
         hub.unsubscribe_all(&sub);
         assert!(sub.channels().is_empty());
         let events = EventPublisher::new(hub);
@@ -511,11 +502,11 @@ mod tests {
         let (q, _rx) = SubscriberQueue::new(8, 1 << 20);
         let sub = Subscriptions::new(q);
         let requested = ["player/move".to_owned(), "*".repeat(87_380)];
-        let e = hub.subscribe(&sub, &requested).unwrap_err();
+        let e = hub.subscribe(&sub, &requested, true).unwrap_err();
         assert_eq!(e.index, 1);
         assert!(matches!(e.error, PatternError::TooLong { len: 87_380 }));
         assert!(sub.channels().is_empty(), "no partial subscription");
-        assert!(hub.unsubscribe(&sub, &requested).is_err());
+        assert!(hub.subscribe(&sub, &requested, false).is_err());
     }
 
     /// A subscriber gets the payload as its type writes it, members in the type's order; with nobody listening
@@ -533,7 +524,8 @@ mod tests {
         assert_eq!(unheard.unwrap().seq, 0);
         let (q, mut rx) = SubscriberQueue::new(8, 1 << 20);
         let sub = Subscriptions::new(q);
-        hub.subscribe(&sub, &["world/block_change".into()]).unwrap();
+        hub.subscribe(&sub, &["world/block_change".into()], true)
+            .unwrap();
         let heard = events
             .publish_at("world/block_change", Change { z: 2, a: "y" }, None)
             .unwrap();

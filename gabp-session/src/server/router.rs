@@ -339,20 +339,13 @@ impl Router {
         let p = params::<EventsSubscribe>(req)?;
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
         let state = req.session.subscription_state();
+        let names = (self.routes.hub)
+            .subscribe(state, &names, subscribe)
+            .map_err(channel_pattern_error)?;
         if subscribe {
-            let subscribed = self
-                .routes
-                .hub
-                .subscribe(state, &names)
-                .map_err(channel_pattern_error)?;
-            to_value(SubscribeResult::new(subscribed))
+            to_value(SubscribeResult::new(names))
         } else {
-            let unsubscribed = self
-                .routes
-                .hub
-                .unsubscribe(state, &names)
-                .map_err(channel_pattern_error)?;
-            to_value(UnsubscribeResult::new(unsubscribed))
+            to_value(UnsubscribeResult::new(names))
         }
     }
 

@@ -1,18 +1,16 @@
 //! [`AuthLayer`]: `session/hello` first, with a constant-time token check.
 
-use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use gabp_transport::Token;
 use gabp_types::decode::DecodeMode;
 use gabp_types::methods::{HelloParams, Method, SessionHello};
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
-use tower::{Layer, Service};
+use tower::Layer;
 
-use super::{answer_now, passed_on, Answered};
+use super::{Intercept, Interceptor};
 use crate::server::session::BridgeInfo;
 use crate::server::{CloseReason, ServerRequest};
 
@@ -75,25 +73,12 @@ impl<S> Layer<S> for AuthLayer {
     type Service = Auth<S>;
 
     fn layer(&self, inner: S) -> Auth<S> {
-        Auth {
-            inner,
-            token: self.token.clone(),
-        }
+        Intercept::new(inner, self.clone())
     }
 }
 
 /// The service of [`AuthLayer`].
-#[derive(Clone)]
-pub struct Auth<S> {
-    inner: S,
-    token: Arc<Token>,
-}
-
-impl<S> fmt::Debug for Auth<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Auth").finish_non_exhaustive()
-    }
-}
+pub type Auth<S> = Intercept<S, AuthLayer>;
 
 /// `-32101`, the same whatever was wrong with the token.
 pub(crate) fn authentication_failed() -> ErrorObject {
@@ -111,27 +96,15 @@ pub(crate) fn already_established() -> ErrorObject {
     )
 }
 
-impl<S> Service<ServerRequest> for Auth<S>
-where
-    S: Service<ServerRequest, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Answered<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: ServerRequest) -> Self::Future {
+impl Interceptor for AuthLayer {
+    fn intercept(&self, req: &ServerRequest) -> Option<Response> {
         if req.method() != SessionHello::NAME {
             if req.session.is_established() {
-                return passed_on(self.inner.call(req));
+                return None;
             }
             let method = gabp_types::quoted_name(req.method());
             tracing::debug!(method = %method, "request before session/hello");
-            return answer_now(
+            return Some(
                 req.error(
                     ErrorObject::new(
                         ErrorCode::AUTHENTICATION_REQUIRED,
@@ -142,7 +115,7 @@ where
             );
         }
         if req.session.is_established() {
-            return answer_now(req.error(already_established()));
+            return Some(req.error(already_established()));
         }
         let candidate = req
             .request
@@ -156,7 +129,7 @@ where
                 "session/hello with a wrong token"
             );
             req.session.close_with(CloseReason::AuthenticationFailed);
-            return answer_now(req.error(authentication_failed()));
+            return Some(req.error(authentication_failed()));
         }
         match req.request.params_as::<HelloParams>() {
             Ok(hello) => {
@@ -167,7 +140,7 @@ where
                     client_info: hello.client_info,
                 });
                 tracing::debug!(peer = req.session.peer(), "session established");
-                passed_on(self.inner.call(req))
+                None
             }
             Err(_) => {
                 // Serde's message may quote a value, and any value may be a token in the wrong field or case:
@@ -181,7 +154,7 @@ where
                     Err(e) => (e.pointer(), e.reason()),
                     Ok(()) => ("/params", "does not read as session/hello params"),
                 };
-                answer_now(
+                Some(
                     req.error(
                         ErrorObject::new(
                             ErrorCode::INVALID_PARAMS,

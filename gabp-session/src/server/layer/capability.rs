@@ -1,16 +1,14 @@
 //! [`CapabilityLayer`]: only the methods the welcome advertises are served.
 
-use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use gabp_types::methods::{Method, SessionHello, ToolsCall};
 use gabp_types::{ErrorCode, ErrorObject, Response};
 use serde_json::json;
-use tower::{Layer, Service};
+use tower::Layer;
 
-use super::{answer_now, passed_on, Answered};
+use super::{Intercept, Interceptor};
 use crate::server::ServerRequest;
 use crate::OwnKeySet;
 
@@ -74,27 +72,12 @@ impl<S> Layer<S> for CapabilityLayer {
     type Service = Capability<S>;
 
     fn layer(&self, inner: S) -> Capability<S> {
-        Capability {
-            inner,
-            methods: self.methods.clone(),
-            tools_call: self.tools_call,
-        }
+        Intercept::new(inner, self.clone())
     }
 }
 
 /// The service of [`CapabilityLayer`].
-#[derive(Clone)]
-pub struct Capability<S> {
-    inner: S,
-    methods: Arc<OwnKeySet<String>>,
-    tools_call: bool,
-}
-
-impl<S> fmt::Debug for Capability<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Capability").finish_non_exhaustive()
-    }
-}
+pub type Capability<S> = Intercept<S, CapabilityLayer>;
 
 /// `-32601` with `data.method`.
 pub(crate) fn method_not_found(method: &str) -> ErrorObject {
@@ -105,32 +88,15 @@ pub(crate) fn method_not_found(method: &str) -> ErrorObject {
     .with_data(json!({ "method": gabp_types::quoted_name(method) }))
 }
 
-impl<S> Service<ServerRequest> for Capability<S>
-where
-    S: Service<ServerRequest, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Answered<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: ServerRequest) -> Self::Future {
+impl Interceptor for CapabilityLayer {
+    fn intercept(&self, req: &ServerRequest) -> Option<Response> {
         let method = req.method();
         let served = if method == ToolsCall::NAME {
             self.tools_call
         } else {
             method == SessionHello::NAME || self.methods.contains(method)
         };
-        if served {
-            passed_on(self.inner.call(req))
-        } else {
-            let answer = req.error(method_not_found(method));
-            answer_now(answer)
-        }
+        (!served).then(|| req.error(method_not_found(method)))
     }
 }
 

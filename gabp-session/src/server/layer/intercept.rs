@@ -4,11 +4,10 @@ use std::convert::Infallible;
 use std::fmt;
 use std::task::{Context, Poll};
 
-use futures::FutureExt;
 use gabp_types::Response;
 use tower::{Layer, Service};
 
-use super::ResponseFuture;
+use super::{answer_now, passed_on, Answered};
 use crate::server::ServerRequest;
 
 /// The simplest interceptor: `intercept` sees each request first and either answers it (`Some(response)`,
@@ -53,18 +52,36 @@ impl<S, F: Clone> Layer<S> for InterceptLayer<F> {
     type Service = Intercept<S, F>;
 
     fn layer(&self, inner: S) -> Intercept<S, F> {
-        Intercept {
-            inner,
-            intercept: self.intercept.clone(),
-        }
+        Intercept::new(inner, self.intercept.clone())
     }
 }
 
-/// The service of [`InterceptLayer`].
+/// What an [`Intercept`] does with each request: answers it (`Some(response)`) or lets it through (`None`).
+/// Closures `Fn(&ServerRequest) -> Option<Response>` are interceptors; so are [`AuthLayer`](super::AuthLayer)
+/// and [`CapabilityLayer`](super::CapabilityLayer).
+pub trait Interceptor {
+    /// The answer to `req`, or `None` to pass it on.
+    fn intercept(&self, req: &ServerRequest) -> Option<Response>;
+}
+
+impl<F: Fn(&ServerRequest) -> Option<Response>> Interceptor for F {
+    fn intercept(&self, req: &ServerRequest) -> Option<Response> {
+        self(req)
+    }
+}
+
+/// The service of [`InterceptLayer`], [`AuthLayer`](super::AuthLayer) and
+/// [`CapabilityLayer`](super::CapabilityLayer).
 #[derive(Clone)]
 pub struct Intercept<S, F> {
     inner: S,
     intercept: F,
+}
+
+impl<S, F> Intercept<S, F> {
+    pub(crate) fn new(inner: S, intercept: F) -> Self {
+        Intercept { inner, intercept }
+    }
 }
 
 impl<S, F> fmt::Debug for Intercept<S, F> {
@@ -76,21 +93,20 @@ impl<S, F> fmt::Debug for Intercept<S, F> {
 impl<S, F> Service<ServerRequest> for Intercept<S, F>
 where
     S: Service<ServerRequest, Response = Response, Error = Infallible>,
-    S::Future: Send + 'static,
-    F: Fn(&ServerRequest) -> Option<Response>,
+    F: Interceptor,
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = ResponseFuture;
+    type Future = Answered<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: ServerRequest) -> ResponseFuture {
-        match (self.intercept)(&req) {
-            Some(answer) => futures::future::ready(Ok(answer)).boxed(),
-            None => self.inner.call(req).boxed(),
+    fn call(&mut self, req: ServerRequest) -> Self::Future {
+        match self.intercept.intercept(&req) {
+            Some(answer) => answer_now(answer),
+            None => passed_on(self.inner.call(req)),
         }
     }
 }

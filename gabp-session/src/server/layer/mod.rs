@@ -32,7 +32,7 @@ use tower::util::BoxService;
 
 pub use auth::{Auth, AuthLayer};
 pub use capability::{Capability, CapabilityLayer};
-pub use intercept::{Intercept, InterceptLayer};
+pub use intercept::{Intercept, InterceptLayer, Interceptor};
 pub use panic::{CatchPanic, CatchPanicLayer, PanicGuarded};
 pub use timeout::{TimeLimited, Timeout, TimeoutLayer};
 /// Tower's own limit: its service is not ready while N requests are in flight.

@@ -1,13 +1,12 @@
 //! [`TraceLayer`]: a `tracing` span per request.
 
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::server::ServerRequest;
+use futures::future::Inspect;
+use futures::FutureExt;
 use gabp_types::Response;
-use pin_project_lite::pin_project;
 use tower::{Layer, Service};
 use tracing::instrument::Instrumented;
 use tracing::Instrument;
@@ -79,38 +78,19 @@ where
             tool = req.tool_name().as_deref().map(gabp_types::quoted_name).as_deref(),
         );
         let inner = span.in_scope(|| self.inner.call(req));
-        Traced { inner }.instrument(span)
+        let log: fn(&Result<Response, Infallible>) = log_outcome;
+        inner.inspect(log).instrument(span)
     }
 }
 
-pin_project! {
-    /// The future of [`Trace`] (inside its span): the inner service's future, its outcome logged.
-    pub struct Traced<F> {
-        #[pin]
-        inner: F,
-    }
-}
+/// The future of [`Trace`] (inside its span): the inner service's future, its outcome logged.
+pub type Traced<F> = Inspect<F, fn(&Result<Response, Infallible>)>;
 
-impl<F> Future for Traced<F>
-where
-    F: Future<Output = Result<Response, Infallible>>,
-{
-    type Output = Result<Response, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let response = std::task::ready!(self.project().inner.poll(cx));
-        if let Ok(response) = &response {
-            match response.error_object() {
-                Some(e) => tracing::debug!(code = e.code.0, "answered with an error"),
-                None => tracing::trace!("answered"),
-            }
+fn log_outcome(response: &Result<Response, Infallible>) {
+    if let Ok(response) = response {
+        match response.error_object() {
+            Some(e) => tracing::debug!(code = e.code.0, "answered with an error"),
+            None => tracing::trace!("answered"),
         }
-        Poll::Ready(response)
-    }
-}
-
-impl<F> std::fmt::Debug for Traced<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Traced").finish_non_exhaustive()
     }
 }

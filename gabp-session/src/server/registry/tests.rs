@@ -30,7 +30,7 @@ fn subscriber(server: &ModServer) -> (Subscriptions, FrameQueue) {
     let sub = Subscriptions::new(queue);
     let hub = server.event_publisher().hub().clone();
     assert_eq!(
-        hub.subscribe(&sub, &[TOOLS_CHANGED_CHANNEL.to_owned()])
+        hub.subscribe(&sub, &[TOOLS_CHANGED_CHANNEL.to_owned()], true)
             .unwrap(),
         [TOOLS_CHANGED_CHANNEL]
     );
