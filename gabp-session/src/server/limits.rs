@@ -76,91 +76,38 @@ impl Default for ServerLimits {
     }
 }
 
+/// A `with_` setter for each field, for chaining.
+macro_rules! setters {
+    ($($setter:ident => $field:ident: $ty:ty),* $(,)?) => {
+        impl ServerLimits {
+            $(
+                #[doc = concat!("Sets [`ServerLimits::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $setter(mut self, value: $ty) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    with_max_message_size => max_message_size: usize,
+    with_max_header_size => max_header_size: usize,
+    with_max_concurrent_requests => max_concurrent_requests: usize,
+    with_request_timeout => request_timeout: Duration,
+    with_max_connections => max_connections: usize,
+    with_hello_timeout => hello_timeout: Duration,
+    with_event_queue => event_queue: usize,
+    with_outgoing_queue => outgoing_queue: usize,
+    with_event_queue_bytes => event_queue_bytes: usize,
+    with_outgoing_queue_bytes => outgoing_queue_bytes: usize,
+    with_main_thread_queue => main_thread_queue: usize,
+    with_max_content_bytes => max_content_bytes: usize,
+}
+
 impl ServerLimits {
-    /// Sets the largest message body, in bytes.
-    #[must_use]
-    pub fn with_max_message_size(mut self, value: usize) -> Self {
-        self.max_message_size = value;
-        self
-    }
-
-    /// Sets the largest header block, in bytes.
-    #[must_use]
-    pub fn with_max_header_size(mut self, value: usize) -> Self {
-        self.max_header_size = value;
-        self
-    }
-
-    /// Sets how many requests of one connection may be in flight.
-    #[must_use]
-    pub fn with_max_concurrent_requests(mut self, value: usize) -> Self {
-        self.max_concurrent_requests = value;
-        self
-    }
-
-    /// Sets the time limit of a request.
-    #[must_use]
-    pub fn with_request_timeout(mut self, value: Duration) -> Self {
-        self.request_timeout = value;
-        self
-    }
-
-    /// Sets how many connections are served at once.
-    #[must_use]
-    pub fn with_max_connections(mut self, value: usize) -> Self {
-        self.max_connections = value;
-        self
-    }
-
-    /// Sets the time a connection has to complete `session/hello`.
-    #[must_use]
-    pub fn with_hello_timeout(mut self, value: Duration) -> Self {
-        self.hello_timeout = value;
-        self
-    }
-
-    /// Sets the capacity of each connection's event queue.
-    #[must_use]
-    pub fn with_event_queue(mut self, value: usize) -> Self {
-        self.event_queue = value;
-        self
-    }
-
-    /// Sets the capacity of each connection's queue of answers.
-    #[must_use]
-    pub fn with_outgoing_queue(mut self, value: usize) -> Self {
-        self.outgoing_queue = value;
-        self
-    }
-
-    /// Sets the bytes each connection's event queue may hold.
-    #[must_use]
-    pub fn with_event_queue_bytes(mut self, value: usize) -> Self {
-        self.event_queue_bytes = value;
-        self
-    }
-
-    /// Sets the bytes each connection's queue of answers (and requests being handled) may hold.
-    #[must_use]
-    pub fn with_outgoing_queue_bytes(mut self, value: usize) -> Self {
-        self.outgoing_queue_bytes = value;
-        self
-    }
-
-    /// Sets the capacity of the main-thread queue.
-    #[must_use]
-    pub fn with_main_thread_queue(mut self, value: usize) -> Self {
-        self.main_thread_queue = value;
-        self
-    }
-
-    /// Sets the bytes of content items one tool result may carry.
-    #[must_use]
-    pub fn with_max_content_bytes(mut self, value: usize) -> Self {
-        self.max_content_bytes = value;
-        self
-    }
-
     /// The content limit in force: `max_content_bytes`, or what fits in a message as base64 if that is less.
     pub(crate) fn content_limit(&self) -> usize {
         self.max_content_bytes.min(self.max_message_size / 4 * 3)

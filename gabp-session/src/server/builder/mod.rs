@@ -95,7 +95,7 @@ pub struct ModServerBuilder {
     main_thread: MainThread,
     table: Arc<ToolTable>,
     shared: StateMap,
-    /// The shared states the state and method handlers take, with what takes each.
+    /// The shared states the handlers take, with what takes each (`tool x`, `resource y`, `method z`).
     states: Vec<(String, StateType)>,
 }
 
@@ -238,6 +238,7 @@ impl ModServerBuilder {
     /// Registers a tool.
     #[must_use]
     pub fn tool(mut self, tool: Tool) -> Self {
+        self.takes_states(|| format!("tool {}", tool.name()), tool.states());
         self.tools.push(tool);
         self
     }
@@ -245,6 +246,7 @@ impl ModServerBuilder {
     /// Registers a resource.
     #[must_use]
     pub fn resource(mut self, resource: Resource) -> Self {
+        self.takes_states(|| format!("resource {}", resource.uri()), resource.states());
         self.resources.push(resource);
         self
     }
@@ -267,7 +269,7 @@ impl ModServerBuilder {
         H: Handler<M, Input = StateGetParams, Output: Serialize + 'static>,
         H::Call: Future<Output = Result<H::Output, CallError>> + Send + 'static,
     {
-        self.takes_states(StateGet::NAME, H::states());
+        self.takes_states(|| format!("method {}", StateGet::NAME), &H::states());
         self.state_get = Some(boxed(handler, state_object));
         self
     }
@@ -280,7 +282,7 @@ impl ModServerBuilder {
         H: Handler<M, Input = StateSetParams, Output = StateSetResult>,
         H::Call: Future<Output = Result<StateSetResult, CallError>> + Send + 'static,
     {
-        self.takes_states(StateSet::NAME, H::states());
+        self.takes_states(|| format!("method {}", StateSet::NAME), &H::states());
         self.state_set = Some(boxed(handler, |mut result: StateSetResult| {
             result.clear_extra();
             Ok(result)
@@ -301,9 +303,9 @@ impl ModServerBuilder {
         self.state_get(get).state_set(set)
     }
 
-    fn takes_states(&mut self, handler: &str, states: Vec<StateType>) {
+    fn takes_states(&mut self, handler: impl Fn() -> String, states: &[StateType]) {
         self.states
-            .extend(states.into_iter().map(|state| (handler.to_owned(), state)));
+            .extend(states.iter().map(|state| (handler(), *state)));
     }
 
     /// Shares `value` with every handler that takes [`State<T>`](super::State) (one value per type; a second
@@ -340,7 +342,7 @@ impl ModServerBuilder {
         H::Call: Future<Output = Result<H::Output, CallError>> + Send + 'static,
     {
         let name = name.into();
-        self.takes_states(&name, H::states());
+        self.takes_states(|| format!("method {name}"), &H::states());
         let handler = boxed(handler, result_value);
         self.methods.push((
             name,
@@ -489,15 +491,12 @@ impl ModServerBuilder {
         }
 
         // Methods: the core ones the mod serves (the attention methods are custom ones), then custom ones.
-        let served: HashSet<&str> = CORE_METHODS
+        let core = CORE_METHODS
             .iter()
             .copied()
-            .filter(|m| ![AttentionCurrent::NAME, AttentionAck::NAME].contains(m))
-            .collect();
-        let mut methods: Vec<String> = CORE_METHODS
-            .iter()
-            .copied()
-            .filter(|m| served.contains(m))
+            .filter(|m| ![AttentionCurrent::NAME, AttentionAck::NAME].contains(m));
+        let served: HashSet<&str> = core.clone().collect();
+        let mut methods: Vec<String> = core
             .filter(|m| match *m {
                 StateGet::NAME => self.state_get.is_some(),
                 StateSet::NAME => self.state_set.is_some(),
@@ -508,14 +507,13 @@ impl ModServerBuilder {
         // SPEC/1.0 extensions.md §cancel, §time-control: the extensions' methods.
         methods.push(ToolsCancel::NAME.to_owned());
         if self.time_control {
-            for name in [
+            let time = [
                 TimeStatus::NAME,
                 TimePause::NAME,
                 TimeResume::NAME,
                 TimeStep::NAME,
-            ] {
-                methods.push(name.to_owned());
-            }
+            ];
+            methods.extend(time.map(str::to_owned));
         }
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
@@ -603,30 +601,13 @@ impl ModServerBuilder {
 impl ModServerBuilder {
     /// Each shared state a handler takes was registered with [`ModServerBuilder::with_state`].
     fn check_states(&self) -> Result<(), Error> {
-        let tools = self.tools.iter().flat_map(|tool| {
-            let name = tool.name();
-            tool.states()
-                .iter()
-                .map(move |state| (format!("tool {name}"), *state))
-        });
-        let resources = self.resources.iter().flat_map(|resource| {
-            let uri = resource.uri();
-            resource
-                .states()
-                .iter()
-                .map(move |state| (format!("resource {uri}"), *state))
-        });
-        let handlers = self
+        match self
             .states
             .iter()
-            .map(|(name, state)| (format!("method {name}"), *state));
-        match tools
-            .chain(resources)
-            .chain(handlers)
             .find(|(_, state)| !self.shared.contains(*state))
         {
             Some((handler, state)) => Err(Error::MissingState {
-                handler,
+                handler: handler.clone(),
                 state: state.name(),
             }),
             None => Ok(()),
