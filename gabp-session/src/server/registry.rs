@@ -97,7 +97,6 @@ impl ToolTable {
     }
 
     /// The time limit tool `name` was registered with, if any.
-    #[cfg(test)]
     pub(crate) fn timeout(&self, name: &str) -> Option<Duration> {
         self.current.read().get(name).and_then(|e| e.tool.timeout)
     }

@@ -39,57 +39,43 @@ pub(crate) struct Parts<'a> {
 /// Builds the welcome; names and extensions that break the protocol's rules are a [`Error`].
 pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, Error> {
     let welcome_error = |e: &dyn fmt::Display| Error::InvalidWelcomeConfig(e.to_string());
+    // The extensions this mod serves (SPEC/1.0 extensions.md), then the author's. Every call can report
+    // progress and be cancelled, and its result may carry pictures and sound.
+    let patterns = "events/subscribe accepts glob patterns such as player/*; `*` stays within one segment, `**` crosses them";
+    let changes =
+        "tools are added and removed at run time; each change is announced on tools/changed";
+    let builtin = [
+        (parts.channel_patterns).then(|| {
+            let ext = json!({ "syntax": "glob", "description": patterns });
+            (CHANNEL_PATTERNS_EXTENSION, ext)
+        }),
+        (parts.tools_changed).then(|| {
+            let ext = json!({ "channel": TOOLS_CHANGED_CHANNEL, "description": changes });
+            (TOOLS_CHANGED_EXTENSION, ext)
+        }),
+        Some((
+            PROGRESS_EXTENSION,
+            json!({ "channel": PROGRESS_CHANNEL, "minIntervalMs": PROGRESS_MIN_INTERVAL_MS }),
+        )),
+        Some((CANCEL_EXTENSION, json!({ "method": ToolsCancel::NAME }))),
+        Some((
+            CONTENT_EXTENSION,
+            json!({ "types": ["image", "audio"], "maxBytes": parts.limits.content_limit() }),
+        )),
+        (parts.time_control).then(|| {
+            let ext = json!({ "channel": TIME_CHANGED_CHANNEL, "maxStepTicks": MAX_STEP_TICKS });
+            (TIME_CONTROL_EXTENSION, ext)
+        }),
+    ];
+    let builtin = builtin
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| match value {
+            Value::Object(map) => (key.to_owned(), map),
+            _ => (key.to_owned(), Map::new()),
+        });
     let mut extensions = Extensions::new();
-    if parts.channel_patterns {
-        let mut ext = Map::new();
-        ext.insert("syntax".into(), json!("glob"));
-        ext.insert(
-            "description".into(),
-            json!("events/subscribe accepts glob patterns such as player/*; `*` stays within one segment, `**` crosses them"),
-        );
-        extensions
-            .insert(CHANNEL_PATTERNS_EXTENSION, ext)
-            .map_err(|e| welcome_error(&e))?;
-    }
-    if parts.tools_changed {
-        let mut ext = Map::new();
-        ext.insert("channel".into(), json!(TOOLS_CHANGED_CHANNEL));
-        ext.insert(
-            "description".into(),
-            json!("tools are added and removed at run time; each change is announced on tools/changed"),
-        );
-        extensions
-            .insert(TOOLS_CHANGED_EXTENSION, ext)
-            .map_err(|e| welcome_error(&e))?;
-    }
-    // Every call of this mod can report progress and be cancelled (SPEC/1.0 extensions.md §progress, §cancel).
-    let mut ext = Map::new();
-    ext.insert("channel".into(), json!(PROGRESS_CHANNEL));
-    ext.insert("minIntervalMs".into(), json!(PROGRESS_MIN_INTERVAL_MS));
-    extensions
-        .insert(PROGRESS_EXTENSION, ext)
-        .map_err(|e| welcome_error(&e))?;
-    let mut ext = Map::new();
-    ext.insert("method".into(), json!(ToolsCancel::NAME));
-    extensions
-        .insert(CANCEL_EXTENSION, ext)
-        .map_err(|e| welcome_error(&e))?;
-    // Tool results may carry pictures and sound (SPEC/1.0 extensions.md §content).
-    let mut ext = Map::new();
-    ext.insert("types".into(), json!(["image", "audio"]));
-    ext.insert("maxBytes".into(), json!(parts.limits.content_limit()));
-    extensions
-        .insert(CONTENT_EXTENSION, ext)
-        .map_err(|e| welcome_error(&e))?;
-    if parts.time_control {
-        let mut ext = Map::new();
-        ext.insert("channel".into(), json!(TIME_CHANGED_CHANNEL));
-        ext.insert("maxStepTicks".into(), json!(MAX_STEP_TICKS));
-        extensions
-            .insert(TIME_CONTROL_EXTENSION, ext)
-            .map_err(|e| welcome_error(&e))?;
-    }
-    for (key, value) in parts.extensions {
+    for (key, value) in builtin.chain(parts.extensions) {
         extensions
             .insert(key, value)
             .map_err(|e| welcome_error(&e))?;

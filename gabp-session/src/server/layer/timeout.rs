@@ -10,7 +10,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::server::registry::ToolTable;
-use crate::server::tool::RegisteredTool;
 use crate::server::ServerRequest;
 use gabp_types::methods::CORE_METHODS;
 use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
@@ -190,7 +189,6 @@ where
         }
         let limit = *this.limit;
         let error = match &*this.subject {
-            Subject::Tool(tool) => tool_timeout(tool.descriptor.name.as_str(), limit),
             Subject::ToolNamed(tool) => tool_timeout(tool, limit),
             Subject::ToolCopied(name) => tool_timeout(name.as_str(), limit),
             Subject::Method(method) => request_timeout(method, limit),
@@ -209,10 +207,9 @@ impl<F> std::fmt::Debug for TimeLimited<F> {
     }
 }
 
-/// What timed out, named without an allocation on the common path: a tool with its own limit is shared from
-/// the live table, another tool's name is copied inline when short, a core method's name is static.
+/// What timed out, named without an allocation on the common path: a tool's name is copied inline when short,
+/// a core method's name is static.
 enum Subject {
-    Tool(Arc<RegisteredTool>),
     ToolNamed(String),
     ToolCopied(ShortName),
     Method(Cow<'static, str>),
@@ -265,18 +262,12 @@ impl TimeoutLayer {
             };
             return (Subject::Method(method), self.default);
         };
-        if let Some(limit) = self.tools.get(name.as_ref()) {
-            return (Subject::tool_named(name), *limit);
-        }
         // Most servers give no tool a limit of its own: then no tool is looked up.
-        let table = self.table.as_ref().filter(|t| t.has_own_limits());
-        match table.and_then(|t| t.get(&name)) {
-            Some(tool) => {
-                let limit = tool.timeout.unwrap_or(self.default);
-                (Subject::Tool(tool), limit)
-            }
-            None => (Subject::tool_named(name), self.default),
-        }
+        let limit = self.tools.get(name.as_ref()).copied().or_else(|| {
+            let table = self.table.as_ref().filter(|t| t.has_own_limits());
+            table.and_then(|t| t.timeout(&name))
+        });
+        (Subject::tool_named(name), limit.unwrap_or(self.default))
     }
 }
 
