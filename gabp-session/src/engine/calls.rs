@@ -56,26 +56,6 @@ impl super::queue::Queued for Outgoing {
     }
 }
 
-/// A call's id as the table's key. The table holds only ids this side sent, which vary in their first and last
-/// eight digits (SPEC/1.0 gabp.md §3.1: senders generate random ids): those sixteen are hashed, not all 36.
-/// Case-blind, as ids compare. A peer's answer only looks a key up, so it cannot crowd the table's buckets.
-#[derive(PartialEq, Eq)]
-struct CallId(MessageId);
-
-impl std::hash::Hash for CallId {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let text = self.0.as_bytes();
-        let word = |at: usize| {
-            let mut digits = [0u8; 8];
-            digits.copy_from_slice(&text[at..at + 8]);
-            // Hex digits and hyphens: the case bit lowers letters and leaves the rest as they are.
-            u64::from_le_bytes(digits) | 0x2020_2020_2020_2020
-        };
-        state.write_u64(word(0));
-        state.write_u64(word(28));
-    }
-}
-
 /// A call waiting for its answer.
 struct Waiting {
     reply: oneshot::Sender<Delivery>,
@@ -85,7 +65,8 @@ struct Waiting {
 /// The table of calls in flight and the frames of those not yet written. Calls whose caller is gone are swept
 /// lazily, so the table stays bounded even when a `Forget` could not be queued.
 pub(crate) struct Calls {
-    pending: crate::OwnKeyMap<CallId, Waiting>,
+    /// Keyed by id, which compares case-blind (SPEC/1.0 gabp.md §3.1).
+    pending: crate::OwnKeyMap<MessageId, Waiting>,
     /// Frames taken from the caller's queue and not yet written, in order: a call's request (with its id) or a
     /// `tools/cancel` (without). A call that fails or is forgotten before its frame is written takes it out.
     unsent: VecDeque<(Option<MessageId>, Bytes)>,
@@ -168,7 +149,7 @@ impl Calls {
                 }
             }
             Outgoing::Forget { id, cancel } => {
-                self.pending.remove(&CallId(id));
+                self.pending.remove(&id);
                 // Never written: nothing to cancel. Else SPEC/1.0 extensions.md §cancel: the mod stops work
                 // nobody waits for (best effort: dropped when many cancels already wait).
                 if !self.unwrite(&id) && self.unsent.len() < self.expected {
@@ -215,7 +196,7 @@ impl Calls {
         if reply.is_closed() {
             return false;
         }
-        self.pending.insert(CallId(id), Waiting { reply, deadline });
+        self.pending.insert(id, Waiting { reply, deadline });
         if self.pending.len() > self.sweep_at {
             self.pending.retain(|_, w| !w.reply.is_closed());
             self.sweep_at = self.sweep_floor.max(self.pending.len().saturating_mul(2));
@@ -250,7 +231,7 @@ impl Calls {
                 .pending
                 .iter()
                 .filter(|(_, w)| w.deadline <= now)
-                .map(|(id, _)| id.0)
+                .map(|(id, _)| *id)
                 .collect();
             for id in expired {
                 let written = !self.unwrite(&id);
@@ -265,7 +246,7 @@ impl Calls {
 
     /// Hands `delivery` to the caller of `id`; `false` if no such call is waiting.
     pub(crate) fn deliver(&mut self, id: &MessageId, delivery: Delivery) -> bool {
-        let Some(waiting) = self.pending.remove(&CallId(*id)) else {
+        let Some(waiting) = self.pending.remove(id) else {
             return false;
         };
         // A caller that gave up a moment ago is not an error: its answer is discarded.
@@ -274,7 +255,7 @@ impl Calls {
     }
 
     pub(crate) fn contains(&self, id: &MessageId) -> bool {
-        self.pending.contains_key(&CallId(*id))
+        self.pending.contains_key(id)
     }
 
     /// Whether no call is waiting.
