@@ -10,7 +10,7 @@ use gabp_transport::{Connection, Endpoint, Listener, Token, TransportError};
 use gabp_types::methods::WelcomeResult;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tower::util::BoxService;
+use tower::util::{BoxService, Either};
 use tower::Layer;
 use tracing::Instrument;
 
@@ -246,9 +246,9 @@ impl ModServer {
         let core = ConcurrencyLimitLayer::new(limit.min(tokio::sync::Semaphore::MAX_PERMITS))
             .layer(inner.timeout.layer(inner.router.clone()));
         if inner.layers.is_empty() {
-            return Stack::Plain(inner.protocol(core));
+            return Either::Left(inner.protocol(core));
         }
-        Stack::Layered(inner.protocol(apply_layers(&inner.layers, BoxService::new(core))))
+        Either::Right(inner.protocol(apply_layers(&inner.layers, BoxService::new(core))))
     }
 
     /// How many connections are being served.

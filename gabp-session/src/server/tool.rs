@@ -340,37 +340,29 @@ impl Tool {
             kind: "tool",
             reason: e.to_string(),
         })?;
+        let invalid = |reason: String| Error::InvalidSchema {
+            tool: self.name.clone(),
+            reason,
+        };
         let schema_object = |schema: Value, which: &'static str| match schema {
             Value::Object(map) => Ok(map),
             Value::Bool(true) => Ok(Map::new()),
-            Value::Bool(false) => Ok(json!({ "not": {} })
-                .as_object()
-                .cloned()
-                .unwrap_or_default()),
-            other => Err(Error::InvalidSchema {
-                tool: self.name.clone(),
-                reason: format!("{which} must be a JSON Schema object, not {other}"),
-            }),
+            Value::Bool(false) => Ok(Map::from_iter([("not".to_owned(), json!({}))])),
+            other => Err(invalid(format!(
+                "{which} must be a JSON Schema object, not {other}"
+            ))),
         };
         // A schema derived from the argument type, with nothing serde does not enforce, is checked by decoding.
         let checked_by_type = !self.input_schema_given && checked_by_type(&self.input_schema);
         let input_schema = schema_object(self.input_schema, "inputSchema")?;
         let output_schema = schema_object(self.output_schema, "outputSchema")?;
-        let validator = compile(&input_schema).map_err(|reason| Error::InvalidSchema {
-            tool: self.name.clone(),
-            reason: format!("inputSchema: {reason}"),
-        })?;
-        compile(&output_schema).map_err(|reason| Error::InvalidSchema {
-            tool: self.name.clone(),
-            reason: format!("outputSchema: {reason}"),
-        })?;
+        let validator = compile(&input_schema).map_err(|e| invalid(format!("inputSchema: {e}")))?;
+        compile(&output_schema).map_err(|e| invalid(format!("outputSchema: {e}")))?;
         let title = self.title.unwrap_or_else(|| self.name.clone());
         let description = self.description.unwrap_or_else(|| title.clone());
         let non_empty = |s: String, field: &'static str| {
-            gabp_types::NonEmptyString::new(s).map_err(|_| Error::InvalidSchema {
-                tool: self.name.clone(),
-                reason: format!("the {field} must not be empty"),
-            })
+            gabp_types::NonEmptyString::new(s)
+                .map_err(|_| invalid(format!("the {field} must not be empty")))
         };
         let descriptor = ToolDescriptor {
             name,
@@ -378,11 +370,9 @@ impl Tool {
             description: non_empty(description, "description")?,
             input_schema,
             output_schema,
-            tags: if self.tags.is_empty() {
-                None
-            } else {
-                UniqueVec::new(self.tags).ok()
-            },
+            tags: (!self.tags.is_empty())
+                .then(|| UniqueVec::new(self.tags).ok())
+                .flatten(),
             deprecated: self.deprecated,
             version: self.version,
             extra: serde_json::Map::new(),
