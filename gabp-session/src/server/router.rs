@@ -14,8 +14,8 @@ use gabp_types::methods::{
     CallMeta, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, Method, PingResult, ResourcesList,
     ResourcesListResult, ResourcesRead, SessionGoodbye, SessionHello, SessionPing, StateGet,
     StateGetParams, StateGetResult, StateSet, StateSetParams, StateSetResult, SubscribeResult,
-    TimePause, TimeResume, TimeState, TimeStatus, TimeStep, ToolsCall, ToolsCancel,
-    ToolsCancelResult, ToolsList, ToolsListResult, UnsubscribeResult,
+    TimePause, TimeResume, TimeStatus, TimeStep, ToolsCall, ToolsCancel, ToolsCancelResult,
+    ToolsList, ToolsListResult, UnsubscribeResult,
 };
 use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response, ResultValue};
 use serde::Serialize;
@@ -487,31 +487,21 @@ fn cancel(req: &ServerRequest) -> Result<Value, ErrorObject> {
 /// is answered once no tick runs (a pause that changes nothing answers the state as it is and announces
 /// nothing); a step once the game has run its ticks (the request's time limit applies).
 fn control_time(req: &ServerRequest, clock: &GameClock) -> Result<ResponseFuture, ErrorObject> {
+    let state = match req.method() {
+        TimeStep::NAME => Err(clock.step(params::<TimeStep>(req)?.ticks)),
+        TimeStatus::NAME => params::<TimeStatus>(req).map(|_| Ok(clock.status()))?,
+        TimeResume::NAME => params::<TimeResume>(req).map(|_| Ok(clock.resume()))?,
+        _ => params::<TimePause>(req).map(|_| clock.pause_settled())?,
+    };
     let id = req.id();
-    let ready = |state: TimeState| {
-        let response =
-            to_value(state).map_or_else(|e| Response::error(id, e), |v| Response::success(id, v));
-        Ok(futures::future::ready(Ok(response)).boxed())
-    };
-    let done = match req.method() {
-        TimeStep::NAME => clock.step(params::<TimeStep>(req)?.ticks),
-        TimeStatus::NAME => return params::<TimeStatus>(req).and_then(|_| ready(clock.status())),
-        TimeResume::NAME => return params::<TimeResume>(req).and_then(|_| ready(clock.resume())),
-        _ => {
-            params::<TimePause>(req)?;
-            match clock.pause_settled() {
-                Ok(state) => return ready(state),
-                Err(settling) => settling,
-            }
-        }
-    };
     Ok(async move {
-        Ok(match done.await {
-            Ok(state) => match to_value(state) {
-                Ok(v) => Response::success(id, v),
-                Err(e) => Response::error(id, e),
-            },
-            Err(_) => Response::error(id, internal_error("the game clock was dropped")),
+        let state = match state {
+            Ok(state) => Ok(state),
+            Err(done) => (done.await).map_err(|_| internal_error("the game clock was dropped")),
+        };
+        Ok(match state.and_then(to_value) {
+            Ok(v) => Response::success(id, v),
+            Err(e) => Response::error(id, e),
         })
     }
     .boxed())

@@ -32,18 +32,6 @@ use super::router::Router;
 use super::session::{CloseReason, Session};
 use super::stack::{Protocol, Stack};
 
-pub(crate) struct Parts {
-    pub(crate) router: Router,
-    pub(crate) token: Token,
-    pub(crate) limits: ServerLimits,
-    pub(crate) welcome: WelcomeResult,
-    pub(crate) methods: Vec<String>,
-    pub(crate) tools: Arc<ToolTable>,
-    pub(crate) layers: Vec<LayerFn>,
-    pub(crate) publisher: EventPublisher,
-    pub(crate) main_thread: MainThread,
-}
-
 /// A GABP mod server: serves tools, events, resources, state and custom methods to bridges, enforcing every
 /// rule of the protocol (SPEC/1.0 gabp.md §7, §8; transport.md §6-§8) on every connection.
 ///
@@ -87,24 +75,25 @@ pub(crate) struct Parts {
 /// ```
 #[derive(Clone)]
 pub struct ModServer {
-    inner: Arc<Inner>,
+    inner: Arc<Parts>,
 }
 
-struct Inner {
-    router: Router,
-    auth: AuthLayer,
-    capability: CapabilityLayer,
-    timeout: TimeoutLayer,
-    tools: Arc<ToolTable>,
-    limits: ServerLimits,
-    welcome: WelcomeResult,
-    layers: Vec<LayerFn>,
-    publisher: EventPublisher,
-    main_thread: MainThread,
-    admission: Arc<Admission>,
+/// What a server is made of, built by [`ModServerBuilder::build`].
+pub(crate) struct Parts {
+    pub(crate) router: Router,
+    pub(crate) auth: AuthLayer,
+    pub(crate) capability: CapabilityLayer,
+    pub(crate) timeout: TimeoutLayer,
+    pub(crate) tools: Arc<ToolTable>,
+    pub(crate) limits: ServerLimits,
+    pub(crate) welcome: WelcomeResult,
+    pub(crate) layers: Vec<LayerFn>,
+    pub(crate) publisher: EventPublisher,
+    pub(crate) main_thread: MainThread,
+    pub(crate) admission: Arc<Admission>,
 }
 
-impl Inner {
+impl Parts {
     /// The protocol layers around `service`.
     fn protocol<S>(&self, service: S) -> Protocol<S> {
         TraceLayer::new()
@@ -147,32 +136,8 @@ impl ModServer {
     }
 
     pub(crate) fn new(parts: Parts) -> Self {
-        let Parts {
-            router,
-            token,
-            limits,
-            welcome,
-            methods,
-            tools,
-            layers,
-            publisher,
-            main_thread,
-        } = parts;
-        let admission = Admission::new(limits.max_connections);
         ModServer {
-            inner: Arc::new(Inner {
-                router,
-                auth: AuthLayer::new(token),
-                capability: CapabilityLayer::new(methods),
-                timeout: TimeoutLayer::new(limits.request_timeout).with_tool_table(tools.clone()),
-                tools,
-                limits,
-                welcome,
-                layers,
-                publisher,
-                main_thread,
-                admission,
-            }),
+            inner: Arc::new(parts),
         }
     }
 

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use tower::util::BoxService;
 use tower::{BoxError, Layer, Service};
 
+use super::admission::Admission;
 use super::catalog::ToolCatalog;
 use super::clock::GameClock;
 use super::context::{StateMap, StateType};
@@ -27,7 +28,7 @@ use super::error::CallError;
 use super::events::{EventHub, EventPublisher};
 use super::handler::{boxed, Handler};
 use super::layer::user::{ErrorsAsResponses, LayerFn};
-use super::layer::ModService;
+use super::layer::{AuthLayer, CapabilityLayer, ModService, TimeoutLayer};
 use super::limits::ServerLimits;
 use super::main_thread::MainThread;
 use super::registry::{ToolRegistry, ToolTable};
@@ -586,10 +587,13 @@ impl ModServerBuilder {
         });
         Ok(ModServer::new(super::serve::Parts {
             router,
-            token,
+            auth: AuthLayer::new(token),
+            capability: CapabilityLayer::new(methods),
+            timeout: TimeoutLayer::new(self.limits.request_timeout)
+                .with_tool_table(self.table.clone()),
+            admission: Admission::new(self.limits.max_connections),
             limits: self.limits,
             welcome,
-            methods,
             tools: self.table,
             layers: self.layers,
             publisher: EventPublisher::new(self.hub),
