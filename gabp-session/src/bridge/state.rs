@@ -1,7 +1,5 @@
 //! [`ConnectionState`]: where a bridge's connection stands, published on a `watch` channel.
 
-use std::fmt;
-
 /// The state of a bridge's connection, as published by
 /// [`Bridge::connection_state`](crate::bridge::Bridge::connection_state).
 ///
@@ -60,20 +58,26 @@ impl ConnectionState {
 }
 
 /// Why a connection ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DisconnectReason {
     /// The mod closed the connection (end of stream).
+    #[error("the mod closed the connection")]
     PeerClosed,
     /// Reading or writing failed (the text says how).
+    #[error("transport failure: {0}")]
     Transport(String),
     /// The mod broke the framing (SPEC/1.0 transport.md §7): where in the stream, and the header seen.
+    #[error("the mod broke the framing: {0}")]
     Framing(gabp_transport::FrameFault),
     /// The keepalive heard nothing from the mod within its deadline.
+    #[error("the mod stayed silent past the keepalive deadline")]
     KeepaliveTimeout,
     /// The mod refused the token while reconnecting (-32101 or -31000); retrying cannot help.
+    #[error("the mod refused the token while reconnecting")]
     AuthenticationFailed,
     /// The reconnect policy made its last attempt.
+    #[error("gave up reconnecting after {attempts} attempt(s); last error: {last_error}")]
     GaveUp {
         /// How many attempts were made.
         attempts: u32,
@@ -81,29 +85,6 @@ pub enum DisconnectReason {
         last_error: String,
     },
     /// The bridge is shutting down.
+    #[error("the bridge is shutting down")]
     Shutdown,
-}
-
-impl fmt::Display for DisconnectReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DisconnectReason::PeerClosed => f.write_str("the mod closed the connection"),
-            DisconnectReason::Transport(why) => write!(f, "transport failure: {why}"),
-            DisconnectReason::Framing(fault) => write!(f, "the mod broke the framing: {fault}"),
-            DisconnectReason::KeepaliveTimeout => {
-                f.write_str("the mod stayed silent past the keepalive deadline")
-            }
-            DisconnectReason::AuthenticationFailed => {
-                f.write_str("the mod refused the token while reconnecting")
-            }
-            DisconnectReason::GaveUp {
-                attempts,
-                last_error,
-            } => write!(
-                f,
-                "gave up reconnecting after {attempts} attempt(s); last error: {last_error}"
-            ),
-            DisconnectReason::Shutdown => f.write_str("the bridge is shutting down"),
-        }
-    }
 }

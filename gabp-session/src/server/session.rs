@@ -83,56 +83,45 @@ impl ServerRequest {
 }
 
 /// Why a connection closed; returned by [`ModServer::serve_connection`](super::ModServer::serve_connection).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CloseReason {
     /// The bridge closed its side of the stream; in-flight requests were answered first.
+    #[error("the bridge closed the stream")]
     Eof,
     /// The bridge sent `session/goodbye`; it was answered, then the connection closed.
+    #[error("the bridge said goodbye")]
     Goodbye,
     /// `session/hello` carried a wrong token; it was answered with -32101, then the connection closed.
+    #[error("authentication failed")]
     AuthenticationFailed,
     /// No successful `session/hello` arrived within the hello deadline.
+    #[error("no session/hello in time")]
     HelloTimeout,
     /// The byte stream broke the framing rules: a fatal header error (answered with -32700, then closed), or
     /// the input ended inside a frame (closed without an answer, SPEC/1.0 transport.md §7).
+    #[error("framing error: {0}")]
     Framing(String),
     /// Reading from or writing to the bridge failed (it is gone).
+    #[error("i/o error: {0}")]
     Io(String),
     /// The server was shut down.
+    #[error("the server shut down")]
     Shutdown,
     /// The mod was already serving its maximum number of connections.
+    #[error("too many connections")]
     TooManyConnections,
     /// A service closed the session with [`Session::close`].
+    #[error("closed by the mod")]
     Requested,
     /// The bridge, before any successful `session/hello`, sent requests without reading their answers until
     /// its queue of answers was full (SPEC/1.0 security.md §7); closed at once.
+    #[error("the bridge sent requests before session/hello and did not read the answers")]
     NotReading,
     /// The mod was serving its maximum number of connections and this one, the oldest without a successful
     /// `session/hello`, made room for a new one (SPEC/1.0 security.md §7).
+    #[error("made room for a new connection: no session/hello yet and the mod was full")]
     Displaced,
-}
-
-impl fmt::Display for CloseReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CloseReason::Eof => f.write_str("the bridge closed the stream"),
-            CloseReason::Goodbye => f.write_str("the bridge said goodbye"),
-            CloseReason::AuthenticationFailed => f.write_str("authentication failed"),
-            CloseReason::HelloTimeout => f.write_str("no session/hello in time"),
-            CloseReason::Framing(e) => write!(f, "framing error: {e}"),
-            CloseReason::Io(e) => write!(f, "i/o error: {e}"),
-            CloseReason::Shutdown => f.write_str("the server shut down"),
-            CloseReason::TooManyConnections => f.write_str("too many connections"),
-            CloseReason::Requested => f.write_str("closed by the mod"),
-            CloseReason::NotReading => f.write_str(
-                "the bridge sent requests before session/hello and did not read the answers",
-            ),
-            CloseReason::Displaced => f.write_str(
-                "made room for a new connection: no session/hello yet and the mod was full",
-            ),
-        }
-    }
 }
 
 /// What the bridge said about itself in `session/hello` (never the token).
