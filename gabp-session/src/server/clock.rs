@@ -125,10 +125,15 @@ impl GameClock {
         let mut state = self.inner.state.lock();
         state.tick += 1;
         state.ticking = false;
-        let (tick, snapshot) = (state.tick, state.snapshot());
-        let done: Vec<_> = (state.steps)
-            .extract_if(.., |(target, _)| *target <= tick)
-            .collect();
+        let tick = state.tick;
+        if !state.steps.iter().any(|(target, _)| *target <= tick) {
+            return tick;
+        }
+        let snapshot = state.snapshot();
+        let (done, owed): (Vec<_>, Vec<_>) = std::mem::take(&mut state.steps)
+            .into_iter()
+            .partition(|(target, _)| *target <= tick);
+        state.steps = owed;
         drop(state);
         for (_, reply) in done {
             // The bridge may have given up meanwhile.
