@@ -94,28 +94,19 @@ pub struct Timeout<S> {
     layer: TimeoutLayer,
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 /// `-32403` for a tool over its time limit.
 pub(crate) fn tool_timeout(tool: &str, limit: Duration) -> ErrorObject {
-    ErrorObject::new(
+    timed_out(
         ErrorCode::TOOL_TIMEOUT,
-        format!(
-            "tool {tool} exceeded its time limit of {} ms",
-            millis(limit)
-        ),
+        &format!("tool {tool} exceeded its"),
+        limit,
     )
-    .with_data(json!({ "timeoutMs": millis(limit), "retryable": true }))
 }
 
-fn request_timeout(method: &str, limit: Duration) -> ErrorObject {
-    ErrorObject::new(
-        ErrorCode::INTERNAL_ERROR,
-        format!("{method} exceeded the time limit of {} ms", millis(limit)),
-    )
-    .with_data(json!({ "timeoutMs": millis(limit), "retryable": true }))
+fn timed_out(code: ErrorCode, what: &str, limit: Duration) -> ErrorObject {
+    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+    ErrorObject::new(code, format!("{what} time limit of {ms} ms"))
+        .with_data(json!({ "timeoutMs": ms, "retryable": true }))
 }
 
 impl<S> Service<ServerRequest> for Timeout<S>
@@ -191,7 +182,11 @@ where
         let error = match &*this.subject {
             Subject::ToolNamed(tool) => tool_timeout(tool, limit),
             Subject::ToolCopied(name) => tool_timeout(name.as_str(), limit),
-            Subject::Method(method) => request_timeout(method, limit),
+            Subject::Method(method) => timed_out(
+                ErrorCode::INTERNAL_ERROR,
+                &format!("{method} exceeded the"),
+                limit,
+            ),
         };
         tracing::debug!(message = %error.message, "request timed out");
         Poll::Ready(Ok(Response::error(*this.id, error)))
