@@ -10,6 +10,7 @@ a bearer key. Prints one line per check and ends with `N passed, M failed`; exit
 import asyncio
 import base64
 import json
+import logging
 import os
 import signal
 import socket
@@ -204,6 +205,17 @@ async def stdio_session(directory):
     return pids
 
 
+class CapturedLog(logging.Handler):
+    """Keeps what the SDK logs while it is attached."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -213,7 +225,7 @@ def free_port():
 async def http_session(directory):
     port = free_port()
     env = dict(os.environ, GABP_MCP_API_KEY="k" * 40, HOME=directory)
-    server = subprocess.Popen([GABP, "mcp", "--config-dir", directory, "--http", f"127.0.0.1:{port}"],
+    server = subprocess.Popen([GABP, "mcp", "--config-dir", directory, "--http", f"localhost:{port}"],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               start_new_session=True)
     try:
@@ -233,13 +245,29 @@ async def http_session(directory):
             code = e.code
         check("HTTP without the bearer key is 401", code == 401, code)
         headers = {"Authorization": "Bearer " + "k" * 40}
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-            async with streamable_http_client(url, http_client=http) as (read, write, *_):
-                async with ClientSession(read, write) as s:
-                    await s.initialize()
-                    listed = await s.call_tool("games_list", {})
-                    check("MCP over streamable HTTP with the key", "voxel" in listed.content[0].text,
-                          listed.content[0].text)
+        request = urllib.request.Request(url, data=b"{}", method="POST",
+                                         headers=dict(headers, Origin="http://evil.example",
+                                                      **{"Content-Type": "application/json"}))
+        try:
+            urllib.request.urlopen(request, timeout=10)
+            code = 200
+        except urllib.error.HTTPError as e:
+            code = e.code
+        check("HTTP from a foreign Origin is 403", code == 403, code)
+        termination = CapturedLog()
+        logging.getLogger().addHandler(termination)
+        try:
+            async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
+                async with streamable_http_client(url, http_client=http) as (read, write, *_):
+                    async with ClientSession(read, write) as s:
+                        await s.initialize()
+                        listed = await s.call_tool("games_list", {})
+                        check("MCP over streamable HTTP with the key (--http localhost:PORT)",
+                              "voxel" in listed.content[0].text, listed.content[0].text)
+        finally:
+            logging.getLogger().removeHandler(termination)
+        failed = [m for m in termination.messages if "termination failed" in m.lower()]
+        check("the SDK ends its HTTP session without complaint", not failed, failed)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=20)
@@ -248,6 +276,10 @@ async def http_session(directory):
                              env=env, capture_output=True, text=True, timeout=60)
     check("a non-loopback address is refused at start",
           refused.returncode != 0 and "loopback" in refused.stderr, refused.stderr)
+    refused = subprocess.run([GABP, "mcp", "--config-dir", directory, "--http", "localhost"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    check("--http without a port is refused, naming the form expected",
+          refused.returncode != 0 and "localhost:8080" in refused.stderr, refused.stderr)
     env.pop("GABP_MCP_API_KEY")
     refused = subprocess.run([GABP, "mcp", "--config-dir", directory, "--http", "127.0.0.1:0"],
                              env=env, capture_output=True, text=True, timeout=60)

@@ -25,7 +25,7 @@ Examples:
   gabp mcp --mirror-tools
 
   # Streamable HTTP on loopback at http://127.0.0.1:8080/mcp, clients send `Authorization: Bearer $GABP_MCP_API_KEY`
-  GABP_MCP_API_KEY=$(openssl rand -hex 32) gabp mcp --http 127.0.0.1:8080
+  GABP_MCP_API_KEY=$(openssl rand -hex 32) gabp mcp --http localhost:8080
 
 Claude Desktop (claude_desktop_config.json):
   {\"mcpServers\": {\"games\": {\"command\": \"gabp\", \"args\": [\"mcp\", \"--config-dir\", \"/home/me/.gabs\"]}}}";
@@ -37,9 +37,15 @@ pub struct McpArgs {
     /// folder of its own there (default: ~/.gabs, as GABS).
     #[arg(long = "config-dir", alias = "configDir", value_name = "DIR")]
     pub config_dir: Option<PathBuf>,
-    /// Serve MCP over streamable HTTP at http://ADDR/mcp (loopback addresses only) instead of stdio.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve MCP over streamable HTTP at http://ADDR/mcp instead of stdio; ADDR is a loopback HOST:PORT
+    /// (localhost:8080, 127.0.0.1:8080 or [::1]:8080).
+    #[arg(long, value_name = "ADDR", value_parser = gabp_mcp::http::parse_addr)]
     pub http: Option<SocketAddr>,
+    /// With --http: also serve browser pages from this origin (SCHEME://HOST[:PORT]; repeatable). Requests
+    /// from other origins are refused with 403; pages on this machine (localhost, 127.0.0.1, [::1]) are allowed.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http",
+          value_parser = gabp_mcp::http::parse_origin)]
+    pub allow_origin: Vec<String>,
     /// With --http: serve without a bearer key (otherwise GABP_MCP_API_KEY, or the config's apiKey, is required).
     #[arg(long, requires = "http")]
     pub no_auth: bool,
@@ -95,7 +101,7 @@ async fn serve(args: &McpArgs) -> Result<(), String> {
         }
         Some(addr) => {
             let access = Access::new(api_key, args.no_auth).map_err(|e| e.to_string())?;
-            let server = HttpServer::bind(front, addr, access)
+            let server = HttpServer::bind(front, addr, access, &args.allow_origin)
                 .await
                 .map_err(|e| e.to_string())?;
             eprintln!("serving MCP on http://{}/mcp", server.addr());

@@ -352,7 +352,7 @@ mod tests {
     async fn http_off_loopback_is_refused_before_binding() {
         let front = front_without_games();
         let addr = "0.0.0.0:0".parse().unwrap();
-        let error = http::HttpServer::bind(front, addr, http::Access::Open)
+        let error = http::HttpServer::bind(front, addr, http::Access::Open, &[])
             .await
             .unwrap_err();
         assert!(
