@@ -27,8 +27,9 @@ Examples:
   # Streamable HTTP on loopback at http://127.0.0.1:8080/mcp, clients send `Authorization: Bearer $GABP_MCP_API_KEY`
   GABP_MCP_API_KEY=$(openssl rand -hex 32) gabp mcp --http localhost:8080
 
-Claude Desktop (claude_desktop_config.json):
-  {\"mcpServers\": {\"games\": {\"command\": \"gabp\", \"args\": [\"mcp\", \"--config-dir\", \"/home/me/.gabs\"]}}}";
+  # The entry for an MCP host's configuration (Claude Desktop, Cursor, Claude Code), with absolute paths: hosts
+  # start it without your shell's PATH
+  gabp mcp --print-config --config-dir ~/.gabs";
 
 /// Arguments of `gabp mcp`.
 #[derive(Debug, Clone, Args)]
@@ -52,6 +53,10 @@ pub struct McpArgs {
     /// List every connected game's tools as MCP tools of their own, and notify clients when they change.
     #[arg(long)]
     pub mirror_tools: bool,
+    /// Print a ready `mcpServers` entry for an MCP host's configuration (JSON, with absolute paths for this
+    /// binary and the config dir), then exit.
+    #[arg(long)]
+    pub print_config: bool,
     /// Log level on stderr: error, warn, info, debug, trace (default warn; RUST_LOG overrides).
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
@@ -64,8 +69,46 @@ fn default_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "no home directory: give --config-dir".to_owned())
 }
 
+/// The `mcpServers` entry that starts this binary as `gabp mcp --config-dir DIR`, with absolute paths: hosts
+/// start servers without a shell, often with a PATH of their own.
+fn host_entry(args: &McpArgs) -> Result<serde_json::Value, String> {
+    let binary = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| format!("cannot find this program's path: {e}"))?;
+    let dir = match &args.config_dir {
+        Some(dir) => dir.clone(),
+        None => default_dir()?,
+    };
+    let dir =
+        std::path::absolute(&dir).map_err(|e| format!("--config-dir {}: {e}", dir.display()))?;
+    let mut mcp_args = vec![
+        "mcp".to_owned(),
+        "--config-dir".to_owned(),
+        dir.to_string_lossy().into_owned(),
+    ];
+    if args.mirror_tools {
+        mcp_args.push("--mirror-tools".to_owned());
+    }
+    Ok(serde_json::json!({ "mcpServers": { "gabp": {
+        "command": binary.to_string_lossy(),
+        "args": mcp_args,
+    } } }))
+}
+
 /// Runs `gabp mcp`; returns the exit status.
 pub fn run(args: &McpArgs) -> u8 {
+    if args.print_config {
+        return match host_entry(args) {
+            Ok(entry) => {
+                println!("{entry:#}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        };
+    }
     crate::init_tracing(args.log_level.as_deref().unwrap_or("warn"));
     match crate::block_on(serve(args)) {
         Ok(()) => 0,
