@@ -478,3 +478,29 @@ async fn a_game_picture_reaches_the_agent_as_mcp_image_content() {
     let first = text(&result);
     assert!(!first.contains(&images[0].data[..32]), "{first}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirror_tools_in_the_config_limits_the_mirrored_list_but_not_what_can_be_called() {
+    let dir = tempfile::tempdir().unwrap();
+    mcp_support::write_config(dir.path(), &["voxel"]);
+    let path = dir.path().join("config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["games"]["voxel"]["mirrorTools"] = json!(["world/*"]);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let mcp = Mcp::start_in(dir, &["--mirror-tools"]).await;
+    mcp.ok("games_start", json!({"gameId": "voxel"})).await;
+
+    let tools = mcp.client.list_all_tools().await.unwrap();
+    let mirrored: Vec<&str> = tools
+        .iter()
+        .map(|t| t.name.as_ref())
+        .filter(|n| n.starts_with("voxel_"))
+        .collect();
+    assert!(mirrored.contains(&"voxel_world_get_block"), "{mirrored:?}");
+    assert!(
+        mirrored.iter().all(|n| n.starts_with("voxel_world_")),
+        "{mirrored:?}"
+    );
+    // Not listed, still callable.
+    mcp.ok("voxel_demo_echo", json!({"value": 1})).await;
+}

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 
 use crate::HubError;
@@ -97,6 +98,43 @@ pub struct GameConfig {
     /// Set when the entry uses launch profiles, launch inputs or lifecycle hooks, which the hub does not
     /// support: starting the game is refused with this explanation.
     pub unsupported: Option<String>,
+    /// Which of its tools `--mirror-tools` lists (`mirrorTools`, our addition to GABS's format).
+    pub mirror_tools: MirrorTools,
+}
+
+/// The tools of a game that are listed as MCP tools of their own: those matching one of the glob patterns
+/// of `mirrorTools` (such as `world/*`; `*` does not cross a `/`), or all when it is absent. Tools not listed
+/// can still be called.
+#[derive(Debug, Clone, Default)]
+pub struct MirrorTools {
+    patterns: Vec<String>,
+    /// `None`: every tool.
+    set: Option<GlobSet>,
+}
+
+impl PartialEq for MirrorTools {
+    fn eq(&self, other: &Self) -> bool {
+        self.patterns == other.patterns && self.set.is_some() == other.set.is_some()
+    }
+}
+
+impl Eq for MirrorTools {}
+
+impl MirrorTools {
+    /// The longest pattern accepted, in bytes.
+    pub const MAX_PATTERN_BYTES: usize = 256;
+
+    /// The patterns as configured (empty when every tool is listed, or when `mirrorTools` is `[]`).
+    #[must_use]
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// Whether the tool named `tool` is listed.
+    #[must_use]
+    pub fn lists(&self, tool: &str) -> bool {
+        self.set.as_ref().is_none_or(|set| set.is_match(tool))
+    }
 }
 
 /// Startup time limits (`timeouts.startup`).
@@ -374,6 +412,42 @@ fn read_game(key: &str, entry: &Value) -> Result<GameConfig, HubError> {
         env,
         unset_env: string_list(obj, &at, "unsetEnv")?,
         unsupported,
+        mirror_tools: mirror_tools(obj, &at)?,
+    })
+}
+
+fn mirror_tools(obj: &Map<String, Value>, at: &str) -> Result<MirrorTools, HubError> {
+    if obj.get("mirrorTools").is_none_or(Value::is_null) {
+        return Ok(MirrorTools::default());
+    }
+    let patterns = string_list(obj, at, "mirrorTools")?;
+    let mut set = GlobSetBuilder::new();
+    for (i, pattern) in patterns.iter().enumerate() {
+        let expected = |why: &str| {
+            field(
+                format!("{at}/mirrorTools/{i}"),
+                format!("a glob pattern over the game's tool names, such as world/* ({why})"),
+            )
+        };
+        if pattern.len() > MirrorTools::MAX_PATTERN_BYTES {
+            return Err(expected(&format!(
+                "at most {} bytes",
+                MirrorTools::MAX_PATTERN_BYTES
+            )));
+        }
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map_err(|e| expected(&e.kind().to_string()))?;
+        set.add(glob);
+    }
+    let set = set
+        .build()
+        .map_err(|e| field(format!("{at}/mirrorTools"), e.kind().to_string()))?;
+    Ok(MirrorTools {
+        patterns,
+        set: Some(set),
     })
 }
 

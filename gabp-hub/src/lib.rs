@@ -44,7 +44,7 @@ use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
 pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
-pub use config::{GameConfig, HubConfig, LaunchMode};
+pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools};
 pub use error::HubError;
 pub use events::{EventLimits, Gap, LoggedEvent};
 pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};
@@ -229,7 +229,11 @@ impl Hub {
     pub fn mirrored_tools(&self) -> Vec<(String, FoundTool)> {
         let mut out = Vec::new();
         for game in self.games.values() {
+            let listed = &game.config().mirror_tools;
             for tool in game.cached_tools().iter() {
+                if !listed.lists(tool.name.as_str()) {
+                    continue;
+                }
                 out.push((
                     names::mirrored_name(game.id(), tool.name.as_str()),
                     FoundTool {

@@ -154,3 +154,47 @@ fn store_launchers_and_profiles_are_read_but_flagged() {
     let why = config.games["prof"].unsupported.as_deref().unwrap();
     assert!(why.contains("/games/prof/profiles") && why.contains("not supported"));
 }
+
+fn mirror_of(value: Value) -> MirrorTools {
+    let config = parse(
+        json!({"version": "1.0", "games": {"g": {"target": "/bin/g", "mirrorTools": value}}}),
+    )
+    .unwrap();
+    config.games["g"].mirror_tools.clone()
+}
+
+#[test]
+fn mirror_tools_lists_the_tools_its_globs_match_and_all_when_absent() {
+    let all = parse(json!({"version": "1.0", "games": {"g": {"target": "/bin/g"}}})).unwrap();
+    assert!(all.games["g"].mirror_tools.lists("demo/echo"));
+    assert!(mirror_of(Value::Null).lists("demo/echo"));
+
+    let world = mirror_of(json!(["world/*", "demo/echo"]));
+    assert_eq!(world.patterns(), ["world/*", "demo/echo"]);
+    assert!(world.lists("world/get_block"));
+    assert!(world.lists("demo/echo"));
+    assert!(!world.lists("demo/sleep"));
+    // `*` stays within one segment of a name.
+    assert!(!world.lists("world/blocks/get"));
+
+    let none = mirror_of(json!([]));
+    assert!(!none.lists("world/get_block"));
+}
+
+#[test]
+fn a_bad_mirror_tools_entry_names_its_pointer() {
+    let game = |mirror: Value| json!({"version": "1.0", "games": {"g": {"target": "/bin/g", "mirrorTools": mirror}}});
+    let (pointer, expected) = field_error(game(json!(["world/[a"])));
+    assert_eq!(pointer, "/games/g/mirrorTools/0");
+    assert!(expected.contains("glob pattern"), "{expected}");
+    let (pointer, _) = field_error(game(json!(["world/*", 3])));
+    assert_eq!(pointer, "/games/g/mirrorTools/1");
+    let (pointer, _) = field_error(game(json!("world/*")));
+    assert_eq!(pointer, "/games/g/mirrorTools");
+    let (pointer, expected) =
+        field_error(game(json!(
+            ["a".repeat(MirrorTools::MAX_PATTERN_BYTES + 1)]
+        )));
+    assert_eq!(pointer, "/games/g/mirrorTools/0");
+    assert!(expected.contains("256 bytes"), "{expected}");
+}
