@@ -222,6 +222,15 @@ async fn a_crash_is_noticed_within_a_second_and_the_game_starts_again() {
     );
     let tools = mcp.client.list_all_tools().await.unwrap();
     assert!(!tools.iter().any(|t| t.name == "voxel_world_get_block"));
+    // A call to a tool of the crashed game says so, with how it ended and how to start it again.
+    let (message, e) = mcp.err("voxel_demo_echo", json!({"value": 1})).await;
+    assert_eq!(e["code"], "game_exited", "{message}");
+    assert!(
+        message.contains("game 'voxel' exited (")
+            && message.contains("signal")
+            && message.contains("games_start"),
+        "{message}"
+    );
 
     let again = mcp.ok("games_start", json!({"gameId": "voxel"})).await;
     assert_eq!(again["code"], "started_connected");

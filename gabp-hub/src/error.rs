@@ -45,6 +45,16 @@ pub enum HubError {
         /// The game searched, when one was named.
         game: Option<String>,
     },
+    /// The tool's game has exited (crashed or quit by itself), so none of its tools can be called.
+    #[error("tool '{tool}' is not available: game '{game}' exited ({exit}); start it again with games_start {{\"gameId\": \"{game}\"}}")]
+    GameExited {
+        /// What was asked for.
+        tool: String,
+        /// The game.
+        game: String,
+        /// How its process ended, such as `exit status: 3` or `signal: 9 (SIGKILL)`.
+        exit: String,
+    },
     /// A tool name that several games have.
     #[error("tool '{tool}' matches tools of several games ({}); give gameId or the mirrored name", list(.games))]
     AmbiguousTool {
@@ -196,6 +206,7 @@ impl HubError {
             HubError::NoGameSelected(_) => "game_required",
             HubError::NotConnected { .. } => "not_connected",
             HubError::ToolNotFound { .. } => "tool_not_found",
+            HubError::GameExited { .. } => "game_exited",
             HubError::AmbiguousTool { .. } => "ambiguous_tool",
             HubError::NotAttachable { .. } => "endpoint_unavailable",
             HubError::Unsupported { .. } => "launch_mode_incompatible",

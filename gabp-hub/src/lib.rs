@@ -213,15 +213,42 @@ impl Hub {
         }
         match found.len() {
             1 => Ok(found.remove(0)),
-            0 => Err(HubError::ToolNotFound {
-                tool: name.to_owned(),
-                game: game.map(str::to_owned),
-            }),
+            0 => Err(self
+                .exited_owner(name, game)
+                .unwrap_or(HubError::ToolNotFound {
+                    tool: name.to_owned(),
+                    game: game.map(str::to_owned),
+                })),
             _ => Err(HubError::AmbiguousTool {
                 tool: name.to_owned(),
                 games: found.iter().map(|f| f.game.id().to_owned()).collect(),
             }),
         }
+    }
+
+    /// When `name` is a tool of a game that has exited (the game named, or the one whose mirrored names
+    /// `name` starts with), the error that says so.
+    fn exited_owner(&self, name: &str, game: Option<&str>) -> Option<HubError> {
+        let owner = match game {
+            Some(reference) => self.game(reference).ok()?,
+            // The longest id that fits: `voxel_2_demo_echo` is voxel_2's, not voxel's.
+            None => self
+                .games
+                .values()
+                .filter(|g| {
+                    let prefix = names::mirrored_name(g.id(), "x");
+                    name.starts_with(prefix.trim_end_matches('x'))
+                })
+                .max_by_key(|g| g.id().len())?,
+        };
+        let snapshot = owner.snapshot();
+        (snapshot.status == GameStatus::Exited).then(|| HubError::GameExited {
+            tool: name.to_owned(),
+            game: owner.id().to_owned(),
+            exit: snapshot
+                .last_exit
+                .unwrap_or_else(|| "how is not known".to_owned()),
+        })
     }
 
     /// Every connected game's tools with their mirrored names, in game and tool order.
