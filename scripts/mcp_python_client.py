@@ -216,6 +216,17 @@ class CapturedLog(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+def post_status(url, headers):
+    """The HTTP status of a POST of `{}` to `url` with `headers`."""
+    request = urllib.request.Request(url, data=b"{}", method="POST",
+                                     headers=dict(headers, **{"Content-Type": "application/json"}))
+    try:
+        urllib.request.urlopen(request, timeout=10)
+        return 200
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -236,23 +247,10 @@ async def http_session(directory):
                 break
             except OSError:
                 time.sleep(0.05)
-        request = urllib.request.Request(url, data=b"{}", method="POST",
-                                         headers={"Content-Type": "application/json"})
-        try:
-            urllib.request.urlopen(request, timeout=10)
-            code = 200
-        except urllib.error.HTTPError as e:
-            code = e.code
+        code = post_status(url, {})
         check("HTTP without the bearer key is 401", code == 401, code)
         headers = {"Authorization": "Bearer " + "k" * 40}
-        request = urllib.request.Request(url, data=b"{}", method="POST",
-                                         headers=dict(headers, Origin="http://evil.example",
-                                                      **{"Content-Type": "application/json"}))
-        try:
-            urllib.request.urlopen(request, timeout=10)
-            code = 200
-        except urllib.error.HTTPError as e:
-            code = e.code
+        code = post_status(url, dict(headers, Origin="http://evil.example"))
         check("HTTP from a foreign Origin is 403", code == 403, code)
         termination = CapturedLog()
         logging.getLogger().addHandler(termination)
