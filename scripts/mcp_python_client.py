@@ -284,6 +284,46 @@ async def http_session(directory):
     check("--http without a key is refused", refused.returncode != 0 and "GABP_MCP_API_KEY" in refused.stderr,
           refused.stderr)
 
+async def gabs_config_session(directory):
+    """What a GABS user's config.json asks for: stripOutputSchema, toolNormalization, brief, gab:// state."""
+    write_config(directory, ["voxel"])
+    path = os.path.join(directory, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["stripOutputSchema"] = True
+    config["toolNormalization"] = {"enableOpenAINormalization": False}
+    with open(path, "w") as f:
+        json.dump(config, f)
+    params = StdioServerParameters(
+        command=GABP,
+        args=["mcp", "--config-dir", directory, "--mirror-tools"],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": directory},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            await s.call_tool("games.start", {"gameId": "voxel"})
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            check("toolNormalization off lists GABS's dotted names",
+                  "games.list" in tools and "games_list" not in tools, sorted(tools))
+            mirrored = [t for n, t in tools.items() if n.startswith("voxel_")]
+            check("stripOutputSchema drops outputSchema from tools/list",
+                  mirrored and all(t.output_schema is None for t in mirrored),
+                  [(t.name, t.output_schema) for t in mirrored])
+            detail = await s.call_tool("games.tool_detail", {"tool": "voxel_world_get_block"})
+            check("games_tool_detail keeps the output schema",
+                  isinstance(structured(detail).get("outputSchema"), dict), structured(detail))
+            plain = structured(await s.call_tool("games_tool_names", {"gameId": "voxel"}))
+            brief = structured(await s.call_tool("games_tool_names", {"gameId": "voxel", "brief": True}))
+            check("brief adds a one-line summary per tool, as GABS does",
+                  all("summary" not in t for t in plain["tools"])
+                  and all(t.get("summary") for t in brief["tools"]), brief)
+            for uri in ("gabp-game://voxel/state", "gab://voxel/state"):
+                state = json.loads((await s.read_resource(uri)).contents[0].text)
+                check(f"the state reads at {uri}",
+                      state.get("gameId") == "voxel" and state.get("connected") is True, state)
+            await s.call_tool("games.stop", {"gameId": "voxel"})
+
 
 def main():
     with tempfile.TemporaryDirectory() as directory:
@@ -294,6 +334,8 @@ def main():
             time.sleep(0.05)
         check("no game process is left after the session", not any(p and alive(p) for p in pids), pids)
         asyncio.run(http_session(directory))
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(gabs_config_session(directory))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     sys.exit(1 if RESULTS["failed"] else 0)
 

@@ -16,8 +16,8 @@
 //! ```
 //!
 //! Reading is strict where a mistake would launch the wrong thing (types, ids, `env` names) and liberal where
-//! GABS has fields the hub does not use (`toolNormalization`, `portRanges`, `timeouts.session`): those are
-//! accepted and ignored. Launch modes that need a store launcher (`SteamAppId`, `SteamManaged`, `EpicAppId`)
+//! GABS has fields the hub does not use (`portRanges`, `timeouts.session`): those are accepted and ignored.
+//! `toolNormalization` and `stripOutputSchema` shape the MCP tool list as in GABS ([`ToolNaming`]). Launch modes that need a store launcher (`SteamAppId`, `SteamManaged`, `EpicAppId`)
 //! and launch profiles are read but refused when the game is started, with an error that says so.
 
 use std::collections::BTreeMap;
@@ -28,6 +28,10 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::{Map, Value};
 
 use crate::HubError;
+
+mod naming;
+
+pub use naming::ToolNaming;
 
 /// The file name of the configuration in its directory.
 pub const CONFIG_FILE: &str = "config.json";
@@ -170,6 +174,10 @@ pub struct HubConfig {
     pub startup: StartupTimeouts,
     /// `apiKey`: the bearer key for MCP over HTTP, when the environment gives none.
     pub api_key: Option<String>,
+    /// `toolNormalization`.
+    pub tool_naming: ToolNaming,
+    /// `stripOutputSchema`: leave `outputSchema` out of the MCP tool list, for clients that reject it.
+    pub strip_output_schema: bool,
 }
 
 impl HubConfig {
@@ -232,6 +240,8 @@ impl HubConfig {
             games,
             startup,
             api_key,
+            tool_naming: naming::read_tool_naming(top)?,
+            strip_output_schema: naming::read_strip_output_schema(top)?,
         })
     }
 }

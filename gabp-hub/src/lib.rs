@@ -44,7 +44,7 @@ use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
 pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
-pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools};
+pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools, ToolNaming};
 pub use error::HubError;
 pub use events::{EventLimits, Gap, LoggedEvent};
 pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};
@@ -190,6 +190,7 @@ impl Hub {
     ///
     /// [`HubError::ToolNotFound`], [`HubError::AmbiguousTool`], and as [`Hub::game`].
     pub fn find_tool(&self, name: &str, game: Option<&str>) -> Result<FoundTool, HubError> {
+        let max_name_len = self.config.tool_naming.max_name_len;
         let candidates: Vec<&Game> = match game {
             Some(reference) => vec![self.game(reference)?],
             None => self.games.values().collect(),
@@ -198,7 +199,10 @@ impl Hub {
         for game in candidates {
             for tool in game.cached_tools().iter() {
                 let tool_name = tool.name.as_str();
-                let hit = names::mirrored_name(game.id(), tool_name) == name
+                let hit = self.mirrored_name(game.id(), tool_name) == name
+                    // The name at the default limit, as agents may have learnt it.
+                    || (max_name_len != names::MAX_NAME
+                        && names::mirrored_name(game.id(), tool_name, names::MAX_NAME) == name)
                     || names::aliases(game.id(), tool_name)
                         .iter()
                         .any(|alias| alias == name);
@@ -236,7 +240,7 @@ impl Hub {
                 .games
                 .values()
                 .filter(|g| {
-                    let prefix = names::mirrored_name(g.id(), "x");
+                    let prefix = names::mirrored_name(g.id(), "x", names::MAX_NAME);
                     name.starts_with(prefix.trim_end_matches('x'))
                 })
                 .max_by_key(|g| g.id().len())?,
@@ -251,6 +255,12 @@ impl Hub {
         })
     }
 
+    /// The mirrored name of `tool` of `game_id`, within the configured `toolNormalization.maxToolNameLength`.
+    #[must_use]
+    pub fn mirrored_name(&self, game_id: &str, tool: &str) -> String {
+        names::mirrored_name(game_id, tool, self.config.tool_naming.max_name_len)
+    }
+
     /// Every connected game's tools with their mirrored names, in game and tool order.
     #[must_use]
     pub fn mirrored_tools(&self) -> Vec<(String, FoundTool)> {
@@ -262,7 +272,7 @@ impl Hub {
                     continue;
                 }
                 out.push((
-                    names::mirrored_name(game.id(), tool.name.as_str()),
+                    self.mirrored_name(game.id(), tool.name.as_str()),
                     FoundTool {
                         game: game.clone(),
                         tool: tool.clone(),

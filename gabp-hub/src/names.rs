@@ -1,13 +1,16 @@
 //! Mirrored tool names: a game's tool as one name that MCP hosts accept, `<gameId>_<tool>` with every run of
 //! characters outside `[A-Za-z0-9_-]` as one `_` (`voxel` and `world/get_block` give `voxel_world_get_block`),
-//! at most 64 characters, the same rule as GABS so that names agents learnt keep working.
+//! at most 64 characters (or `toolNormalization.maxToolNameLength`), the same rule as GABS so that names agents
+//! learnt keep working.
 
-/// The longest name MCP hosts take.
+/// The longest name every MCP host takes, and the default limit.
 pub const MAX_NAME: usize = 64;
 
-/// The mirrored name of `tool` of `game_id`.
+/// The mirrored name of `tool` of `game_id`, at most `max` bytes (a longer one is cut and ends in a hash of
+/// the whole; `max` below 9 counts as 9).
 #[must_use]
-pub fn mirrored_name(game_id: &str, tool: &str) -> String {
+pub fn mirrored_name(game_id: &str, tool: &str, max: usize) -> String {
+    let max = max.max(9);
     let raw = format!("{game_id}_{tool}");
     let mut name = String::with_capacity(raw.len());
     let mut in_run = false;
@@ -27,9 +30,9 @@ pub fn mirrored_name(game_id: &str, tool: &str) -> String {
     if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
         name = format!("tool_{name}");
     }
-    if name.len() > MAX_NAME {
+    if name.len() > max {
         let hash = sha1_prefix(&format!("{game_id}/{tool}"));
-        name.truncate(MAX_NAME - 9);
+        name.truncate(max - 9);
         let kept = name.trim_end_matches(['_', '-']).len();
         name.truncate(kept);
         name.push('_');
@@ -65,30 +68,55 @@ mod tests {
     #[test]
     fn names_follow_the_gabs_rule() {
         assert_eq!(
-            mirrored_name("voxel", "world/get_block"),
+            mirrored_name("voxel", "world/get_block", MAX_NAME),
             "voxel_world_get_block"
         );
-        assert_eq!(mirrored_name("my-game", "a.b//c"), "my-game_a_b_c");
-        assert_eq!(mirrored_name("g", "x__y"), "g_x__y");
-        assert_eq!(mirrored_name("9lives", "cat/nap"), "tool_9lives_cat_nap");
-        assert_eq!(mirrored_name("", "/"), "tool");
+        assert_eq!(
+            mirrored_name("my-game", "a.b//c", MAX_NAME),
+            "my-game_a_b_c"
+        );
+        assert_eq!(mirrored_name("g", "x__y", MAX_NAME), "g_x__y");
+        assert_eq!(
+            mirrored_name("9lives", "cat/nap", MAX_NAME),
+            "tool_9lives_cat_nap"
+        );
+        assert_eq!(mirrored_name("", "/", MAX_NAME), "tool");
     }
 
     #[test]
     fn long_names_are_cut_and_kept_apart() {
-        let a = mirrored_name("game", &format!("{}/a", "x".repeat(80)));
-        let b = mirrored_name("game", &format!("{}/b", "x".repeat(80)));
+        let a = mirrored_name("game", &format!("{}/a", "x".repeat(80)), MAX_NAME);
+        let b = mirrored_name("game", &format!("{}/b", "x".repeat(80)), MAX_NAME);
         assert!(a.len() <= MAX_NAME && b.len() <= MAX_NAME);
         assert_ne!(a, b);
         assert!(a.starts_with("game_xxx"));
         // Stable: the same input gives the same name.
-        assert_eq!(a, mirrored_name("game", &format!("{}/a", "x".repeat(80))));
+        assert_eq!(
+            a,
+            mirrored_name("game", &format!("{}/a", "x".repeat(80)), MAX_NAME)
+        );
         // The suffix is the start of SHA-1("game/xxx.../a"), as GABS computes it.
         assert_eq!(
             &a[a.len() - 8..],
             &sha1_prefix(&format!("game/{}/a", "x".repeat(80)))
         );
         assert_eq!(sha1_prefix("abc"), "a9993e36");
+    }
+
+    #[test]
+    fn a_shorter_limit_cuts_sooner_with_the_same_rule() {
+        let tool = "inventory/items/get_all_of_kind";
+        assert_eq!(
+            mirrored_name("voxel", tool, MAX_NAME),
+            "voxel_inventory_items_get_all_of_kind"
+        );
+        let short = mirrored_name("voxel", tool, 32);
+        assert_eq!(short.len(), 32);
+        assert!(short.starts_with("voxel_inventory_items_"), "{short}");
+        assert!(
+            short.ends_with(&sha1_prefix(&format!("voxel/{tool}"))),
+            "{short}"
+        );
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub(crate) const HUB_TOOLS: &[HubTool] = &[
             ("prefix", "string", "Only names that start with this text"),
             ("limit", "integer", "At most this many names (default 50)"),
             ("cursor", "string", "Where the previous page ended"),
-            ("brief", "boolean", "Names only, without summaries"),
+            ("brief", "boolean", "Also a one-line summary of each tool, in the structured output"),
         ],
         read_only: true,
     },
@@ -196,6 +196,11 @@ impl HubTool {
             |rest| format!("games_{}", rest.replace('.', "_")),
         );
         HUB_TOOLS.iter().find(|t| t.name == name)
+    }
+
+    /// Its name in GABS's dotted form (`games.tool_names`), which [`HubTool::find`] also takes.
+    pub(crate) fn dotted_name(&self) -> String {
+        self.name.replacen('_', ".", 1)
     }
 
     /// The names of its arguments.
@@ -269,6 +274,15 @@ mod tests {
             "games_tool_names"
         );
         assert!(HubTool::find("games.nope").is_none());
+        for tool in HUB_TOOLS {
+            assert_eq!(HubTool::find(&tool.dotted_name()).unwrap().name, tool.name);
+            // Every name fits the shortest `maxToolNameLength` accepted.
+            assert!(
+                tool.name.len() <= gabp_hub::ToolNaming::MIN_NAME_LEN,
+                "{}",
+                tool.name
+            );
+        }
     }
 
     #[test]

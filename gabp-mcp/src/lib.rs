@@ -35,11 +35,11 @@ pub use error::ServeError;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use gabp_hub::{Hub, HubEvent};
+use gabp_hub::{Hub, HubEvent, ToolNaming};
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    MetaObject, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
@@ -191,6 +191,7 @@ impl GabpMcp {
     }
 
     fn mirrored_tools(&self) -> Vec<Tool> {
+        let strip = self.hub.config().strip_output_schema;
         self.hub
             .mirrored_tools()
             .into_iter()
@@ -201,8 +202,9 @@ impl GabpMcp {
                     format!("{} (Game: {})", t.description.as_str(), found.game.id()),
                     Arc::new(t.input_schema.clone()),
                 )
-                .with_title(t.title.as_str());
-                if !t.output_schema.is_empty() {
+                .with_title(t.title.as_str())
+                .with_meta(meta("gabpName", t.name.as_str()));
+                if !strip && !t.output_schema.is_empty() {
                     tool = tool.with_raw_output_schema(Arc::new(t.output_schema.clone()));
                 }
                 tool
@@ -211,9 +213,25 @@ impl GabpMcp {
     }
 }
 
-fn hub_tool(t: &HubTool) -> Tool {
-    Tool::new(t.name, t.description, t.input_schema())
-        .with_annotations(ToolAnnotations::new().read_only(t.read_only))
+fn meta(key: &str, value: &str) -> MetaObject {
+    let mut object = serde_json::Map::new();
+    object.insert(key.to_owned(), serde_json::Value::from(value));
+    MetaObject(object)
+}
+
+/// A hub tool as listed under `toolNormalization`: `games_list` with GABS's dotted name in
+/// `_meta.originalName` (and in its description with `preserveOriginalName`), or `games.list` itself.
+fn hub_tool(t: &HubTool, naming: ToolNaming) -> Tool {
+    let dotted = t.dotted_name();
+    let tool = if !naming.normalize {
+        Tool::new(dotted, t.description, t.input_schema())
+    } else if naming.preserve_original {
+        let description = format!("{} (Original: {dotted})", t.description);
+        Tool::new(t.name, description, t.input_schema()).with_meta(meta("originalName", &dotted))
+    } else {
+        Tool::new(t.name, t.description, t.input_schema()).with_meta(meta("originalName", &dotted))
+    };
+    tool.with_annotations(ToolAnnotations::new().read_only(t.read_only))
 }
 
 impl ServerHandler for GabpMcp {
@@ -240,7 +258,8 @@ impl ServerHandler for GabpMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut tools: Vec<Tool> = HUB_TOOLS.iter().map(hub_tool).collect();
+        let naming = self.hub.config().tool_naming;
+        let mut tools: Vec<Tool> = HUB_TOOLS.iter().map(|t| hub_tool(t, naming)).collect();
         if self.options.mirror_tools {
             tools.extend(self.mirrored_tools());
         }

@@ -1,5 +1,6 @@
 //! Game resources as MCP resources: `gabp-game://<gameId>/state` (what the hub knows of the game) and each
-//! resource a connected game offers, as `gabp-game://<gameId>/<its uri>`.
+//! resource a connected game offers, as `gabp-game://<gameId>/<its uri>`. GABS's name for the state,
+//! `gab://<gameId>/state`, is read as well (not listed, so that clients see each resource once).
 
 use gabp_hub::{GameStatus, Hub, HubError};
 use gabp_types::methods::ContentEncoding;
@@ -11,6 +12,9 @@ use serde_json::{json, Value};
 
 /// The scheme of game resources.
 pub(crate) const SCHEME: &str = "gabp-game://";
+
+/// GABS's scheme, for the state resource only.
+const GABS_SCHEME: &str = "gab://";
 
 fn state_uri(game: &str) -> String {
     format!("{SCHEME}{game}/state")
@@ -54,16 +58,23 @@ pub(crate) fn check_uri<'u>(
     hub: &Hub,
     uri: &'u str,
 ) -> Result<(gabp_hub::Game, &'u str), McpError> {
-    let rest = uri.strip_prefix(SCHEME).ok_or_else(|| {
+    let expected = || {
         not_found(
             uri,
             format!("game resources are named {SCHEME}<gameId>/<uri>"),
         )
-    })?;
+    };
+    let (rest, gabs) = match uri.strip_prefix(SCHEME) {
+        Some(rest) => (rest, false),
+        None => (uri.strip_prefix(GABS_SCHEME).ok_or_else(expected)?, true),
+    };
     let (id, inner) = rest
         .split_once('/')
         .filter(|(_, inner)| !inner.is_empty())
         .ok_or_else(|| not_found(uri, "no resource after the game id"))?;
+    if gabs && inner != "state" {
+        return Err(expected());
+    }
     let game = hub.game(id).map_err(|e| not_found(uri, e))?;
     Ok((game.clone(), inner))
 }
@@ -77,7 +88,19 @@ pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, M
             .iter()
             .map(|t| t.name.as_str().to_owned())
             .collect();
-        let text = json!({ "game": snapshot, "availableTools": names }).to_string();
+        // GABS's members beside ours, so that a GABS client reads what it knows.
+        let text = json!({
+            "game": snapshot,
+            "gameId": game.id(),
+            "connected": game.status() == GameStatus::Connected,
+            "toolCount": names.len(),
+            "availableTools": names,
+            "lastUpdate": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs().to_string())
+                .unwrap_or_default(),
+        })
+        .to_string();
         ResourceContents::TextResourceContents {
             uri: uri.to_owned(),
             mime_type: Some("application/json".to_owned()),

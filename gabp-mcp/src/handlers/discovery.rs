@@ -1,6 +1,5 @@
 //! The hub tools that show the games' own tools: names, details, the full list.
 
-use gabp_hub::names::mirrored_name;
 use gabp_hub::{FoundTool, Game, Hub, HubError};
 use gabp_types::ToolDescriptor;
 use serde_json::{json, Value};
@@ -43,7 +42,7 @@ async fn page(hub: &Hub, args: &Args<'_>, default_limit: Option<usize>) -> Resul
     let matching: Vec<_> = all
         .into_iter()
         .filter(|(game, tool)| {
-            let mirrored = mirrored_name(game.id(), tool.name.as_str());
+            let mirrored = hub.mirrored_name(game.id(), tool.name.as_str());
             let names = [mirrored.as_str(), tool.name.as_str()];
             query.as_deref().is_none_or(|q| {
                 names.iter().any(|n| n.to_lowercase().contains(q))
@@ -90,10 +89,27 @@ fn scope(args: &Args<'_>) -> String {
     }
 }
 
-fn summary(tool: &ToolDescriptor) -> String {
-    let d = tool.description.as_str();
-    let first = d.split(['\n', '.']).next().unwrap_or(d).trim();
-    first.chars().take(120).collect()
+/// A tool's one-line summary, as GABS gives it with `brief`: the first line of its description up to the end
+/// of the first sentence, at most 140 bytes (cut ones end in `...`); `None` for no description.
+fn summary(description: &str) -> Option<String> {
+    const MAX: usize = 140;
+    let d = description.trim();
+    let line = d.split('\n').next().unwrap_or(d).trim();
+    let sentence = match line.find(". ") {
+        Some(end) => line[..=end].trim(),
+        None => line,
+    };
+    if sentence.is_empty() {
+        return None;
+    }
+    if sentence.len() <= MAX {
+        return Some(sentence.to_owned());
+    }
+    let mut cut = MAX - 3;
+    while !sentence.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    Some(format!("{}...", sentence[..cut].trim_end()))
 }
 
 pub(crate) async fn tool_names(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
@@ -116,13 +132,15 @@ pub(crate) async fn tool_names(hub: &Hub, args: &Args<'_>) -> Result<Reply, Repl
     );
     let mut tools = Vec::new();
     for (game, tool) in &page.items {
-        let name = mirrored_name(game.id(), tool.name.as_str());
+        let name = hub.mirrored_name(game.id(), tool.name.as_str());
         text.push_str(&name);
         text.push('\n');
         let mut item =
             json!({ "name": name, "gameId": game.id(), "localName": tool.name.as_str() });
-        if !brief {
-            item["summary"] = json!(summary(tool));
+        if brief {
+            if let Some(summary) = summary(tool.description.as_str()) {
+                item["summary"] = json!(summary);
+            }
         }
         if let Some(tags) = &tool.tags {
             item["tags"] = json!(tags);
@@ -135,19 +153,20 @@ pub(crate) async fn tool_names(hub: &Hub, args: &Args<'_>) -> Result<Reply, Repl
     if let Some(c) = &page.next_cursor {
         text.push_str(&format!("\nNext cursor: {c}"));
     }
-    Ok(Reply::ok(
-        text,
-        json!({
-            "availableTotal": page.available, "total": page.total, "returned": tools.len(),
-            "nextCursor": page.next_cursor.unwrap_or_default(), "tools": tools,
-        }),
-    ))
+    let mut structured = json!({
+        "availableTotal": page.available, "total": page.total, "returned": tools.len(),
+        "nextCursor": page.next_cursor.unwrap_or_default(), "tools": tools,
+    });
+    if brief {
+        structured["brief"] = json!(true);
+    }
+    Ok(Reply::ok(text, structured))
 }
 
-fn detail_json(game: &Game, tool: &ToolDescriptor) -> Value {
+fn detail_json(hub: &Hub, game: &Game, tool: &ToolDescriptor) -> Value {
     json!({
         "gameId": game.id(),
-        "name": mirrored_name(game.id(), tool.name.as_str()),
+        "name": hub.mirrored_name(game.id(), tool.name.as_str()),
         "localName": tool.name.as_str(),
         "title": tool.title.as_str(),
         "description": tool.description.as_str(),
@@ -167,13 +186,13 @@ pub(crate) async fn tools(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
     );
     let mut items = Vec::new();
     for (game, tool) in &page.items {
-        let name = mirrored_name(game.id(), tool.name.as_str());
+        let name = hub.mirrored_name(game.id(), tool.name.as_str());
         text.push_str(&format!("• **{name}** - {}\n", tool.description.as_str()));
         let params = schema_params(&tool.input_schema);
         if !params.is_empty() {
             text.push_str(&format!("  Parameters: {params}\n"));
         }
-        items.push(detail_json(game, tool));
+        items.push(detail_json(hub, game, tool));
     }
     text.push_str("\nUse games_tool_names for a shorter list and games_tool_detail for one tool.");
     Ok(Reply::ok(
@@ -238,7 +257,7 @@ pub(crate) async fn tool_detail(hub: &Hub, args: &Args<'_>) -> Result<Reply, Rep
     let (game, tool) = (&found.game, &found.tool);
     let mut text = format!(
         "Tool detail for '{}' in game '{}'\n\n{}\n\nGABP name: {}\n",
-        mirrored_name(game.id(), tool.name.as_str()),
+        hub.mirrored_name(game.id(), tool.name.as_str()),
         game.id(),
         tool.description.as_str(),
         tool.name.as_str()
@@ -247,5 +266,26 @@ pub(crate) async fn tool_detail(hub: &Hub, args: &Args<'_>) -> Result<Reply, Rep
     if !params.is_empty() {
         text.push_str(&format!("Parameters: {params}\n"));
     }
-    Ok(Reply::ok(text, detail_json(game, tool)))
+    Ok(Reply::ok(text, detail_json(hub, game, tool)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary;
+
+    #[test]
+    fn a_summary_is_the_first_sentence_of_the_first_line() {
+        assert_eq!(
+            summary("Jump. Higher when held.\nMore.").as_deref(),
+            Some("Jump.")
+        );
+        assert_eq!(
+            summary("  Read a block at x.y  \nsecond").as_deref(),
+            Some("Read a block at x.y")
+        );
+        assert_eq!(summary("   "), None);
+        let long = "é".repeat(100);
+        let cut = summary(&long).unwrap();
+        assert!(cut.len() <= 140 && cut.ends_with("..."), "{cut}");
+    }
 }
