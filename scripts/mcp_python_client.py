@@ -324,6 +324,27 @@ async def gabs_config_session(directory):
                       state.get("gameId") == "voxel" and state.get("connected") is True, state)
             await s.call_tool("games.stop", {"gameId": "voxel"})
 
+async def image_session(directory):
+    """A screenshot over --max-image-edge arrives scaled down, with a note, never cut."""
+    write_config(directory, ["voxel"])
+    params = StdioServerParameters(
+        command=GABP,
+        args=["mcp", "--config-dir", directory, "--max-image-edge", "40"],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": directory},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+            await s.call_tool("games_start", {"gameId": "voxel"})
+            picture = await s.call_tool("voxel_world_render", {"scale": 8})
+            images = [c for c in picture.content if c.type == "image"]
+            png = base64.b64decode(images[0].data) if images else b""
+            size = (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) if png else (0, 0)
+            notes = [c.text for c in picture.content if c.type == "text" and "scaled from" in c.text]
+            check("a picture over --max-image-edge is scaled down and said so",
+                  len(images) == 1 and max(size) == 40 and len(notes) == 1, (size, notes))
+            await s.call_tool("games_stop", {"gameId": "voxel"})
+
 
 def main():
     with tempfile.TemporaryDirectory() as directory:
@@ -336,6 +357,8 @@ def main():
         asyncio.run(http_session(directory))
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(gabs_config_session(directory))
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(image_session(directory))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     sys.exit(1 if RESULTS["failed"] else 0)
 

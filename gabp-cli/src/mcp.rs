@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use gabp_hub::{Hub, HubConfig};
 use gabp_mcp::http::{Access, HttpServer, API_KEY_VAR};
-use gabp_mcp::{GabpMcp, McpOptions};
+use gabp_mcp::{GabpMcp, ImageLimits, McpOptions};
 use tokio_util::sync::CancellationToken;
 
 /// Long help of `gabp mcp`.
@@ -53,6 +53,14 @@ pub struct McpArgs {
     /// List every connected game's tools as MCP tools of their own, and notify clients when they change.
     #[arg(long)]
     pub mirror_tools: bool,
+    /// Scale down a picture in a tool's answer that is larger than this many bytes (default 1 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20,
+          value_parser = clap::value_parser!(u32).range(1024..=(256 << 20)))]
+    pub max_image_bytes: u32,
+    /// Scale down a picture in a tool's answer whose longer edge has more pixels than this (default 1568).
+    #[arg(long, value_name = "PIXELS", default_value_t = 1568,
+          value_parser = clap::value_parser!(u32).range(16..=16384))]
+    pub max_image_edge: u32,
     /// Print a ready `mcpServers` entry for an MCP host's configuration (JSON, with absolute paths for this
     /// binary and the config dir), then exit.
     #[arg(long)]
@@ -88,6 +96,19 @@ fn host_entry(args: &McpArgs) -> Result<serde_json::Value, String> {
     ];
     if args.mirror_tools {
         mcp_args.push("--mirror-tools".to_owned());
+    }
+    let defaults = ImageLimits::default();
+    if args.max_image_bytes as usize != defaults.max_bytes {
+        mcp_args.extend([
+            "--max-image-bytes".to_owned(),
+            args.max_image_bytes.to_string(),
+        ]);
+    }
+    if args.max_image_edge != defaults.max_edge {
+        mcp_args.extend([
+            "--max-image-edge".to_owned(),
+            args.max_image_edge.to_string(),
+        ]);
     }
     Ok(serde_json::json!({ "mcpServers": { "gabp": {
         "command": binary.to_string_lossy(),
@@ -129,7 +150,12 @@ async fn serve(args: &McpArgs) -> Result<(), String> {
     let hub = Hub::new(config);
     let front = GabpMcp::new(
         hub.clone(),
-        McpOptions::default().mirror_tools(args.mirror_tools),
+        McpOptions::default()
+            .mirror_tools(args.mirror_tools)
+            .images(ImageLimits::new(
+                args.max_image_bytes as usize,
+                args.max_image_edge,
+            )),
     );
     let mut signals = crate::signals::Signals::new()?;
     let outcome = match args.http {

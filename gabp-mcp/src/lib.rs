@@ -27,10 +27,12 @@ mod catalog;
 mod error;
 mod handlers;
 pub mod http;
+mod images;
 mod reply;
 mod resources;
 
 pub use error::ServeError;
+pub use images::ImageLimits;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -61,6 +63,8 @@ pub struct McpOptions {
     /// List every connected game's tools as MCP tools of their own (`<gameId>_<tool>`), and send
     /// `notifications/tools/list_changed` when they change.
     pub mirror_tools: bool,
+    /// How large a picture in a tool's answer may be; larger ones are scaled down.
+    pub images: ImageLimits,
 }
 
 impl McpOptions {
@@ -68,6 +72,13 @@ impl McpOptions {
     #[must_use]
     pub fn mirror_tools(mut self, mirror: bool) -> Self {
         self.mirror_tools = mirror;
+        self
+    }
+
+    /// With [`McpOptions::images`] as given.
+    #[must_use]
+    pub fn images(mut self, limits: ImageLimits) -> Self {
+        self.images = limits;
         self
     }
 }
@@ -278,30 +289,31 @@ impl ServerHandler for GabpMcp {
             .meta
             .get_progress_token()
             .map(|token| (token, context.peer.clone()));
-        if let Some(tool) = HubTool::find(&request.name) {
-            let result = handlers::run(
+        let mut result = if let Some(tool) = HubTool::find(&request.name) {
+            handlers::run(
                 &self.hub,
                 tool,
                 request.arguments.as_ref(),
                 &context.ct,
                 progress,
             )
-            .await;
-            return Ok(result.into());
-        }
-        // A game tool by its mirrored name (listed with --mirror-tools; always callable).
-        let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let result = handlers::call_game_tool(
-            &self.hub,
-            &request.name,
-            None,
-            arguments,
-            handlers::CALL_TIMEOUT,
-            &context.ct,
-            progress,
-        )
-        .await
-        .unwrap_or_else(reply::Reply::into_result);
+            .await
+        } else {
+            // A game tool by its mirrored name (listed with --mirror-tools; always callable).
+            let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
+            handlers::call_game_tool(
+                &self.hub,
+                &request.name,
+                None,
+                arguments,
+                handlers::CALL_TIMEOUT,
+                &context.ct,
+                progress,
+            )
+            .await
+            .unwrap_or_else(reply::Reply::into_result)
+        };
+        images::fit_content(&mut result.content, self.options.images).await;
         Ok(result.into())
     }
 
