@@ -163,6 +163,14 @@ pub(crate) async fn start(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
                 "nextActions": [next("games_tool_names", json!({"gameId": id, "brief": true}), "See what the game offers.")],
             }),
         )),
+        Ok(StartOutcome::Attached { tools, pid }) => Ok(Reply::ok(
+            format!("Game '{id}' ({name}) was already running, started by an earlier session of the hub (pid {}); it was not started again. The hub took it over and is connected via GABP. It offers {tools} tools.", pid.map_or_else(|| "?".to_owned(), |p| p.to_string())),
+            json!({
+                "code": "attached_running", "gameId": id, "processStarted": false,
+                "gabpConnected": true, "gameStillRunning": true, "toolCount": tools, "pid": pid,
+                "nextActions": [next("games_tool_names", json!({"gameId": id, "brief": true}), "See what the game offers.")],
+            }),
+        )),
         Ok(StartOutcome::Pending { waited, reason }) => Ok(Reply::ok(
             format!(
                 "Game '{id}' ({name}) started, but GABP was not ready after {} ms: {reason}. The hub keeps trying in the background. The game may still be loading, or its GABP bridge may be missing. Use games_status, then games_connect once the bridge is ready.",
