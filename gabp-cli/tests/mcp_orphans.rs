@@ -154,7 +154,11 @@ async fn a_second_hub_takes_over_the_game_an_earlier_one_left_running() {
     let status = mcp.ok("games_status", json!({"gameId": "voxel"})).await;
     assert_eq!(status["status"], "connected", "{status}");
     assert_eq!(pid_of(&status), pid);
-    assert_eq!(children(hub), Vec::<u32>::new(), "the hub started a second copy");
+    assert_eq!(
+        children(hub),
+        Vec::<u32>::new(),
+        "the hub started a second copy"
+    );
     // Starting it again changes nothing.
     let again = mcp.ok("games_start", json!({"gameId": "voxel"})).await;
     assert_eq!(again["code"], "attached_running", "{again}");
@@ -176,9 +180,12 @@ async fn a_stale_or_corrupt_record_is_dropped_and_the_game_started() {
     let gone = ended.id();
     ended.wait().unwrap();
     for (id, text) in [
-        ("voxel", json!({"gameId": "voxel", "pid": gone, "identity": "1", "port": 1,
+        (
+            "voxel",
+            json!({"gameId": "voxel", "pid": gone, "identity": "1", "port": 1,
                           "launchMode": "DirectPath", "hubPid": 1})
-        .to_string()),
+            .to_string(),
+        ),
         ("other", "{not json".to_owned()),
     ] {
         std::fs::create_dir(dir.path().join(id)).unwrap();

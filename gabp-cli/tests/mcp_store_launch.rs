@@ -120,7 +120,12 @@ fn env_file(dir: &Path) -> BTreeMap<String, String> {
 
 /// Starts the store game, checks what the launcher got and that the game found by name is connected, stops
 /// it; returns the launcher's environment.
-async fn start_and_stop(mode: &str, target: &str, tag: &str, url: &str) -> BTreeMap<String, String> {
+async fn start_and_stop(
+    mode: &str,
+    target: &str,
+    tag: &str,
+    url: &str,
+) -> BTreeMap<String, String> {
     let (mcp, name) = Store::new(mode, target, tag).mcp().await;
     let dir = mcp.config_dir();
     let _cleanup = KillGame(dir.clone());
@@ -157,7 +162,10 @@ async fn start_and_stop(mode: &str, target: &str, tag: &str, url: &str) -> BTree
 
     let stopped = mcp.ok("games_stop", json!({"gameId": "shop"})).await;
     assert_eq!(stopped["code"], "terminated", "{stopped}");
-    assert!(!alive(game), "the game found by name still runs after games_stop");
+    assert!(
+        !alive(game),
+        "the game found by name still runs after games_stop"
+    );
     let status = mcp.ok("games_status", json!({"gameId": "shop"})).await;
     assert_eq!(status["status"], "stopped", "{status}");
     assert!(
@@ -207,8 +215,7 @@ async fn a_store_game_that_runs_already_but_was_not_started_by_the_hub_is_not_st
     assert!(
         eventually(STEP, || {
             std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-                std::fs::read_to_string(e.path().join("comm"))
-                    .is_ok_and(|c| c.trim_end() == name)
+                std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim_end() == name)
             })
         })
         .await

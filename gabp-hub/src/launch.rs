@@ -317,6 +317,40 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_store_game_is_opened_by_its_url_with_the_gabs_environment() {
+        let config = HubConfig::from_json_slice(
+            br#"{"games": {"s": {"launchMode": "SteamManaged", "target": "42", "args": ["-x"], "stopProcessName": "g"},
+                           "e": {"launchMode": "EpicAppId", "target": "Fn", "stopProcessName": "g"}}}"#,
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let steam = &config.games["s"];
+        let plan = LaunchPlan::prepare(dir.path(), steam).unwrap();
+        let command = plan.command(steam).unwrap();
+        assert_eq!(command.get_program(), "xdg-open");
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, ["steam://rungameid/42"]);
+        let vars: Vec<_> = command.get_envs().collect();
+        for (name, value) in [
+            (STEAM_APP_ID, "42"),
+            (STEAM_GAME_ID, "42"),
+            (GABS_GAME_ID, "s"),
+        ] {
+            assert!(
+                vars.iter()
+                    .any(|(k, v)| *k == name && *v == Some(value.as_ref())),
+                "{name}"
+            );
+        }
+        assert!(vars.iter().any(|(k, _)| *k == GABP_TOKEN));
+        assert_eq!(
+            store_url(&config.games["e"]).unwrap(),
+            "com.epicgames.launcher://apps/Fn?action=launch&silent=true"
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn the_game_gets_the_gabs_environment_and_nothing_of_ours() {

@@ -203,7 +203,10 @@ impl Foreign {
         #[cfg(windows)]
         {
             let mut taskkill = std::process::Command::new("taskkill");
-            taskkill.args(["/T", "/PID", &self.pid.to_string()]);
+            if self.group {
+                taskkill.arg("/T");
+            }
+            taskkill.args(["/PID", &self.pid.to_string()]);
             if kill {
                 taskkill.arg("/F");
             }
