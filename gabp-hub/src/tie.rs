@@ -75,3 +75,35 @@ fn tie(command: &mut std::process::Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn tie(_command: &mut std::process::Command) {}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn a_game_started_from_a_thread_that_ends_keeps_running() {
+        // Blocking threads retire 10 ms after their last task: the thread that asked for the start ends.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_keep_alive(Duration::from_millis(10))
+            .enable_all()
+            .build()
+            .unwrap();
+        let handle = runtime.handle().clone();
+        let mut process = runtime
+            .block_on(runtime.spawn_blocking(move || {
+                let mut command = std::process::Command::new("sleep");
+                command.arg("30");
+                handle.block_on(super::start_tied(command))
+            }))
+            .unwrap()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            process.try_status(),
+            None,
+            "the game ended with the thread that started it"
+        );
+        let _ = runtime.block_on(process.terminate(Duration::ZERO));
+    }
+}
