@@ -279,7 +279,9 @@ impl Game {
     /// Starts the game: a fresh token and port in its environment and `bridge.json`, its process in a
     /// process group of its own, then connects to it. Waits up to 20 s (or the configured
     /// `gabpConnectSeconds`, if shorter) for the connection; after that returns
-    /// [`StartOutcome::Pending`] and goes on trying in the background until `gabpConnectSeconds`.
+    /// [`StartOutcome::Pending`] and goes on trying in the background until `gabpConnectSeconds`. A store game
+    /// is opened by its store's URL and found by `stopProcessName`. When the game an earlier session recorded
+    /// still runs, it is attached to instead ([`StartOutcome::Attached`]).
     ///
     /// # Errors
     ///
