@@ -205,6 +205,72 @@ async def stdio_session(directory):
     return pids
 
 
+async def store_launch_and_orphans(directory):
+    """A SteamAppId game through a fake xdg-open (found and stopped by stopProcessName), then a hub killed with
+    SIGKILL: the game it started ends within 2 s."""
+    bin_dir = os.path.join(directory, "bin")
+    os.makedirs(bin_dir)
+    name = f"gp{os.getpid() % 100000}-st"
+    os.symlink(GABP, os.path.join(bin_dir, name))
+    opener = os.path.join(bin_dir, "xdg-open")
+    with open(opener, "w") as f:
+        f.write(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > '{directory}/argv'\nenv > '{directory}/env'\n"
+                f"'{bin_dir}/{name}' mod >/dev/null 2>&1 &\necho $! > '{directory}/game.pid'\nexit 0\n")
+    os.chmod(opener, 0o755)
+    games = {"shop": {"launchMode": "SteamAppId", "target": "294100", "stopProcessName": name,
+                      "env": {"RUST_LOG": "warn"}},
+             "voxel": {"target": GABP, "args": ["mod"], "env": {"RUST_LOG": "warn"}}}
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({"games": games}, f)
+    params = StdioServerParameters(
+        command=GABP, args=["mcp", "--config-dir", directory],
+        env={"PATH": bin_dir + ":" + os.environ.get("PATH", ""), "HOME": directory})
+    game, killed = None, False
+    try:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                started = await s.call_tool("games_start", {"gameId": "shop"})
+                check("a SteamAppId game starts through xdg-open and connects",
+                      structured(started).get("code") == "started_connected", started.content[0].text)
+                with open(os.path.join(directory, "argv")) as f:
+                    argv = f.read().split()
+                check("xdg-open got steam://rungameid/<target>", argv == ["steam://rungameid/294100"], argv)
+                with open(os.path.join(directory, "env")) as f:
+                    env = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line)
+                with open(os.path.join(directory, "shop", "bridge.json")) as f:
+                    bridge = json.load(f)
+                check("the launcher's environment carries the game's GABP settings, as bridge.json does",
+                      env.get("GABP_SERVER_PORT") == str(bridge["port"]) and env.get("GABS_GAME_ID") == "shop"
+                      and env.get("GABP_TOKEN") == bridge["token"], sorted(env))
+                with open(os.path.join(directory, "game.pid")) as f:
+                    game = int(f.read())
+                status = structured(await s.call_tool("games_status", {"gameId": "shop"}))
+                check("the store game is found by stopProcessName", status.get("pid") == game, status)
+                stopped = await s.call_tool("games_stop", {"gameId": "shop"})
+                check("games_stop stops the store game found by name",
+                      structured(stopped).get("code") == "terminated" and not alive(game),
+                      stopped.content[0].text)
+
+                await s.call_tool("games_start", {"gameId": "voxel"})
+                voxel = structured(await s.call_tool("games_status", {"gameId": "voxel"})).get("pid")
+                with open(os.path.join(directory, "voxel", "runtime.json")) as f:
+                    record = json.load(f)
+                check("the runtime record names the game and its hub", record.get("pid") == voxel, record)
+                os.kill(record["hubPid"], signal.SIGKILL)
+                killed = True
+                deadline = time.monotonic() + 2
+                while alive(voxel) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)
+                check("a game ends within 2 s of its hub killed with SIGKILL", not alive(voxel), voxel)
+    except Exception as e:  # the session ends with its killed server
+        if not killed:
+            check("the store launch session ran to its end", False, repr(e))
+    finally:
+        if game and alive(game):
+            os.kill(game, signal.SIGKILL)
+
+
 class CapturedLog(logging.Handler):
     """Keeps what the SDK logs while it is attached."""
 
@@ -359,6 +425,8 @@ def main():
         asyncio.run(gabs_config_session(directory))
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(image_session(directory))
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(store_launch_and_orphans(directory))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     sys.exit(1 if RESULTS["failed"] else 0)
 

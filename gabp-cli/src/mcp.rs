@@ -148,6 +148,11 @@ async fn serve(args: &McpArgs) -> Result<(), String> {
     let config = HubConfig::load(&dir).map_err(|e| e.to_string())?;
     let api_key = std::env::var(API_KEY_VAR).ok().or(config.api_key.clone());
     let hub = Hub::new(config);
+    // Games an earlier session left running (it was killed) are taken over, not started twice.
+    tokio::spawn({
+        let hub = hub.clone();
+        async move { hub.reconcile().await }
+    });
     let front = GabpMcp::new(
         hub.clone(),
         McpOptions::default()

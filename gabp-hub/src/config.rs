@@ -17,8 +17,10 @@
 //!
 //! Reading is strict where a mistake would launch the wrong thing (types, ids, `env` names) and liberal where
 //! GABS has fields the hub does not use (`portRanges`, `timeouts.session`): those are accepted and ignored.
-//! `toolNormalization` and `stripOutputSchema` shape the MCP tool list as in GABS ([`ToolNaming`]). Launch modes that need a store launcher (`SteamAppId`, `SteamManaged`, `EpicAppId`)
-//! and launch profiles are read but refused when the game is started, with an error that says so.
+//! `toolNormalization` and `stripOutputSchema` shape the MCP tool list as in GABS ([`ToolNaming`]). Launch
+//! modes that go through a store launcher (`SteamAppId`, `SteamManaged`, `EpicAppId`) need `stopProcessName`,
+//! by which the hub finds the game the launcher started. Launch profiles are read but refused when the game is
+//! started, with an error that says so.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,11 +46,13 @@ pub enum LaunchMode {
     DirectPath,
     /// As `DirectPath`: `target` is one executable path, `args` its arguments.
     CustomCommand,
-    /// A Steam game started through Steam's launcher (not supported by the hub).
+    /// A Steam game started through Steam's launcher (`steam://rungameid/<target>`).
     SteamAppId,
-    /// A Steam game whose executable GABS finds in the Steam library (not supported by the hub).
+    /// A Steam game; GABS runs its executable found in the Steam library, the hub starts it through Steam's
+    /// launcher as `SteamAppId`, with `SteamAppId` and `SteamGameId` in the launcher's environment.
     SteamManaged,
-    /// An Epic Games Store game started through its launcher (not supported by the hub).
+    /// An Epic Games Store game started through its launcher
+    /// (`com.epicgames.launcher://apps/<target>?action=launch&silent=true`).
     EpicAppId,
 }
 
@@ -65,11 +69,14 @@ impl LaunchMode {
         }
     }
 
-    /// Whether the hub can launch games of this mode (it starts processes itself; store launchers are not
-    /// supported).
+    /// Whether the game is started through a store launcher that exits at once, so that the hub finds the
+    /// game afterwards by its `stopProcessName`.
     #[must_use]
-    pub fn is_supported(self) -> bool {
-        matches!(self, LaunchMode::DirectPath | LaunchMode::CustomCommand)
+    pub fn is_store(self) -> bool {
+        matches!(
+            self,
+            LaunchMode::SteamAppId | LaunchMode::SteamManaged | LaunchMode::EpicAppId
+        )
     }
 }
 
@@ -91,7 +98,7 @@ pub struct GameConfig {
     pub args: Vec<String>,
     /// Where it runs (the hub's working directory when absent).
     pub working_dir: Option<PathBuf>,
-    /// The process name GABS uses to find the game; kept for display.
+    /// The name of the game's process: how the hub finds and stops a game a store launcher started.
     pub stop_process_name: Option<String>,
     /// GABS's opaque `gabpMode`; kept for display.
     pub gabp_mode: Option<String>,
@@ -380,6 +387,12 @@ fn read_game(key: &str, entry: &Value) -> Result<GameConfig, HubError> {
             ))
         }
     };
+    let stop_process_name = optional_str(obj, &at, "stopProcessName")?
+        .filter(|n| !n.trim().is_empty())
+        .map(str::to_owned);
+    if launch_mode.is_store() {
+        check_store(&at, launch_mode, &target, stop_process_name.as_deref())?;
+    }
     let mut env = BTreeMap::new();
     match obj.get("env") {
         None | Some(Value::Null) => {}
@@ -417,13 +430,42 @@ fn read_game(key: &str, entry: &Value) -> Result<GameConfig, HubError> {
         working_dir: optional_str(obj, &at, "workingDir")?
             .filter(|d| !d.is_empty())
             .map(PathBuf::from),
-        stop_process_name: optional_str(obj, &at, "stopProcessName")?.map(str::to_owned),
+        stop_process_name,
         gabp_mode: optional_str(obj, &at, "gabpMode")?.map(str::to_owned),
         env,
         unset_env: string_list(obj, &at, "unsetEnv")?,
         unsupported,
         mirror_tools: mirror_tools(obj, &at)?,
     })
+}
+
+/// A game a store launcher starts: its app id goes into a URL, and the hub finds the game by its process name.
+fn check_store(
+    at: &str,
+    mode: LaunchMode,
+    target: &str,
+    stop_process_name: Option<&str>,
+) -> Result<(), HubError> {
+    let id_ok = target.len() <= 256
+        && target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':' | '%'));
+    if !id_ok {
+        return Err(field(
+            format!("{at}/target"),
+            format!(
+                "the store's app id for {}: letters, digits and . _ - : % only, at most 256",
+                mode.as_str()
+            ),
+        ));
+    }
+    if stop_process_name.is_none() {
+        return Err(field(
+            format!("{at}/stopProcessName"),
+            format!("the name of the game's process (such as the executable's file name): a {} game is started through a store launcher that exits at once, and the hub finds and stops the game by this name", mode.as_str()),
+        ));
+    }
+    Ok(())
 }
 
 fn mirror_tools(obj: &Map<String, Value>, at: &str) -> Result<MirrorTools, HubError> {

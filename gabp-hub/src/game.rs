@@ -17,6 +17,7 @@ use crate::error::HubError;
 use crate::events::{EventLimits, EventLog};
 use crate::launch::LaunchPlan;
 use crate::link::{Link, Pump};
+use crate::procs::Foreign;
 use crate::HubEvent;
 
 /// How long `games_start` waits for the game to answer over GABP before it returns and goes on trying in
@@ -127,6 +128,14 @@ pub enum StartOutcome {
         /// How many tools.
         tools: usize,
     },
+    /// Not started: the game an earlier session of the hub started still runs, and the hub took it over
+    /// and is connected to it.
+    Attached {
+        /// How many tools.
+        tools: usize,
+        /// Its process id.
+        pid: Option<u32>,
+    },
     /// Started, but not reachable over GABP yet; the hub goes on trying in the background.
     Pending {
         /// How long the call waited.
@@ -138,16 +147,16 @@ pub enum StartOutcome {
 
 /// A request to the task that owns a game's process.
 #[derive(Debug, Clone, Copy)]
-enum Stop {
+pub(crate) enum Stop {
     Kill,
     Terminate(Duration),
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct ProcessControl {
-    pid: Option<u32>,
-    stop: mpsc::UnboundedSender<Stop>,
-    exited: watch::Receiver<Option<String>>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) stop: mpsc::UnboundedSender<Stop>,
+    pub(crate) exited: watch::Receiver<Option<String>>,
 }
 
 pub(crate) struct State {
@@ -155,6 +164,8 @@ pub(crate) struct State {
     /// Counts starts and attaches: work for an older one is dropped.
     pub(crate) epoch: u64,
     pub(crate) process: Option<ProcessControl>,
+    /// The process was started by an earlier session and taken over (`games_start` attaches to it).
+    pub(crate) adopted: bool,
     pub(crate) link: Option<Link>,
     pub(crate) port: Option<u16>,
     pub(crate) tools: Arc<[ToolDescriptor]>,
@@ -168,11 +179,11 @@ pub(crate) struct State {
 
 pub(crate) struct Shared {
     pub(crate) config: GameConfig,
-    dir: PathBuf,
-    startup: StartupTimeouts,
+    pub(crate) dir: PathBuf,
+    pub(crate) startup: StartupTimeouts,
     pub(crate) changes: broadcast::Sender<HubEvent>,
     /// One start, stop or attach at a time.
-    ops: tokio::sync::Mutex<()>,
+    pub(crate) ops: tokio::sync::Mutex<()>,
     pub(crate) state: Mutex<State>,
     pub(crate) events_arrived: Notify,
 }
@@ -211,6 +222,7 @@ impl Game {
                     status: GameStatus::Stopped,
                     epoch: 0,
                     process: None,
+                    adopted: false,
                     link: None,
                     port: None,
                     tools: Arc::from(Vec::new()),
@@ -267,7 +279,9 @@ impl Game {
     /// Starts the game: a fresh token and port in its environment and `bridge.json`, its process in a
     /// process group of its own, then connects to it. Waits up to 20 s (or the configured
     /// `gabpConnectSeconds`, if shorter) for the connection; after that returns
-    /// [`StartOutcome::Pending`] and goes on trying in the background until `gabpConnectSeconds`.
+    /// [`StartOutcome::Pending`] and goes on trying in the background until `gabpConnectSeconds`. A store game
+    /// is opened by its store's URL and found by `stopProcessName`. When the game an earlier session recorded
+    /// still runs, it is attached to instead ([`StartOutcome::Attached`]).
     ///
     /// # Errors
     ///
@@ -288,14 +302,11 @@ impl Game {
         if let Some(reason) = &config.unsupported {
             return Err(self.unsupported(reason.clone()));
         }
-        if !config.launch_mode.is_supported() {
-            return Err(self.unsupported(format!(
-                "/games/{}/launchMode: {} needs a store launcher, which gabp mcp does not drive; use DirectPath with the game's executable as target",
-                config.id,
-                config.launch_mode.as_str()
-            )));
-        }
+        self.reconcile_locked();
         let status = self.status();
+        if status.is_live() && self.shared.state.lock().adopted {
+            return self.attach_adopted(total.min(SYNC_START_WAIT)).await;
+        }
         if status.is_live() {
             return Err(HubError::AlreadyRunning {
                 game: config.id.clone(),
@@ -308,10 +319,23 @@ impl Game {
         };
         let plan = LaunchPlan::prepare(&self.shared.dir, config)?;
         let command = plan.command(config)?;
-        let process =
-            ModProcess::start(command).map_err(|e| launch(format!("{}: {e}", config.target)))?;
-        let epoch = self.begin(Some(plan.port), GameStatus::Starting);
-        self.watch_process(epoch, process);
+        let epoch = if config.launch_mode.is_store() {
+            let process = self.launch_store(&plan, command).await?;
+            let epoch = self.begin(Some(plan.port), GameStatus::Starting);
+            self.record(&process, plan.port);
+            self.watch_foreign(epoch, process);
+            epoch
+        } else {
+            let process = crate::tie::start_tied(command)
+                .await
+                .map_err(|e| launch(format!("{}: {e}", config.target)))?;
+            let epoch = self.begin(Some(plan.port), GameStatus::Starting);
+            if let Some(started) = process.id().and_then(Foreign::now) {
+                self.record(&started, plan.port);
+            }
+            self.watch_process(epoch, process);
+            epoch
+        };
         self.changed(false);
 
         let endpoint = Endpoint::tcp_v4(plan.port);
@@ -345,6 +369,7 @@ impl Game {
     /// [`HubError::NotAttachable`] when there is no `bridge.json` to go by, [`HubError::ConnectTimeout`].
     pub async fn connect(&self, timeout: Duration) -> Result<usize, HubError> {
         let _op = self.shared.ops.lock().await;
+        self.reconcile_locked();
         if let Some(link) = self.link() {
             link.bridge.invalidate_tools();
             let tools = link
@@ -367,7 +392,7 @@ impl Game {
             .await
     }
 
-    fn read_bridge_json(&self) -> Result<(u16, Token), HubError> {
+    pub(crate) fn read_bridge_json(&self) -> Result<(u16, Token), HubError> {
         let path = self.shared.dir.join(self.id()).join("bridge.json");
         let not_attachable = |reason: String| HubError::NotAttachable {
             game: self.id().to_owned(),
@@ -406,14 +431,26 @@ impl Game {
             .await
     }
 
-    /// Stops the game the hub started: SIGTERM to its process group, SIGKILL to what is left after `grace`
-    /// (at once when zero).
+    /// Stops the game the hub started (or took over from an earlier session, see `runtime.json`): SIGTERM to
+    /// its process group, SIGKILL to what is left after `grace` (at once when zero).
     ///
     /// # Errors
     ///
     /// [`HubError::NotRunning`] when the hub has no process of this game.
     pub async fn stop_within(&self, grace: Duration) -> Result<String, HubError> {
+        self.stop_inner(grace, true).await
+    }
+
+    /// As [`Game::stop_within`]; with `take_over`, a game an earlier session recorded is stopped too.
+    pub(crate) async fn stop_inner(
+        &self,
+        grace: Duration,
+        take_over: bool,
+    ) -> Result<String, HubError> {
         let _op = self.shared.ops.lock().await;
+        if take_over {
+            self.reconcile_locked();
+        }
         let control = {
             let mut state = self.shared.state.lock();
             let Some(control) = state.process.clone() else {
@@ -443,9 +480,10 @@ impl Game {
     }
 
     /// A new start or attach: a new epoch, a new event log generation, no connection yet.
-    fn begin(&self, port: Option<u16>, status: GameStatus) -> u64 {
+    pub(crate) fn begin(&self, port: Option<u16>, status: GameStatus) -> u64 {
         let mut state = self.shared.state.lock();
         state.epoch += 1;
+        state.adopted = false;
         state.status = status;
         state.port = port;
         state.link = None;
@@ -505,7 +543,7 @@ impl Game {
         });
     }
 
-    fn process_exited(&self, epoch: u64, how: &str) {
+    pub(crate) fn process_exited(&self, epoch: u64, how: &str) {
         let link = {
             let mut state = self.shared.state.lock();
             if state.epoch != epoch {
@@ -518,9 +556,11 @@ impl Game {
             };
             state.last_exit = Some(how.to_owned());
             state.process = None;
+            state.adopted = false;
             state.pumps.clear();
             state.link.take()
         };
+        crate::runtime::remove(&self.game_dir());
         tracing::info!(game = self.id(), how, "game process ended");
         if let Some(link) = link {
             tokio::spawn(async move { link.bridge.close().await });

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use gabp_transport::Token;
 
-use crate::config::GameConfig;
+use crate::config::{GameConfig, LaunchMode};
 use crate::HubError;
 
 /// The port variable.
@@ -21,6 +21,10 @@ pub const GABP_TOKEN: &str = "GABP_TOKEN";
 pub const GABS_GAME_ID: &str = "GABS_GAME_ID";
 /// Where the game's `bridge.json` is (for diagnostics; the environment is authoritative).
 pub const GABS_BRIDGE_PATH: &str = "GABS_BRIDGE_PATH";
+/// Steam's app id variable, set for `SteamManaged` games (as GABS does).
+pub const STEAM_APP_ID: &str = "SteamAppId";
+/// Steam's game id variable, set for `SteamManaged` games (as GABS does).
+pub const STEAM_GAME_ID: &str = "SteamGameId";
 /// What the game prints goes here, in its directory (never to the hub's stdout, which may carry MCP).
 pub const LAUNCH_LOG: &str = "launch.log";
 
@@ -83,7 +87,8 @@ impl LaunchPlan {
         write().map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
 
-    /// The command that starts `game`: its target and args (no shell), its working directory, the hub's
+    /// The command that starts `game`: its target and args (no shell), or for a store launch mode the system's
+    /// URL opener with the store's URL ([`store_url`]); its working directory, the hub's
     /// environment without any `GABS_*`/`GABP_*` variable, the game's `unsetEnv` and `env`, then the
     /// launch variables; stdin empty, stdout and stderr to `launch.log`.
     ///
@@ -91,8 +96,14 @@ impl LaunchPlan {
     ///
     /// [`HubError::Launch`] when `launch.log` cannot be created.
     pub fn command(&self, game: &GameConfig) -> Result<Command, HubError> {
-        let mut command = Command::new(&game.target);
-        command.args(&game.args);
+        let mut command = match store_url(game) {
+            Some(url) => opener(&url),
+            None => {
+                let mut command = Command::new(&game.target);
+                command.args(&game.args);
+                command
+            }
+        };
         if let Some(dir) = &game.working_dir {
             command.current_dir(dir);
         }
@@ -106,6 +117,11 @@ impl LaunchPlan {
             command.env_remove(name);
         }
         command.envs(&game.env);
+        if game.launch_mode == LaunchMode::SteamManaged {
+            command
+                .env(STEAM_APP_ID, &game.target)
+                .env(STEAM_GAME_ID, &game.target);
+        }
         command
             .env(GABS_GAME_ID, &game.id)
             .env(GABS_BRIDGE_PATH, self.bridge_json())
@@ -136,6 +152,47 @@ impl LaunchPlan {
             Ok(String::from_utf8_lossy(&bytes).trim_end().to_owned())
         };
         read().unwrap_or_default()
+    }
+}
+
+/// The URL a store launcher starts `game` by (`SteamAppId` and `SteamManaged`: `steam://rungameid/<target>`;
+/// `EpicAppId`: `com.epicgames.launcher://apps/<target>?action=launch&silent=true`, as GABS has them), `None`
+/// for a game the hub runs itself.
+#[must_use]
+pub fn store_url(game: &GameConfig) -> Option<String> {
+    match game.launch_mode {
+        LaunchMode::SteamAppId | LaunchMode::SteamManaged => {
+            Some(format!("steam://rungameid/{}", game.target))
+        }
+        LaunchMode::EpicAppId => Some(format!(
+            "com.epicgames.launcher://apps/{}?action=launch&silent=true",
+            game.target
+        )),
+        _ => None,
+    }
+}
+
+/// The system's URL opener with `url`: `xdg-open` (Linux and other Unix systems), `open` (macOS),
+/// `cmd /c start "" "<url>"` (Windows; quoted, for the `&` in Epic's URL). The configuration allows only
+/// URL-safe app ids ([`crate::config`]).
+fn opener(url: &str) -> Command {
+    #[cfg(windows)]
+    {
+        use std::os::windows::process::CommandExt;
+        let mut command = Command::new("cmd");
+        command.raw_arg(format!("/c start \"\" \"{url}\""));
+        command
+    }
+    #[cfg(not(windows))]
+    {
+        let program = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        let mut command = Command::new(program);
+        command.arg(url);
+        command
     }
 }
 
@@ -258,6 +315,40 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o077, 0, "bridge.json is readable by others");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_store_game_is_opened_by_its_url_with_the_gabs_environment() {
+        let config = HubConfig::from_json_slice(
+            br#"{"games": {"s": {"launchMode": "SteamManaged", "target": "42", "args": ["-x"], "stopProcessName": "g"},
+                           "e": {"launchMode": "EpicAppId", "target": "Fn", "stopProcessName": "g"}}}"#,
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let steam = &config.games["s"];
+        let plan = LaunchPlan::prepare(dir.path(), steam).unwrap();
+        let command = plan.command(steam).unwrap();
+        assert_eq!(command.get_program(), "xdg-open");
+        let args: Vec<_> = command.get_args().collect();
+        assert_eq!(args, ["steam://rungameid/42"]);
+        let vars: Vec<_> = command.get_envs().collect();
+        for (name, value) in [
+            (STEAM_APP_ID, "42"),
+            (STEAM_GAME_ID, "42"),
+            (GABS_GAME_ID, "s"),
+        ] {
+            assert!(
+                vars.iter()
+                    .any(|(k, v)| *k == name && *v == Some(value.as_ref())),
+                "{name}"
+            );
+        }
+        assert!(vars.iter().any(|(k, _)| *k == GABP_TOKEN));
+        assert_eq!(
+            store_url(&config.games["e"]).unwrap(),
+            "com.epicgames.launcher://apps/Fn?action=launch&silent=true"
+        );
     }
 
     #[cfg(unix)]

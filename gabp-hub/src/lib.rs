@@ -26,16 +26,20 @@
 //! # Ok(())
 //! # }
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod calls;
 pub mod config;
 mod error;
 pub mod events;
+mod foreign;
 mod game;
 pub mod launch;
 mod link;
 pub mod names;
+mod procs;
+pub mod runtime;
+mod tie;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -289,11 +293,18 @@ impl Hub {
         self.changes.subscribe()
     }
 
+    /// Takes over the games an earlier session of the hub started and left running (their `runtime.json`),
+    /// and connects to them, so that they are shown, stopped and attached to rather than started twice. A
+    /// record of a game that ended is dropped. Call once when the hub starts.
+    pub async fn reconcile(&self) {
+        futures::future::join_all(self.games.values().map(Game::reconcile)).await;
+    }
+
     /// Stops every game this hub started: SIGTERM to each process group, SIGKILL to what is left after
     /// 3 s. Returns when all have ended.
     pub async fn shutdown(&self) {
         let stops = self.games.values().map(|game| async move {
-            let _ = game.stop_within(Duration::from_secs(3)).await;
+            let _ = game.stop_inner(Duration::from_secs(3), false).await;
         });
         futures::future::join_all(stops).await;
     }

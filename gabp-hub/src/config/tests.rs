@@ -144,13 +144,13 @@ fn each_bad_field_is_named() {
 }
 
 #[test]
-fn store_launchers_and_profiles_are_read_but_flagged() {
+fn store_launchers_are_read_and_profiles_flagged() {
     let config = parse(json!({"games": {
         "steam": {"launchMode": "SteamAppId", "target": "123", "stopProcessName": "game"},
         "prof": {"target": "x", "defaultProfile": "dev", "profiles": {"dev": {}}}
     }}))
     .unwrap();
-    assert!(!config.games["steam"].launch_mode.is_supported());
+    assert!(config.games["steam"].launch_mode.is_store());
     let why = config.games["prof"].unsupported.as_deref().unwrap();
     assert!(why.contains("/games/prof/profiles") && why.contains("not supported"));
 }
@@ -197,4 +197,23 @@ fn a_bad_mirror_tools_entry_names_its_pointer() {
         )));
     assert_eq!(pointer, "/games/g/mirrorTools/0");
     assert!(expected.contains("256 bytes"), "{expected}");
+}
+
+#[test]
+fn a_store_game_needs_its_process_name_and_an_app_id() {
+    for mode in ["SteamAppId", "SteamManaged", "EpicAppId"] {
+        let error =
+            parse(json!({"games": {"s": {"launchMode": mode, "target": "123"}}})).unwrap_err();
+        let HubError::ConfigField {
+            pointer, expected, ..
+        } = &error
+        else {
+            panic!("{error:?}")
+        };
+        assert_eq!(pointer, "/games/s/stopProcessName");
+        assert!(expected.contains(mode), "{expected}");
+        let error = parse(json!({"games": {"s": {"launchMode": mode, "target": "1 & calc", "stopProcessName": "g"}}}))
+            .unwrap_err();
+        assert!(error.to_string().contains("/games/s/target"), "{error}");
+    }
 }

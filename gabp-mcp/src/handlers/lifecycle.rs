@@ -75,12 +75,6 @@ pub(crate) fn show(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
     if let Some(why) = &c.unsupported {
         warnings.push(why.clone());
     }
-    if !c.launch_mode.is_supported() {
-        warnings.push(format!(
-            "launchMode {} is not supported by gabp mcp",
-            c.launch_mode.as_str()
-        ));
-    }
     Ok(Reply::ok(
         text,
         json!({
@@ -160,6 +154,14 @@ pub(crate) async fn start(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
                 "code": "started_connected", "gameId": id, "processStarted": true,
                 "gabpConnected": true, "gameStillRunning": true, "toolCount": tools,
                 "pid": game.snapshot().pid,
+                "nextActions": [next("games_tool_names", json!({"gameId": id, "brief": true}), "See what the game offers.")],
+            }),
+        )),
+        Ok(StartOutcome::Attached { tools, pid }) => Ok(Reply::ok(
+            format!("Game '{id}' ({name}) was already running, started by an earlier session of the hub (pid {}); it was not started again. The hub took it over and is connected via GABP. It offers {tools} tools.", pid.map_or_else(|| "?".to_owned(), |p| p.to_string())),
+            json!({
+                "code": "attached_running", "gameId": id, "processStarted": false,
+                "gabpConnected": true, "gameStillRunning": true, "toolCount": tools, "pid": pid,
                 "nextActions": [next("games_tool_names", json!({"gameId": id, "brief": true}), "See what the game offers.")],
             }),
         )),
