@@ -175,6 +175,7 @@ pub(crate) struct Shared {
     ops: tokio::sync::Mutex<()>,
     pub(crate) state: Mutex<State>,
     pub(crate) events_arrived: Notify,
+    pub(crate) console: crate::console::ConsoleState,
 }
 
 /// One configured game. Cheap to clone.
@@ -199,6 +200,7 @@ impl Game {
         startup: StartupTimeouts,
         limits: EventLimits,
         changes: broadcast::Sender<HubEvent>,
+        console: broadcast::Sender<crate::console::ConsoleLine>,
     ) -> Game {
         Game {
             shared: Arc::new(Shared {
@@ -221,6 +223,7 @@ impl Game {
                     pumps: Vec::new(),
                 }),
                 events_arrived: Notify::new(),
+                console: crate::console::ConsoleState::new(console),
             }),
         }
     }
@@ -307,9 +310,11 @@ impl Game {
             reason,
         };
         let plan = LaunchPlan::prepare(&self.shared.dir, config)?;
-        let command = plan.command(config)?;
-        let process =
+        let mut command = plan.command(config)?;
+        crate::console::pipe_output(&mut command);
+        let mut process =
             ModProcess::start(command).map_err(|e| launch(format!("{}: {e}", config.target)))?;
+        self.capture_console(&mut process, &plan.log_path());
         let epoch = self.begin(Some(plan.port), GameStatus::Starting);
         self.watch_process(epoch, process);
         self.changed(false);

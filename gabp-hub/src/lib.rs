@@ -30,6 +30,7 @@
 
 mod calls;
 pub mod config;
+pub mod console;
 mod error;
 pub mod events;
 mod game;
@@ -73,6 +74,7 @@ pub struct Hub {
     config: std::sync::Arc<HubConfig>,
     games: std::sync::Arc<BTreeMap<String, Game>>,
     changes: broadcast::Sender<HubEvent>,
+    console: broadcast::Sender<console::ConsoleLine>,
 }
 
 /// A game tool found by name.
@@ -95,6 +97,7 @@ impl Hub {
     #[must_use]
     pub fn with_limits(config: HubConfig, limits: EventLimits) -> Hub {
         let (changes, _) = broadcast::channel(256);
+        let (console, _) = broadcast::channel(1024);
         let games = config
             .games
             .values()
@@ -107,6 +110,7 @@ impl Hub {
                         config.startup,
                         limits,
                         changes.clone(),
+                        console.clone(),
                     ),
                 )
             })
@@ -115,6 +119,7 @@ impl Hub {
             config: std::sync::Arc::new(config),
             games: std::sync::Arc::new(games),
             changes,
+            console,
         }
     }
 
@@ -287,6 +292,13 @@ impl Hub {
     #[must_use]
     pub fn changes(&self) -> broadcast::Receiver<HubEvent> {
         self.changes.subscribe()
+    }
+
+    /// Every game's console lines (what the processes the hub started print), as they are read. A receiver
+    /// that falls behind is told how many it missed; [`Game::console_tail`] still has them.
+    #[must_use]
+    pub fn console_lines(&self) -> broadcast::Receiver<console::ConsoleLine> {
+        self.console.subscribe()
     }
 
     /// Stops every game this hub started: SIGTERM to each process group, SIGKILL to what is left after

@@ -28,6 +28,7 @@ mod error;
 mod handlers;
 pub mod http;
 mod images;
+mod push;
 mod reply;
 mod resources;
 
@@ -91,6 +92,9 @@ pub struct GabpMcp {
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     /// Resource URIs clients subscribed to (`resources/subscribe`).
     subscribed: Arc<Mutex<BTreeSet<String>>>,
+    /// This MCP session (one per HTTP session), and all of them.
+    session: Arc<push::Session>,
+    sessions: push::Sessions,
 }
 
 impl std::fmt::Debug for GabpMcp {
@@ -110,11 +114,26 @@ impl GabpMcp {
             options,
             peers: Arc::new(Mutex::new(Vec::new())),
             subscribed: Arc::new(Mutex::new(BTreeSet::new())),
+            session: Arc::default(),
+            sessions: Arc::default(),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
             tokio::spawn(front.clone().pass_on_changes());
+            tokio::spawn(push::forward_logs(
+                front.hub.clone(),
+                front.sessions.clone(),
+            ));
         }
         front
+    }
+
+    /// A front for one more MCP session (of the HTTP transport), sharing the hub and the other sessions.
+    #[must_use]
+    pub(crate) fn for_session(&self) -> GabpMcp {
+        GabpMcp {
+            session: Arc::default(),
+            ..self.clone()
+        }
     }
 
     /// The hub.
@@ -246,6 +265,7 @@ fn hub_tool(t: &HubTool, naming: ToolNaming) -> Tool {
 }
 
 impl ServerHandler for GabpMcp {
+    #[allow(deprecated)] // the logging capability: MCP 2025-06-18 clients use it.
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -254,6 +274,7 @@ impl ServerHandler for GabpMcp {
                 .enable_resources()
                 .enable_resources_list_changed()
                 .enable_resources_subscribe()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("gabp-mcp", env!("CARGO_PKG_VERSION")))
@@ -261,7 +282,19 @@ impl ServerHandler for GabpMcp {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = self.session.peer.set(context.peer.clone());
+        self.sessions.lock().push(self.session.clone());
         self.peers.lock().push(context.peer);
+    }
+
+    #[allow(deprecated)] // logging/setLevel is what 2025-06-18 clients send.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
