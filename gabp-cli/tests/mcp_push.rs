@@ -273,3 +273,70 @@ async fn a_chatty_game_does_not_flood_the_client() {
     assert_eq!(logs["lines"].as_array().unwrap().len(), 1000);
     assert_eq!(logs["lines"][999]["text"], "line-1499");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribed_event_resource_is_pushed_and_read_since_the_last_read() {
+    let client = start("voxel", "true").await;
+    client.ok("games_start", json!({"gameId": "voxel"})).await;
+    let uri = "gabp-game://voxel/events/world/block_change";
+    // Not an event resource until the channel is subscribed.
+    let early = client
+        .service
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+        .await;
+    assert!(early.is_err(), "{early:?}");
+    client
+        .ok(
+            "games_subscribe",
+            json!({"channels": ["world/block_change"]}),
+        )
+        .await;
+    let listed = client.service.list_all_resources().await.unwrap();
+    assert!(listed.iter().any(|r| r.uri == uri), "{listed:?}");
+    // An event before the resource subscription is not part of the first read.
+    let place = |x: i64| {
+        json!({"tool": "voxel_world_place_block",
+        "arguments": {"x": x, "y": 6, "z": 0, "blockType": "sand"}})
+    };
+    client.ok("games_call_tool", place(0)).await;
+    client
+        .service
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+        .await
+        .expect("resources/subscribe");
+
+    let called = std::time::Instant::now();
+    client.ok("games_call_tool", place(1)).await;
+    assert!(
+        eventually(Duration::from_secs(2), || {
+            client.heard.updated.lock().iter().any(|(u, _)| u == uri)
+        })
+        .await,
+        "no notifications/resources/updated for {uri} within 2 s"
+    );
+    let heard_after = client.heard.updated.lock()[0].1.duration_since(called);
+    eprintln!("resources/updated {heard_after:?} after the call was sent");
+    let read: Value = serde_json::from_str(&client.read(uri).await).unwrap();
+    let xs: Vec<i64> = read["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["payload"]["x"].as_i64().unwrap())
+        .collect();
+    assert_eq!(xs, [1], "{read}");
+    assert_eq!(read["gaps"], json!([]));
+    let again: Value = serde_json::from_str(&client.read(uri).await).unwrap();
+    assert_eq!(again["events"], json!([]), "{again}");
+
+    // Unsubscribed: no more updates, but the events are still read from where this client was.
+    client
+        .service
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+    let heard = client.heard.updated.lock().len();
+    client.ok("games_call_tool", place(2)).await;
+    let read: Value = serde_json::from_str(&client.read(uri).await).unwrap();
+    assert_eq!(read["events"][0]["payload"]["x"], 2, "{read}");
+    assert_eq!(client.heard.updated.lock().len(), heard);
+}

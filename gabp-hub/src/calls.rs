@@ -179,6 +179,27 @@ impl Game {
         }
     }
 
+    /// The logged events of `channel` after `cursor` (from the oldest kept when `None`), without waiting.
+    #[must_use]
+    pub fn channel_events(&self, channel: &str, cursor: Option<Cursor>) -> EventBatch {
+        self.shared
+            .state
+            .lock()
+            .events
+            .read_channel(cursor, channel)
+    }
+
+    /// The cursor past the newest logged event.
+    #[must_use]
+    pub fn events_end(&self) -> Cursor {
+        self.shared.state.lock().events.end()
+    }
+
+    /// Completes when events arrive in the log after it was enabled (`Notified::enable`) or first polled.
+    pub fn events_arrived(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.events_arrived.notified()
+    }
+
     /// The channels subscribed with [`Game::subscribe`].
     #[must_use]
     pub fn subscribed_channels(&self) -> Vec<String> {

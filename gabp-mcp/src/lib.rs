@@ -25,6 +25,7 @@
 
 mod catalog;
 mod error;
+mod event_resources;
 mod handlers;
 pub mod http;
 mod images;
@@ -123,6 +124,7 @@ impl GabpMcp {
                 front.hub.clone(),
                 front.sessions.clone(),
             ));
+            event_resources::start(&front.hub, &front.sessions);
         }
         front
     }
@@ -323,14 +325,24 @@ impl ServerHandler for GabpMcp {
             .get_progress_token()
             .map(|token| (token, context.peer.clone()));
         let mut result = if let Some(tool) = HubTool::find(&request.name) {
-            handlers::run(
+            let result = handlers::run(
                 &self.hub,
                 tool,
                 request.arguments.as_ref(),
                 &context.ct,
                 progress,
             )
-            .await
+            .await;
+            // The event resources (event_resources.rs) follow the subscribed channels.
+            if matches!(tool.name, "games_subscribe" | "games_unsubscribe")
+                && result.is_error != Some(true)
+            {
+                let peers: Vec<Peer<RoleServer>> = self.peers.lock().clone();
+                for peer in peers {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+            result
         } else {
             // A game tool by its mirrored name (listed with --mirror-tools; always callable).
             let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
@@ -364,7 +376,10 @@ impl ServerHandler for GabpMcp {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::check_uri(&self.hub, &request.uri)?;
+        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        if let Some(channel) = event_resources::channel_of(inner) {
+            return event_resources::subscribe(&self.session, &request.uri, &game, channel);
+        }
         self.subscribed.lock().insert(request.uri);
         Ok(())
     }
@@ -375,6 +390,7 @@ impl ServerHandler for GabpMcp {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        event_resources::unsubscribe(&self.session, &request.uri);
         self.subscribed.lock().remove(&request.uri);
         Ok(())
     }
@@ -384,6 +400,11 @@ impl ServerHandler for GabpMcp {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        if let Some(channel) = event_resources::channel_of(inner) {
+            let contents = event_resources::read(&self.session, &request.uri, &game, channel)?;
+            return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
+        }
         resources::read(&self.hub, &request.uri).await
     }
 }

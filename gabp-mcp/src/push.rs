@@ -1,5 +1,6 @@
 //! What the hub sends a client without being asked, per MCP session: log messages (`logging/setLevel`,
-//! `notifications/message`) from the hub and the games' consoles. See docs/mcp.md §Logs.
+//! `notifications/message`) from the hub and the games' consoles (docs/mcp.md §Console and logging), and
+//! its event resources (`event_resources`).
 #![allow(deprecated)] // MCP logging is what 2025-06-18 clients use.
 
 use std::collections::BTreeMap;
@@ -25,6 +26,8 @@ pub(crate) struct Session {
     pub(crate) peer: OnceLock<Peer<RoleServer>>,
     /// The rank of the level set with `logging/setLevel`; 0 until one is set (nothing is sent until then).
     level: AtomicU8,
+    /// The event resources it read or subscribed to, by URI.
+    pub(crate) events: Mutex<BTreeMap<String, crate::event_resources::EventSub>>,
 }
 
 /// The sessions of one server.

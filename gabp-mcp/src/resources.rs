@@ -44,6 +44,7 @@ pub(crate) async fn list(hub: &Hub) -> Result<ListResourcesResult, McpError> {
         let mut state = Resource::new(state_uri(game.id()), format!("{} game state", game.id()));
         state.mime_type = Some("application/json".to_owned());
         resources.push(state);
+        resources.extend(crate::event_resources::list(game));
         // A game whose resources cannot be listed still shows its state.
         for info in game.resources().await.unwrap_or_default() {
             let mut resource = Resource::new(
