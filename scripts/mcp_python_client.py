@@ -351,6 +351,7 @@ async def push_session(directory):
     their own."""
     import warnings
     warnings.filterwarnings("ignore", message="The logging capability is deprecated")
+    warnings.filterwarnings("ignore", message="resources/subscribe is removed")
     write_config(directory, ["voxel"])
     logs, updated = [], []
 
@@ -390,6 +391,22 @@ async def push_session(directory):
             resource = await s.read_resource("gabp-game://voxel/logs")
             check("the logs resource reads as text", resource.contents[0].mime_type == "text/plain",
                   resource.contents[0])
+
+            uri = "gabp-game://voxel/events/world/block_change"
+            await s.call_tool("games_subscribe", {"gameId": "voxel", "channels": ["world/block_change"]})
+            listed = {str(r.uri) for r in (await s.list_resources()).resources}
+            check("a subscribed channel is a resource", uri in listed, sorted(listed))
+            await s.subscribe_resource(uri)
+            place = {"tool": "voxel_world_place_block",
+                     "arguments": {"x": 3, "y": 6, "z": 0, "blockType": "sand"}}
+            await s.call_tool("games_call_tool", place)
+            check("resources/updated for the event resource within 2 s",
+                  await until(lambda: uri in updated, 2), updated)
+            first = json.loads((await s.read_resource(uri)).contents[0].text)
+            check("reading it returns the new event", [e["payload"]["x"] for e in first["events"]] == [3], first)
+            second = json.loads((await s.read_resource(uri)).contents[0].text)
+            check("a second read returns none", second["events"] == [], second)
+
             before = len(logs)
             await s.call_tool("games_stop", {"gameId": "voxel"})
             check("logging: at error, a stop (info) is not sent", all(
