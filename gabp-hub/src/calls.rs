@@ -16,6 +16,7 @@ use gabp_types::{Attention, ToolDescriptor};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::console::ConsoleTail;
 use crate::error::HubError;
 use crate::events::{Cursor, EventBatch};
 use crate::game::Game;
@@ -198,6 +199,12 @@ impl Game {
     /// Completes when events arrive in the log after it was enabled (`Notified::enable`) or first polled.
     pub fn events_arrived(&self) -> tokio::sync::futures::Notified<'_> {
         self.shared.events_arrived.notified()
+    }
+
+    /// The last `max` lines the game printed (of the processes this hub started) whose text `filter` accepts.
+    #[must_use]
+    pub fn console_tail(&self, max: usize, filter: &dyn Fn(&str) -> bool) -> ConsoleTail {
+        self.shared.console.tail(max, filter)
     }
 
     /// The channels subscribed with [`Game::subscribe`].

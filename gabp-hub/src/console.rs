@@ -16,8 +16,6 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{broadcast, watch};
 
-use crate::game::Game;
-
 /// Most lines kept per game.
 pub const MAX_LINES: usize = 2_000;
 /// Most bytes of line text kept per game.
@@ -128,7 +126,7 @@ impl ConsoleState {
         let _ = self.lines.send(line);
     }
 
-    fn tail(&self, max: usize, filter: &dyn Fn(&str) -> bool) -> ConsoleTail {
+    pub(crate) fn tail(&self, max: usize, filter: &dyn Fn(&str) -> bool) -> ConsoleTail {
         let ring = self.ring.lock();
         let mut lines = Vec::new();
         let mut matched = 0;
@@ -154,30 +152,32 @@ pub(crate) fn pipe_output(command: &mut Command) {
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
 }
 
-impl Game {
-    /// Reads the process's stdout and stderr (when piped) into the console and appends them to `log`.
-    pub(crate) fn capture_console(&self, process: &mut ModProcess, log: &Path) {
+impl ConsoleState {
+    /// Reads the process's stdout and stderr (when piped) into the console of game `id` and appends them to
+    /// `log`.
+    pub(crate) fn capture(self: &Arc<Self>, id: &str, process: &mut ModProcess, log: &Path) {
+        let id: Arc<str> = Arc::from(id);
         if let Some(out) = process.take_stdout() {
-            self.capture(Stream::Stdout, out, log);
+            self.capture_one(&id, Stream::Stdout, out, log);
         }
         if let Some(err) = process.take_stderr() {
-            self.capture(Stream::Stderr, err, log);
+            self.capture_one(&id, Stream::Stderr, err, log);
         }
     }
 
-    fn capture(
-        &self,
+    fn capture_one(
+        self: &Arc<Self>,
+        id: &Arc<str>,
         stream: Stream,
         mut reader: impl AsyncRead + Unpin + Send + 'static,
         log: &Path,
     ) {
         // O_APPEND: the two outputs' writes do not overwrite each other.
         let mut file = OpenOptions::new().append(true).open(log).ok();
-        let game = self.clone();
-        let id: Arc<str> = Arc::from(self.id());
-        self.shared.console.open.send_modify(|n| *n += 1);
+        let console = self.clone();
+        let id = id.clone();
+        self.open.send_modify(|n| *n += 1);
         tokio::spawn(async move {
-            let console = &game.shared.console;
             let mut buf = vec![0u8; 8192];
             let mut partial: Vec<u8> = Vec::new();
             loop {
@@ -210,15 +210,9 @@ impl Game {
     }
 
     /// Waits (briefly) until what the game's process printed has been read to the end.
-    pub(crate) async fn console_drained(&self) {
-        let mut open = self.shared.console.open.subscribe();
+    pub(crate) async fn drained(&self) {
+        let mut open = self.open.subscribe();
         let _ = tokio::time::timeout(DRAIN_WAIT, open.wait_for(|n| *n == 0)).await;
-    }
-
-    /// The last `max` lines the game printed (of the processes this hub started) whose text `filter` accepts.
-    #[must_use]
-    pub fn console_tail(&self, max: usize, filter: &dyn Fn(&str) -> bool) -> ConsoleTail {
-        self.shared.console.tail(max, filter)
     }
 }
 

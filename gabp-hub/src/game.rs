@@ -175,7 +175,7 @@ pub(crate) struct Shared {
     ops: tokio::sync::Mutex<()>,
     pub(crate) state: Mutex<State>,
     pub(crate) events_arrived: Notify,
-    pub(crate) console: crate::console::ConsoleState,
+    pub(crate) console: Arc<crate::console::ConsoleState>,
 }
 
 /// One configured game. Cheap to clone.
@@ -223,7 +223,7 @@ impl Game {
                     pumps: Vec::new(),
                 }),
                 events_arrived: Notify::new(),
-                console: crate::console::ConsoleState::new(console),
+                console: Arc::new(crate::console::ConsoleState::new(console)),
             }),
         }
     }
@@ -314,7 +314,9 @@ impl Game {
         crate::console::pipe_output(&mut command);
         let mut process =
             ModProcess::start(command).map_err(|e| launch(format!("{}: {e}", config.target)))?;
-        self.capture_console(&mut process, &plan.log_path());
+        self.shared
+            .console
+            .capture(self.id(), &mut process, &plan.log_path());
         let epoch = self.begin(Some(plan.port), GameStatus::Starting);
         self.watch_process(epoch, process);
         self.changed(false);

@@ -5,30 +5,16 @@
 
 use std::time::Duration;
 
-use gabp_hub::events::Cursor;
 use gabp_hub::{Game, GameStatus, Hub};
 use rmcp::model::{Resource, ResourceContents, ResourceUpdatedNotificationParam};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
-use crate::push::{Session, Sessions};
+use crate::push::{EventSub, Session, Sessions};
 use crate::resources::SCHEME;
 
 /// How long the pusher waits after an arrival, so that a burst of events is one notification.
 const COALESCE: Duration = Duration::from_millis(10);
-
-/// One client's view of one event resource.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EventSub {
-    game: String,
-    channel: String,
-    /// Where its next read starts (`None`: the oldest event kept).
-    cursor: Option<Cursor>,
-    /// Whether it asked for updates (`resources/subscribe`).
-    subscribed: bool,
-    /// The log's end when it was last told of an update.
-    told: Option<Cursor>,
-}
 
 /// The channel of `inner` (a game URI below `gabp-game://<gameId>/`), when it names an event resource.
 pub(crate) fn channel_of(inner: &str) -> Option<&str> {

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use gabp_hub::console::{ConsoleLine, Stream};
+use gabp_hub::events::Cursor;
 use gabp_hub::{GameStatus, Hub, HubEvent};
 use parking_lot::Mutex;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
@@ -27,7 +28,20 @@ pub(crate) struct Session {
     /// The rank of the level set with `logging/setLevel`; 0 until one is set (nothing is sent until then).
     level: AtomicU8,
     /// The event resources it read or subscribed to, by URI.
-    pub(crate) events: Mutex<BTreeMap<String, crate::event_resources::EventSub>>,
+    pub(crate) events: Mutex<BTreeMap<String, EventSub>>,
+}
+
+/// One client's view of one event resource (`event_resources`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EventSub {
+    pub(crate) game: String,
+    pub(crate) channel: String,
+    /// Where its next read starts (`None`: the oldest event kept).
+    pub(crate) cursor: Option<Cursor>,
+    /// Whether it asked for updates (`resources/subscribe`).
+    pub(crate) subscribed: bool,
+    /// The log's end when it was last told of an update.
+    pub(crate) told: Option<Cursor>,
 }
 
 /// The sessions of one server.
