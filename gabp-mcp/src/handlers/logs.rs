@@ -56,7 +56,7 @@ pub(crate) fn logs(hub: &Hub, args: &Args<'_>) -> Result<Reply, Reply> {
     let (tail, cut) = tail(game, max, &filter);
     let id = game.id();
     let mut text = if tail.lines.is_empty() {
-        format!("Game '{id}': no console lines")
+        format!("Game '{id}': no console lines (the hub sees what the games it started print)")
     } else {
         format!("Game '{id}': the last {} console line(s)", tail.lines.len())
     };
