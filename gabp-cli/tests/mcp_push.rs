@@ -146,9 +146,17 @@ fn console(message: &LoggingMessageNotificationParam, line: &str) -> bool {
 async fn the_console_is_a_tool_a_resource_and_log_messages_at_the_level_set() {
     let client = start("noisy", "echo hello-out; echo oops-err >&2").await;
     client.ok("games_start", json!({"gameId": "noisy"})).await;
-    let logs = client
-        .ok("games_logs", json!({"gameId": "noisy", "tail": 10}))
-        .await;
+    // The pipes are read apart from the start: wait (generously) until both lines are in.
+    let mut logs = Value::Null;
+    for _ in 0..200 {
+        logs = client
+            .ok("games_logs", json!({"gameId": "noisy", "tail": 10}))
+            .await;
+        if logs["matched"].as_u64() >= Some(2) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let lines = logs["lines"].as_array().unwrap();
     let find = |text: &str| lines.iter().find(|l| l["text"] == text).cloned();
     assert_eq!(find("hello-out").unwrap()["stream"], "stdout", "{logs}");
@@ -339,4 +347,35 @@ async fn a_subscribed_event_resource_is_pushed_and_read_since_the_last_read() {
     let read: Value = serde_json::from_str(&client.read(uri).await).unwrap();
     assert_eq!(read["events"][0]["payload"]["x"], 2, "{read}");
     assert_eq!(client.heard.updated.lock().len(), heard);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_game_printed_before_it_died_is_in_the_error_launch_log_and_games_logs() {
+    let client = start(
+        "dies",
+        "echo started-out; echo boom-before-exit >&2; exit 3",
+    )
+    .await;
+    let failed = client.call("games_start", json!({"gameId": "dies"})).await;
+    assert_eq!(failed.is_error, Some(true));
+    let message = text(&failed);
+    assert!(
+        message.contains("exited during start") && message.contains("boom-before-exit"),
+        "{message}"
+    );
+    let log = std::fs::read_to_string(client._dir.path().join("dies/launch.log")).unwrap();
+    assert!(
+        log.contains("started-out\n") && log.contains("boom-before-exit\n"),
+        "{log}"
+    );
+    let logs = client.ok("games_logs", json!({"gameId": "dies"})).await;
+    // Each output is in order; the two are read apart, so their lines may interleave either way.
+    let mut texts: Vec<&str> = logs["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    texts.sort_unstable();
+    assert_eq!(texts, ["boom-before-exit", "started-out"], "{logs}");
 }
