@@ -412,6 +412,73 @@ async def image_session(directory):
             await s.call_tool("games_stop", {"gameId": "voxel"})
 
 
+async def push_session(directory):
+    """The game's console (games_logs, the logs resource, MCP logging) and pushed events, in a session of
+    their own."""
+    import warnings
+    warnings.filterwarnings("ignore", message="The logging capability is deprecated")
+    warnings.filterwarnings("ignore", message="resources/subscribe is removed")
+    write_config(directory, ["voxel"])
+    logs, updated = [], []
+
+    async def on_log(params):
+        logs.append(params)
+
+    async def on_message(message):
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.append(root.params.uri)
+
+    async def until(condition, seconds=20):
+        deadline = time.monotonic() + seconds
+        while not condition() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        return condition()
+
+    params = StdioServerParameters(
+        command=GABP, args=["mcp", "--config-dir", directory],
+        env={"PATH": os.environ.get("PATH", ""), "HOME": directory},
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, logging_callback=on_log, message_handler=on_message) as s:
+            await s.initialize()
+            await s.set_logging_level("info")
+            await s.call_tool("games_start", {"gameId": "voxel"})
+            check("logging: the hub says the game connected", await until(lambda: any(
+                (m.data or {}).get("status") == "connected" and m.logger == "gabp-hub" for m in logs)),
+                [m.data for m in logs])
+            await s.set_logging_level("error")
+            shown = await s.call_tool("games_logs", {"gameId": "voxel", "tail": 5, "grep": "."})
+            check("games_logs answers with lines and bounds", isinstance(structured(shown).get("lines"), list)
+                  and structured(shown).get("truncated") is False, shown.content[0].text)
+            bad = await s.call_tool("games_logs", {"gameId": "voxel", "grep": "("})
+            check("games_logs refuses a bad pattern", bad.is_error and "grep" in bad.content[0].text,
+                  bad.content[0].text)
+            resource = await s.read_resource("gabp-game://voxel/logs")
+            check("the logs resource reads as text", resource.contents[0].mime_type == "text/plain",
+                  resource.contents[0])
+
+            uri = "gabp-game://voxel/events/world/block_change"
+            await s.call_tool("games_subscribe", {"gameId": "voxel", "channels": ["world/block_change"]})
+            listed = {str(r.uri) for r in (await s.list_resources()).resources}
+            check("a subscribed channel is a resource", uri in listed, sorted(listed))
+            await s.subscribe_resource(uri)
+            place = {"tool": "voxel_world_place_block",
+                     "arguments": {"x": 3, "y": 6, "z": 0, "blockType": "sand"}}
+            await s.call_tool("games_call_tool", place)
+            check("resources/updated for the event resource within 2 s",
+                  await until(lambda: uri in updated, 2), updated)
+            first = json.loads((await s.read_resource(uri)).contents[0].text)
+            check("reading it returns the new event", [e["payload"]["x"] for e in first["events"]] == [3], first)
+            second = json.loads((await s.read_resource(uri)).contents[0].text)
+            check("a second read returns none", second["events"] == [], second)
+
+            before = len(logs)
+            await s.call_tool("games_stop", {"gameId": "voxel"})
+            check("logging: at error, a stop (info) is not sent", all(
+                m.level == "error" for m in logs[before:]), [m.data for m in logs[before:]])
+
+
 def main():
     with tempfile.TemporaryDirectory() as directory:
         write_config(directory, ["voxel"])
@@ -427,6 +494,8 @@ def main():
         asyncio.run(image_session(directory))
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(store_launch_and_orphans(directory))
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(push_session(directory))
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     sys.exit(1 if RESULTS["failed"] else 0)
 

@@ -16,6 +16,7 @@ use gabp_types::{Attention, ToolDescriptor};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::console::ConsoleTail;
 use crate::error::HubError;
 use crate::events::{Cursor, EventBatch};
 use crate::game::Game;
@@ -177,6 +178,33 @@ impl Game {
                 return Ok(self.shared.state.lock().events.read(cursor));
             }
         }
+    }
+
+    /// The logged events of `channel` after `cursor` (from the oldest kept when `None`), without waiting.
+    #[must_use]
+    pub fn channel_events(&self, channel: &str, cursor: Option<Cursor>) -> EventBatch {
+        self.shared
+            .state
+            .lock()
+            .events
+            .read_channel(cursor, channel)
+    }
+
+    /// The cursor past the newest logged event.
+    #[must_use]
+    pub fn events_end(&self) -> Cursor {
+        self.shared.state.lock().events.end()
+    }
+
+    /// Completes when events arrive in the log after it was enabled (`Notified::enable`) or first polled.
+    pub fn events_arrived(&self) -> tokio::sync::futures::Notified<'_> {
+        self.shared.events_arrived.notified()
+    }
+
+    /// The last `max` lines the game printed (of the processes this hub started) whose text `filter` accepts.
+    #[must_use]
+    pub fn console_tail(&self, max: usize, filter: &dyn Fn(&str) -> bool) -> ConsoleTail {
+        self.shared.console.tail(max, filter)
     }
 
     /// The channels subscribed with [`Game::subscribe`].

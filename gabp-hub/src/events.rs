@@ -195,6 +195,18 @@ impl EventLog {
     /// The entries after `cursor` (from the oldest kept when `None`), at most `max_read` events.
     #[must_use]
     pub fn read(&self, cursor: Option<Cursor>) -> EventBatch {
+        self.read_where(cursor, None)
+    }
+
+    /// As [`EventLog::read`], only the events of `channel` and the gaps that may hide some of them; the
+    /// cursor moves past the other channels' events too.
+    #[must_use]
+    pub fn read_channel(&self, cursor: Option<Cursor>, channel: &str) -> EventBatch {
+        self.read_where(cursor, Some(channel))
+    }
+
+    fn read_where(&self, cursor: Option<Cursor>, channel: Option<&str>) -> EventBatch {
+        let wanted = |of: Option<&str>| channel.is_none() || of.is_none() || of == channel;
         let mut gaps = Vec::new();
         let from = match cursor {
             None => self.first,
@@ -222,13 +234,15 @@ impl EventLog {
         let skip = usize::try_from(from - self.first).unwrap_or(usize::MAX);
         for entry in self.entries.iter().skip(skip) {
             match entry {
-                Entry::Event(event, _) => {
+                Entry::Event(event, _) if wanted(Some(&event.channel)) => {
                     if events.len() == self.limits.max_read {
                         break;
                     }
                     events.push(event.clone());
                 }
-                Entry::Gap(gap) => gaps.push(gap.clone()),
+                Entry::Event(..) => {}
+                Entry::Gap(gap) if wanted(gap.channel.as_deref()) => gaps.push(gap.clone()),
+                Entry::Gap(_) => {}
             }
             position += 1;
         }
@@ -353,6 +367,29 @@ mod tests {
         let batch = log.read(Some(old));
         assert_eq!(batch.gaps[0].reason, "restarted");
         assert_eq!(batch.events[0].payload, json!("new"));
+    }
+
+    #[test]
+    fn a_channel_read_skips_the_other_channels_and_their_gaps() {
+        let mut log = EventLog::new(limits(100, 1 << 20, 2));
+        log.push(event("a/b", 0, json!(0)));
+        log.push(event("c/d", 0, json!("other")));
+        log.push_gap(Gap {
+            channel: Some("c/d".into()),
+            missed: 1,
+            reason: "mod",
+        });
+        log.push(event("a/b", 1, json!(1)));
+        log.push(event("a/b", 2, json!(2)));
+        let first = log.read_channel(None, "a/b");
+        let seqs: Vec<u64> = first.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [0, 1]);
+        assert!(first.gaps.is_empty());
+        let rest = log.read_channel(Some(first.cursor), "a/b");
+        assert_eq!(rest.events.len(), 1);
+        assert_eq!(rest.events[0].seq, 2);
+        assert_eq!(rest.cursor, log.end());
+        assert!(log.read_channel(Some(rest.cursor), "a/b").events.is_empty());
     }
 
     #[test]

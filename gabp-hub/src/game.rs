@@ -186,6 +186,7 @@ pub(crate) struct Shared {
     pub(crate) ops: tokio::sync::Mutex<()>,
     pub(crate) state: Mutex<State>,
     pub(crate) events_arrived: Notify,
+    pub(crate) console: Arc<crate::console::ConsoleState>,
 }
 
 /// One configured game. Cheap to clone.
@@ -210,6 +211,7 @@ impl Game {
         startup: StartupTimeouts,
         limits: EventLimits,
         changes: broadcast::Sender<HubEvent>,
+        console: broadcast::Sender<crate::console::ConsoleLine>,
     ) -> Game {
         Game {
             shared: Arc::new(Shared {
@@ -233,6 +235,7 @@ impl Game {
                     pumps: Vec::new(),
                 }),
                 events_arrived: Notify::new(),
+                console: Arc::new(crate::console::ConsoleState::new(console)),
             }),
         }
     }
@@ -318,7 +321,7 @@ impl Game {
             reason,
         };
         let plan = LaunchPlan::prepare(&self.shared.dir, config)?;
-        let command = plan.command(config)?;
+        let mut command = plan.command(config)?;
         let epoch = if config.launch_mode.is_store() {
             let process = self.launch_store(&plan, command).await?;
             let epoch = self.begin(Some(plan.port), GameStatus::Starting);
@@ -326,9 +329,13 @@ impl Game {
             self.watch_foreign(epoch, process);
             epoch
         } else {
-            let process = crate::tie::start_tied(command)
+            crate::console::pipe_output(&mut command);
+            let mut process = crate::tie::start_tied(command)
                 .await
                 .map_err(|e| launch(format!("{}: {e}", config.target)))?;
+            self.shared
+                .console
+                .capture(self.id(), &mut process, &plan.log_path());
             let epoch = self.begin(Some(plan.port), GameStatus::Starting);
             if let Some(started) = process.id().and_then(Foreign::now) {
                 self.record(&started, plan.port);

@@ -140,6 +140,12 @@ impl LaunchPlan {
         Ok(command)
     }
 
+    /// `DIR/<id>/launch.log`.
+    #[must_use]
+    pub fn log_path(&self) -> PathBuf {
+        self.game_dir.join(LAUNCH_LOG)
+    }
+
     /// The last `max` bytes the game printed, as text.
     #[must_use]
     pub fn output_tail(&self, max: u64) -> String {

@@ -30,6 +30,7 @@
 
 mod calls;
 pub mod config;
+pub mod console;
 mod error;
 pub mod events;
 mod foreign;
@@ -77,6 +78,7 @@ pub struct Hub {
     config: std::sync::Arc<HubConfig>,
     games: std::sync::Arc<BTreeMap<String, Game>>,
     changes: broadcast::Sender<HubEvent>,
+    console: broadcast::Sender<console::ConsoleLine>,
 }
 
 /// A game tool found by name.
@@ -99,6 +101,7 @@ impl Hub {
     #[must_use]
     pub fn with_limits(config: HubConfig, limits: EventLimits) -> Hub {
         let (changes, _) = broadcast::channel(256);
+        let (console, _) = broadcast::channel(1024);
         let games = config
             .games
             .values()
@@ -111,6 +114,7 @@ impl Hub {
                         config.startup,
                         limits,
                         changes.clone(),
+                        console.clone(),
                     ),
                 )
             })
@@ -119,6 +123,7 @@ impl Hub {
             config: std::sync::Arc::new(config),
             games: std::sync::Arc::new(games),
             changes,
+            console,
         }
     }
 
@@ -298,6 +303,13 @@ impl Hub {
     /// record of a game that ended is dropped. Call once when the hub starts.
     pub async fn reconcile(&self) {
         futures::future::join_all(self.games.values().map(Game::reconcile)).await;
+    }
+
+    /// Every game's console lines (what the processes the hub started print), as they are read. A receiver
+    /// that falls behind is told how many it missed; [`Game::console_tail`] still has them.
+    #[must_use]
+    pub fn console_lines(&self) -> broadcast::Receiver<console::ConsoleLine> {
+        self.console.subscribe()
     }
 
     /// Stops every game this hub started: SIGTERM to each process group, SIGKILL to what is left after

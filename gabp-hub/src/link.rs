@@ -59,6 +59,7 @@ impl Game {
         let attempts = if plan.is_some() { None } else { Some(60) };
         loop {
             if let Some(how) = self.exited(epoch) {
+                self.shared.console.drained().await;
                 let output_tail = plan
                     .as_ref()
                     .map(|p| p.output_tail(2048))

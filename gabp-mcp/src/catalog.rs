@@ -96,6 +96,17 @@ pub(crate) const HUB_TOOLS: &[HubTool] = &[
         read_only: true,
     },
     HubTool {
+        name: "games_logs",
+        description: "Show the last lines a game printed on stdout and stderr (also after it exited), optionally only those matching a regular expression.",
+        required: &["gameId"],
+        args: &[
+            GAME_ID,
+            ("tail", "integer", "How many of the last lines (1 to 1000, default 100)"),
+            ("grep", "string", "Only lines matching this regular expression (a plain word matches as a substring)"),
+        ],
+        read_only: true,
+    },
+    HubTool {
         name: "games_show",
         description: "Show one game's configuration and status.",
         required: &["gameId"],

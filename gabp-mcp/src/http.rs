@@ -163,7 +163,7 @@ impl HttpServer {
             )
             .enforce_origin_validation();
         let service = StreamableHttpService::new(
-            move || Ok(front.clone()),
+            move || Ok(front.for_session()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

@@ -25,9 +25,11 @@
 
 mod catalog;
 mod error;
+mod event_resources;
 mod handlers;
 pub mod http;
 mod images;
+mod push;
 mod reply;
 mod resources;
 
@@ -91,6 +93,9 @@ pub struct GabpMcp {
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     /// Resource URIs clients subscribed to (`resources/subscribe`).
     subscribed: Arc<Mutex<BTreeSet<String>>>,
+    /// This MCP session (one per HTTP session), and all of them.
+    session: Arc<push::Session>,
+    sessions: push::Sessions,
 }
 
 impl std::fmt::Debug for GabpMcp {
@@ -110,11 +115,27 @@ impl GabpMcp {
             options,
             peers: Arc::new(Mutex::new(Vec::new())),
             subscribed: Arc::new(Mutex::new(BTreeSet::new())),
+            session: Arc::default(),
+            sessions: Arc::default(),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
             tokio::spawn(front.clone().pass_on_changes());
+            tokio::spawn(push::forward_logs(
+                front.hub.clone(),
+                front.sessions.clone(),
+            ));
+            event_resources::start(&front.hub, &front.sessions);
         }
         front
+    }
+
+    /// A front for one more MCP session (of the HTTP transport), sharing the hub and the other sessions.
+    #[must_use]
+    pub(crate) fn for_session(&self) -> GabpMcp {
+        GabpMcp {
+            session: Arc::default(),
+            ..self.clone()
+        }
     }
 
     /// The hub.
@@ -246,6 +267,7 @@ fn hub_tool(t: &HubTool, naming: ToolNaming) -> Tool {
 }
 
 impl ServerHandler for GabpMcp {
+    #[allow(deprecated)] // the logging capability: MCP 2025-06-18 clients use it.
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -254,6 +276,7 @@ impl ServerHandler for GabpMcp {
                 .enable_resources()
                 .enable_resources_list_changed()
                 .enable_resources_subscribe()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("gabp-mcp", env!("CARGO_PKG_VERSION")))
@@ -261,7 +284,19 @@ impl ServerHandler for GabpMcp {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let _ = self.session.peer.set(context.peer.clone());
+        self.sessions.lock().push(self.session.clone());
         self.peers.lock().push(context.peer);
+    }
+
+    #[allow(deprecated)] // logging/setLevel is what 2025-06-18 clients send.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -290,14 +325,24 @@ impl ServerHandler for GabpMcp {
             .get_progress_token()
             .map(|token| (token, context.peer.clone()));
         let mut result = if let Some(tool) = HubTool::find(&request.name) {
-            handlers::run(
+            let result = handlers::run(
                 &self.hub,
                 tool,
                 request.arguments.as_ref(),
                 &context.ct,
                 progress,
             )
-            .await
+            .await;
+            // The event resources (event_resources.rs) follow the subscribed channels.
+            if matches!(tool.name, "games_subscribe" | "games_unsubscribe")
+                && result.is_error != Some(true)
+            {
+                let peers: Vec<Peer<RoleServer>> = self.peers.lock().clone();
+                for peer in peers {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+            result
         } else {
             // A game tool by its mirrored name (listed with --mirror-tools; always callable).
             let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
@@ -331,7 +376,10 @@ impl ServerHandler for GabpMcp {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        resources::check_uri(&self.hub, &request.uri)?;
+        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        if let Some(channel) = event_resources::channel_of(inner) {
+            return event_resources::subscribe(&self.session, &request.uri, &game, channel);
+        }
         self.subscribed.lock().insert(request.uri);
         Ok(())
     }
@@ -342,6 +390,7 @@ impl ServerHandler for GabpMcp {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        event_resources::unsubscribe(&self.session, &request.uri);
         self.subscribed.lock().remove(&request.uri);
         Ok(())
     }
@@ -351,6 +400,11 @@ impl ServerHandler for GabpMcp {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        if let Some(channel) = event_resources::channel_of(inner) {
+            let contents = event_resources::read(&self.session, &request.uri, &game, channel)?;
+            return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
+        }
         resources::read(&self.hub, &request.uri).await
     }
 }

@@ -1,6 +1,7 @@
 //! Game resources as MCP resources: `gabp-game://<gameId>/state` (what the hub knows of the game) and each
-//! resource a connected game offers, as `gabp-game://<gameId>/<its uri>`. GABS's name for the state,
-//! `gab://<gameId>/state`, is read as well (not listed, so that clients see each resource once).
+//! resource a connected game offers, as `gabp-game://<gameId>/<its uri>`, and `gabp-game://<gameId>/logs`
+//! (the last lines the game printed). GABS's name for the state, `gab://<gameId>/state`, is read as well (not
+//! listed, so that clients see each resource once).
 
 use gabp_hub::{GameStatus, Hub, HubError};
 use gabp_types::methods::ContentEncoding;
@@ -16,6 +17,9 @@ pub(crate) const SCHEME: &str = "gabp-game://";
 /// GABS's scheme, for the state resource only.
 const GABS_SCHEME: &str = "gab://";
 
+/// How many of a game's last console lines its `logs` resource holds (within games_logs' byte bound).
+const LOGS_LINES: usize = 200;
+
 fn state_uri(game: &str) -> String {
     format!("{SCHEME}{game}/state")
 }
@@ -23,12 +27,24 @@ fn state_uri(game: &str) -> String {
 pub(crate) async fn list(hub: &Hub) -> Result<ListResourcesResult, McpError> {
     let mut resources = Vec::new();
     for game in hub.games() {
-        if game.status() != GameStatus::Connected {
+        let connected = game.status() == GameStatus::Connected;
+        if connected || game.console_tail(1, &|_| true).matched > 0 {
+            let mut logs = Resource::new(
+                format!("{SCHEME}{}/logs", game.id()),
+                format!("{} console", game.id()),
+            );
+            logs.description =
+                Some("The last lines the game printed on stdout and stderr".to_owned());
+            logs.mime_type = Some("text/plain".to_owned());
+            resources.push(logs);
+        }
+        if !connected {
             continue;
         }
         let mut state = Resource::new(state_uri(game.id()), format!("{} game state", game.id()));
         state.mime_type = Some("application/json".to_owned());
         resources.push(state);
+        resources.extend(crate::event_resources::list(game));
         // A game whose resources cannot be listed still shows its state.
         for info in game.resources().await.unwrap_or_default() {
             let mut resource = Resource::new(
@@ -105,6 +121,19 @@ pub(crate) async fn read(hub: &Hub, uri: &str) -> Result<ReadResourceResponse, M
             uri: uri.to_owned(),
             mime_type: Some("application/json".to_owned()),
             text,
+            meta: None,
+        }
+    } else if inner == "logs" {
+        let (tail, _) = crate::handlers::logs::tail(&game, LOGS_LINES, &|_| true);
+        let text: Vec<String> = tail
+            .lines
+            .iter()
+            .map(|l| format!("[{}] {}", l.stream.as_str(), l.text))
+            .collect();
+        ResourceContents::TextResourceContents {
+            uri: uri.to_owned(),
+            mime_type: Some("text/plain".to_owned()),
+            text: text.join("\n"),
             meta: None,
         }
     } else {

@@ -2,6 +2,7 @@
 
 mod discovery;
 mod lifecycle;
+pub(crate) mod logs;
 mod play;
 
 use gabp_hub::Hub;
@@ -41,6 +42,7 @@ pub(crate) async fn run(
             "games_subscribe" => play::subscribe(hub, &args).await?,
             "games_unsubscribe" => play::unsubscribe(hub, &args)?,
             "games_events" => play::events(hub, &args).await?,
+            "games_logs" => logs::logs(hub, &args)?,
             other => Reply::error(
                 "unknown_tool",
                 format!("Unknown tool '{other}'"),
