@@ -11,9 +11,20 @@
 //!       "stopProcessName": "gabp", "env": {"RUST_LOG": "info"}
 //!     }
 //!   },
-//!   "timeouts": { "startup": { "processStartSeconds": 10, "gabpConnectSeconds": 60 } }
+//!   "timeouts": {
+//!     "startup": { "processStartSeconds": 10, "gabpConnectSeconds": 60 },
+//!     "toolCallSeconds": 30
+//!   }
 //! }
 //! ```
+//!
+//! `timeouts.toolCallSeconds` (our addition beside GABS's `timeouts.startup`) is how long a game tool call may
+//! take before the hub gives up on it (default 30 s): a number of seconds greater than 0 and at most 3600,
+//! fractions allowed. An MCP call can ask for another limit with `_meta` `{"gabp/timeoutSeconds": N}` (the same
+//! range), see docs/mcp.md §Timeouts.
+//!
+//! `gabp mcp` reads the file again when it changes ([`crate::LiveHub`]); while it is invalid, the last valid one
+//! stays in effect.
 //!
 //! Reading is strict where a mistake would launch the wrong thing (types, ids, `env` names) and liberal where
 //! GABS has fields the hub does not use (`portRanges`, `timeouts.session`): those are accepted and ignored.
@@ -37,6 +48,27 @@ pub use naming::ToolNaming;
 
 /// The file name of the configuration in its directory.
 pub const CONFIG_FILE: &str = "config.json";
+
+/// The largest `config.json` read, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// How long a game tool call may take when neither `timeouts.toolCallSeconds` nor the call says.
+pub const DEFAULT_TOOL_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest tool call time limit accepted, in seconds.
+pub const MAX_TOOL_CALL_SECONDS: f64 = 3600.0;
+
+/// What a tool call time limit must be, for error texts.
+pub const TOOL_CALL_SECONDS_EXPECTED: &str =
+    "expected a number of seconds greater than 0 and at most 3600";
+
+/// A tool call time limit in seconds (`timeouts.toolCallSeconds`, `_meta` `gabp/timeoutSeconds`): a JSON
+/// number greater than 0 and at most [`MAX_TOOL_CALL_SECONDS`]; `None` otherwise.
+#[must_use]
+pub fn tool_call_seconds(value: &Value) -> Option<Duration> {
+    let seconds = value.as_f64()?;
+    (seconds > 0.0 && seconds <= MAX_TOOL_CALL_SECONDS).then(|| Duration::from_secs_f64(seconds))
+}
 
 /// How a game is launched (GABS's `launchMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,9 +217,17 @@ pub struct HubConfig {
     pub tool_naming: ToolNaming,
     /// `stripOutputSchema`: leave `outputSchema` out of the MCP tool list, for clients that reject it.
     pub strip_output_schema: bool,
+    /// `timeouts.toolCallSeconds`; see [`HubConfig::tool_call_timeout`].
+    pub tool_call: Option<Duration>,
 }
 
 impl HubConfig {
+    /// How long a game tool call may take: `timeouts.toolCallSeconds`, or [`DEFAULT_TOOL_CALL_TIMEOUT`].
+    #[must_use]
+    pub fn tool_call_timeout(&self) -> Duration {
+        self.tool_call.unwrap_or(DEFAULT_TOOL_CALL_TIMEOUT)
+    }
+
     /// Reads `DIR/config.json`. A missing file is an empty configuration (as GABS has it); a file that is there
     /// must be valid.
     ///
@@ -197,19 +237,21 @@ impl HubConfig {
     /// the field and what was expected).
     pub fn load(dir: impl AsRef<Path>) -> Result<HubConfig, HubError> {
         let dir = dir.as_ref();
-        let path = dir.join(CONFIG_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(HubConfig {
-                    dir: dir.to_owned(),
-                    version: "1.0".to_owned(),
-                    ..HubConfig::default()
-                })
-            }
-            Err(source) => return Err(HubError::ConfigRead { path, source }),
+        let bytes = read_file(&dir.join(CONFIG_FILE))?;
+        HubConfig::from_file_bytes(dir, bytes.as_deref())
+    }
+
+    /// As [`HubConfig::load`], from the bytes of `DIR/config.json` (`None`: no such file).
+    pub(crate) fn from_file_bytes(dir: &Path, bytes: Option<&[u8]>) -> Result<HubConfig, HubError> {
+        let Some(bytes) = bytes else {
+            return Ok(HubConfig {
+                dir: dir.to_owned(),
+                version: "1.0".to_owned(),
+                ..HubConfig::default()
+            });
         };
-        let mut config = HubConfig::from_json_slice(&bytes).map_err(|e| e.in_file(&path))?;
+        let path = dir.join(CONFIG_FILE);
+        let mut config = HubConfig::from_json_slice(bytes).map_err(|e| e.in_file(&path))?;
         config.dir = dir.to_owned();
         Ok(config)
     }
@@ -237,7 +279,7 @@ impl HubConfig {
                 games.insert(key.clone(), game);
             }
         }
-        let startup = read_startup(top)?;
+        let (startup, tool_call) = read_timeouts(top)?;
         let api_key = optional_str(top, "", "apiKey")?
             .filter(|k| !k.is_empty())
             .map(str::to_owned);
@@ -249,8 +291,37 @@ impl HubConfig {
             api_key,
             tool_naming: naming::read_tool_naming(top)?,
             strip_output_schema: naming::read_strip_output_schema(top)?,
+            tool_call,
         })
     }
+}
+
+/// The bytes of `path` (`None` when there is no such file, an empty configuration as GABS has it).
+pub(crate) fn read_file(path: &Path) -> Result<Option<Vec<u8>>, HubError> {
+    match read_bounded(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(HubError::ConfigRead {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// The file's bytes, refused when larger than [`MAX_CONFIG_BYTES`].
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than the {} MiB accepted",
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 impl HubError {
@@ -518,14 +589,23 @@ fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Durat
     }
 }
 
-fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, HubError> {
+fn read_timeouts(
+    top: &Map<String, Value>,
+) -> Result<(StartupTimeouts, Option<Duration>), HubError> {
     let mut startup = StartupTimeouts::default();
     let Some(timeouts) = top.get("timeouts").filter(|v| !v.is_null()) else {
-        return Ok(startup);
+        return Ok((startup, None));
     };
     let timeouts = object(timeouts, "/timeouts")?;
+    let tool_call = match timeouts.get("toolCallSeconds") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            tool_call_seconds(v)
+                .ok_or_else(|| field("/timeouts/toolCallSeconds", TOOL_CALL_SECONDS_EXPECTED))?,
+        ),
+    };
     let Some(s) = timeouts.get("startup").filter(|v| !v.is_null()) else {
-        return Ok(startup);
+        return Ok((startup, tool_call));
     };
     let s = object(s, "/timeouts/startup")?;
     if let Some(d) = seconds(s, "/timeouts/startup", "processStartSeconds")? {
@@ -534,7 +614,7 @@ fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, HubError> {
     if let Some(d) = seconds(s, "/timeouts/startup", "gabpConnectSeconds")? {
         startup.gabp_connect = d;
     }
-    Ok(startup)
+    Ok((startup, tool_call))
 }
 
 #[cfg(test)]
