@@ -346,7 +346,9 @@ impl Watch {
 }
 
 impl Game {
-    fn is_same(&self, other: &Game) -> bool {
+    /// Whether `other` is this very game (not a game made anew from a changed entry with the same id).
+    #[must_use]
+    pub fn is_same(&self, other: &Game) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 }
