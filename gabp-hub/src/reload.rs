@@ -203,7 +203,17 @@ impl LiveHub {
                 Err(e) => {
                     let problem = ConfigProblem::from_error(&e).map(Arc::new);
                     if problem != watch.problem {
-                        tracing::warn!("{e}; the last valid configuration stays in effect");
+                        let meanwhile = if watch.good.is_some() {
+                            "the last valid configuration stays in effect"
+                        } else {
+                            "no game is available until then"
+                        };
+                        tracing::warn!(
+                            "{}; {meanwhile}",
+                            problem
+                                .as_deref()
+                                .map_or(e.to_string(), ToString::to_string)
+                        );
                     }
                     watch.problem = problem;
                 }
