@@ -67,6 +67,7 @@ async fn a_broken_config_is_reported_by_the_tools_and_a_fixed_one_is_read_again(
     ] {
         let (message, e) = mcp.err(tool, args).await;
         assert_eq!(e["code"], "config_invalid", "{tool}: {message}");
+        assert_eq!(e["field"], "/games/voxel/launchMode", "{tool}: {e}");
         assert!(
             message.starts_with(&format!("config_invalid: {}: ", file.display())),
             "{tool}: {message}"

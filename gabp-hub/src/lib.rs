@@ -5,7 +5,7 @@
 //! process group of its own), attaches to them over GABP as a bridge, and keeps for each one its status, its
 //! tools (refreshed on `tools/changed`), its attention item (followed from events: a refused call costs no
 //! message to the game) and a log of the events a client subscribed to, read by cursor. It has no MCP in it:
-//! `gabp-mcp` puts an MCP front on it.
+//! `gabp-mcp` puts an MCP front on it. A [`LiveHub`] follows `config.json` as it changes.
 //!
 //! Layering: a bridge-side application of `gabp-session` (each game's `Bridge`), `gabp-transport` (launching,
 //! `bridge.json`) and `gabp-attention` (the gate); below `gabp-mcp` and `gabp mcp`.
