@@ -74,6 +74,8 @@ pub enum HubEvent {
     },
     /// The configured games changed: `config.json` was read again ([`LiveHub`]).
     GamesChanged,
+    /// How the hub's own tools are listed changed (`toolNormalization`, `stripOutputSchema`).
+    ToolListChanged,
 }
 
 /// The supervisor of the configured games. Cheap to clone.

@@ -293,9 +293,18 @@ impl LiveHub {
         };
         let listed_before = mirrored_by_game(&previous);
         let listed_after = mirrored_by_game(&next);
+        let next_listing = (next.config.tool_naming, next.config.strip_output_schema);
         *self.inner.current.write() = next;
         if !same_games {
             let _ = previous.changes.send(HubEvent::GamesChanged);
+        }
+        if next_listing
+            != (
+                previous.config.tool_naming,
+                previous.config.strip_output_schema,
+            )
+        {
+            let _ = previous.changes.send(HubEvent::ToolListChanged);
         }
         let ids: std::collections::BTreeSet<&String> =
             listed_before.keys().chain(listed_after.keys()).collect();

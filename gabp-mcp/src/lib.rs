@@ -205,6 +205,7 @@ impl GabpMcp {
                     Some(HubEvent::ToolsChanged { .. }) | None if self.options.mirror_tools => {
                         peer.notify_tool_list_changed().await
                     }
+                    Some(HubEvent::ToolListChanged) => peer.notify_tool_list_changed().await,
                     Some(HubEvent::StatusChanged { .. } | HubEvent::GamesChanged) => {
                         peer.notify_resource_list_changed().await
                     }

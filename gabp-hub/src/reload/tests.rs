@@ -166,3 +166,17 @@ fn a_given_hub_is_not_reloaded_and_is_valid() {
     assert!(!live.reload());
     live.current().check_config().unwrap();
 }
+
+#[test]
+fn a_changed_tool_listing_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &games(&["a"]));
+    let live = LiveHub::load(dir.path());
+    let mut changes = live.current().changes();
+    let mut config = games(&["a"]);
+    config["stripOutputSchema"] = json!(true);
+    write(dir.path(), &config);
+    assert!(live.reload());
+    assert_eq!(changes.try_recv().unwrap(), HubEvent::ToolListChanged);
+    assert!(changes.try_recv().is_err(), "the games did not change");
+}
