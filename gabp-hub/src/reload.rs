@@ -331,7 +331,7 @@ impl LiveHub {
             .map(|(g, _)| g.clone())
             .collect();
         let stops = retired.into_iter().map(|game| async move {
-            let _ = game.stop_within(Duration::from_secs(3)).await;
+            let _ = game.stop_inner(Duration::from_secs(3), false).await;
         });
         futures::future::join(self.current().shutdown(), futures::future::join_all(stops)).await;
     }
