@@ -478,6 +478,83 @@ async def push_session(directory):
             check("logging: at error, a stop (info) is not sent", all(
                 m.level == "error" for m in logs[before:]), [m.data for m in logs[before:]])
 
+async def config_reload_session():
+    """A broken config.json is reported by the tools, a fixed one read again within 2 s, a broken edit keeps the
+    last valid one; tool call time limits come from timeouts.toolCallSeconds and `_meta` gabp/timeoutSeconds."""
+    from mcp.shared.exceptions import MCPError
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "config.json")
+        write_config(directory, ["voxel"])
+        with open(path) as f:
+            valid = json.load(f)
+        valid["timeouts"] = {"toolCallSeconds": 1.5}
+        broken = json.loads(json.dumps(valid))
+        broken["games"]["voxel"]["launchMode"] = "Steam"
+
+        def write(config):
+            with open(path + ".tmp", "w") as f:
+                json.dump(config, f)
+            os.replace(path + ".tmp", path)
+
+        write(broken)
+        params = StdioServerParameters(command=GABP, args=["mcp", "--config-dir", directory],
+                                       env={"PATH": os.environ.get("PATH", ""), "HOME": directory})
+        async with stdio_client(params) as (read, write_stream):
+            async with ClientSession(read, write_stream) as s:
+                await s.initialize()
+                listed = await s.call_tool("games_list", {})
+                text = listed.content[0].text
+                check("a broken config.json: the tools answer config_invalid naming the file and the field",
+                      listed.is_error and text.startswith(f"config_invalid: {path}: ")
+                      and "field /games/voxel/launchMode: expected" in text,
+                      text)
+                write(valid)
+                fixed = time.monotonic()
+                while time.monotonic() - fixed < 10:
+                    listed = await s.call_tool("games_list", {})
+                    if not listed.is_error:
+                        break
+                    await asyncio.sleep(0.05)
+                check("a fixed config.json is read again within 2 s",
+                      not listed.is_error and time.monotonic() - fixed <= 2
+                      and "voxel" in listed.content[0].text, listed.content[0].text)
+                write(broken)
+                for _ in range(200):
+                    listed = await s.call_tool("games_list", {})
+                    if "configProblem" in structured(listed):
+                        break
+                    await asyncio.sleep(0.05)
+                check("a broken edit keeps the last valid config, and games_list says what is wrong",
+                      not listed.is_error and "voxel" in listed.content[0].text
+                      and structured(listed).get("configProblem", {}).get("field") == "/games/voxel/launchMode",
+                      listed.content[0].text)
+
+                started = await s.call_tool("games_start", {"gameId": "voxel"})
+                check("the game starts from the last valid config",
+                      structured(started).get("code") == "started_connected", started.content[0].text)
+                slow = {"ms": 20000}
+                t = time.monotonic()
+                late = await s.call_tool("voxel_demo_sleep", slow)
+                check("timeouts.toolCallSeconds limits a mirrored call",
+                      late.is_error and structured(late).get("code") == "timeout"
+                      and "within 1.5 s" in late.content[0].text and time.monotonic() - t < 10,
+                      late.content[0].text)
+                t = time.monotonic()
+                late = await s.call_tool("games_call_tool", {"tool": "voxel_demo_sleep", "arguments": slow},
+                                         meta={"gabp/timeoutSeconds": 0.5})
+                check("_meta gabp/timeoutSeconds limits a call",
+                      late.is_error and "within 0.5 s" in late.content[0].text and time.monotonic() - t < 10,
+                      late.content[0].text)
+                try:
+                    await s.call_tool("voxel_demo_echo", {"value": 1}, meta={"gabp/timeoutSeconds": -1})
+                    refused = None
+                except MCPError as e:
+                    refused = e
+                check("a bad _meta gabp/timeoutSeconds is invalid params naming it",
+                      refused is not None and refused.error.code == -32602
+                      and "_meta/gabp/timeoutSeconds" in refused.error.message, refused)
+
 
 def main():
     with tempfile.TemporaryDirectory() as directory:
@@ -496,6 +573,7 @@ def main():
         asyncio.run(store_launch_and_orphans(directory))
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(push_session(directory))
+    asyncio.run(config_reload_session())
     print(f"{RESULTS['passed']} passed, {RESULTS['failed']} failed")
     sys.exit(1 if RESULTS["failed"] else 0)
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use gabp_hub::{Hub, HubConfig};
+use gabp_hub::LiveHub;
 use gabp_mcp::http::{Access, HttpServer, API_KEY_VAR};
 use gabp_mcp::{GabpMcp, ImageLimits, McpOptions};
 use tokio_util::sync::CancellationToken;
@@ -145,12 +145,16 @@ async fn serve(args: &McpArgs) -> Result<(), String> {
         Some(dir) => dir.clone(),
         None => default_dir()?,
     };
-    let config = HubConfig::load(&dir).map_err(|e| e.to_string())?;
-    let api_key = std::env::var(API_KEY_VAR).ok().or(config.api_key.clone());
-    let hub = Hub::new(config);
+    // An invalid config.json does not stop the server: the tools say what is wrong until it is fixed, and the
+    // file is read again when it changes.
+    let hub = LiveHub::load(&dir);
+    hub.watch();
+    let api_key = std::env::var(API_KEY_VAR)
+        .ok()
+        .or(hub.current().config().api_key.clone());
     // Games an earlier session left running (it was killed) are taken over, not started twice.
     tokio::spawn({
-        let hub = hub.clone();
+        let hub = hub.current();
         async move { hub.reconcile().await }
     });
     let front = GabpMcp::new(

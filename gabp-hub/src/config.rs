@@ -11,9 +11,20 @@
 //!       "stopProcessName": "gabp", "env": {"RUST_LOG": "info"}
 //!     }
 //!   },
-//!   "timeouts": { "startup": { "processStartSeconds": 10, "gabpConnectSeconds": 60 } }
+//!   "timeouts": {
+//!     "startup": { "processStartSeconds": 10, "gabpConnectSeconds": 60 },
+//!     "toolCallSeconds": 30
+//!   }
 //! }
 //! ```
+//!
+//! `timeouts.toolCallSeconds` (our addition beside GABS's `timeouts.startup`) is how long a game tool call may
+//! take before the hub gives up on it (default 30 s): a number of seconds greater than 0 and at most 3600,
+//! fractions allowed. An MCP call can ask for another limit with `_meta` `{"gabp/timeoutSeconds": N}` (the same
+//! range), see docs/mcp.md §Timeouts.
+//!
+//! `gabp mcp` reads the file again when it changes ([`crate::LiveHub`]); while it is invalid, the last valid one
+//! stays in effect.
 //!
 //! Reading is strict where a mistake would launch the wrong thing (types, ids, `env` names) and liberal where
 //! GABS has fields the hub does not use (`portRanges`, `timeouts.session`): those are accepted and ignored.
@@ -37,6 +48,9 @@ pub use naming::ToolNaming;
 
 /// The file name of the configuration in its directory.
 pub const CONFIG_FILE: &str = "config.json";
+
+/// The largest `config.json` read, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
 /// How a game is launched (GABS's `launchMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,25 +162,6 @@ impl MirrorTools {
     }
 }
 
-/// Startup time limits (`timeouts.startup`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StartupTimeouts {
-    /// How long a started process has to show up (default 10 s).
-    pub process_start: Duration,
-    /// How long the hub keeps trying to connect to a started game over GABP (default 60 s).
-    pub gabp_connect: Duration,
-}
-
-impl Default for StartupTimeouts {
-    fn default() -> Self {
-        StartupTimeouts {
-            process_start: Duration::from_secs(10),
-            gabp_connect: Duration::from_secs(60),
-        }
-    }
-}
-
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -185,9 +180,17 @@ pub struct HubConfig {
     pub tool_naming: ToolNaming,
     /// `stripOutputSchema`: leave `outputSchema` out of the MCP tool list, for clients that reject it.
     pub strip_output_schema: bool,
+    /// `timeouts.toolCallSeconds`; see [`HubConfig::tool_call_timeout`].
+    pub tool_call: Option<Duration>,
 }
 
 impl HubConfig {
+    /// How long a game tool call may take: `timeouts.toolCallSeconds`, or [`DEFAULT_TOOL_CALL_TIMEOUT`].
+    #[must_use]
+    pub fn tool_call_timeout(&self) -> Duration {
+        self.tool_call.unwrap_or(DEFAULT_TOOL_CALL_TIMEOUT)
+    }
+
     /// Reads `DIR/config.json`. A missing file is an empty configuration (as GABS has it); a file that is there
     /// must be valid.
     ///
@@ -197,19 +200,21 @@ impl HubConfig {
     /// the field and what was expected).
     pub fn load(dir: impl AsRef<Path>) -> Result<HubConfig, HubError> {
         let dir = dir.as_ref();
-        let path = dir.join(CONFIG_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(HubConfig {
-                    dir: dir.to_owned(),
-                    version: "1.0".to_owned(),
-                    ..HubConfig::default()
-                })
-            }
-            Err(source) => return Err(HubError::ConfigRead { path, source }),
+        let bytes = read_file(&dir.join(CONFIG_FILE))?;
+        HubConfig::from_file_bytes(dir, bytes.as_deref())
+    }
+
+    /// As [`HubConfig::load`], from the bytes of `DIR/config.json` (`None`: no such file).
+    pub(crate) fn from_file_bytes(dir: &Path, bytes: Option<&[u8]>) -> Result<HubConfig, HubError> {
+        let Some(bytes) = bytes else {
+            return Ok(HubConfig {
+                dir: dir.to_owned(),
+                version: "1.0".to_owned(),
+                ..HubConfig::default()
+            });
         };
-        let mut config = HubConfig::from_json_slice(&bytes).map_err(|e| e.in_file(&path))?;
+        let path = dir.join(CONFIG_FILE);
+        let mut config = HubConfig::from_json_slice(bytes).map_err(|e| e.in_file(&path))?;
         config.dir = dir.to_owned();
         Ok(config)
     }
@@ -237,7 +242,7 @@ impl HubConfig {
                 games.insert(key.clone(), game);
             }
         }
-        let startup = read_startup(top)?;
+        let (startup, tool_call) = read_timeouts(top)?;
         let api_key = optional_str(top, "", "apiKey")?
             .filter(|k| !k.is_empty())
             .map(str::to_owned);
@@ -249,8 +254,37 @@ impl HubConfig {
             api_key,
             tool_naming: naming::read_tool_naming(top)?,
             strip_output_schema: naming::read_strip_output_schema(top)?,
+            tool_call,
         })
     }
+}
+
+/// The bytes of `path` (`None` when there is no such file, an empty configuration as GABS has it).
+pub(crate) fn read_file(path: &Path) -> Result<Option<Vec<u8>>, HubError> {
+    match read_bounded(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(HubError::ConfigRead {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// The file's bytes, refused when larger than [`MAX_CONFIG_BYTES`].
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than the {} MiB accepted",
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 impl HubError {
@@ -503,39 +537,13 @@ fn mirror_tools(obj: &Map<String, Value>, at: &str) -> Result<MirrorTools, HubEr
     })
 }
 
-fn seconds(obj: &Map<String, Value>, at: &str, key: &str) -> Result<Option<Duration>, HubError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            // GABS replaces values <= 0 with the default.
-            Some(0) => Ok(None),
-            Some(s) if s <= 3600 => Ok(Some(Duration::from_secs(s))),
-            _ => Err(field(
-                format!("{at}/{key}"),
-                "a whole number of seconds from 0 to 3600",
-            )),
-        },
-    }
-}
-
-fn read_startup(top: &Map<String, Value>) -> Result<StartupTimeouts, HubError> {
-    let mut startup = StartupTimeouts::default();
-    let Some(timeouts) = top.get("timeouts").filter(|v| !v.is_null()) else {
-        return Ok(startup);
-    };
-    let timeouts = object(timeouts, "/timeouts")?;
-    let Some(s) = timeouts.get("startup").filter(|v| !v.is_null()) else {
-        return Ok(startup);
-    };
-    let s = object(s, "/timeouts/startup")?;
-    if let Some(d) = seconds(s, "/timeouts/startup", "processStartSeconds")? {
-        startup.process_start = d;
-    }
-    if let Some(d) = seconds(s, "/timeouts/startup", "gabpConnectSeconds")? {
-        startup.gabp_connect = d;
-    }
-    Ok(startup)
-}
-
 #[cfg(test)]
 mod tests;
+
+mod timeouts;
+
+use timeouts::read_timeouts;
+pub use timeouts::{
+    tool_call_seconds, StartupTimeouts, DEFAULT_TOOL_CALL_TIMEOUT, MAX_TOOL_CALL_SECONDS,
+    TOOL_CALL_SECONDS_EXPECTED,
+};

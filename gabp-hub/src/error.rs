@@ -172,6 +172,75 @@ pub enum HubError {
         /// What was expected.
         expected: String,
     },
+    /// The configuration the call needs is invalid, and no valid one has been read yet.
+    #[error("{0}")]
+    ConfigInvalid(ConfigProblem),
+}
+
+/// What is wrong with `config.json`: the file (an absolute path), the field and what was expected. Shown as
+/// `config_invalid: FILE: field POINTER: expected ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigProblem {
+    /// The file.
+    pub path: PathBuf,
+    /// The JSON pointer of the field (`/games/voxel/launchMode`), when one field is wrong.
+    pub pointer: Option<String>,
+    /// What was expected there (or what is wrong with the file as a whole).
+    pub expected: String,
+}
+
+impl ConfigProblem {
+    /// The problem `error` (an error of [`crate::HubConfig::load`]) describes; `None` for other errors.
+    #[must_use]
+    pub fn from_error(error: &HubError) -> Option<ConfigProblem> {
+        let (path, pointer, expected) = match error {
+            HubError::ConfigRead { path, source } => {
+                (path, None, format!("a readable file ({source})"))
+            }
+            HubError::ConfigJson {
+                path,
+                line,
+                column,
+                message,
+            } => (
+                path,
+                None,
+                format!("valid JSON (line {line}, column {column}: {message})"),
+            ),
+            HubError::ConfigField {
+                path,
+                pointer,
+                expected,
+            } => (path, Some(pointer.clone()), expected.clone()),
+            HubError::ConfigInvalid(problem) => return Some(problem.clone()),
+            _ => return None,
+        };
+        let expected = if expected.starts_with("expected ") {
+            expected
+        } else {
+            format!("expected {expected}")
+        };
+        Some(ConfigProblem {
+            path: path.clone(),
+            pointer,
+            expected,
+        })
+    }
+}
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "config_invalid: {}: ", self.path.display())?;
+        if let Some(pointer) = &self.pointer {
+            write!(f, "field {pointer}: ")?;
+        }
+        write!(
+            f,
+            "{}; fix the file: it is read again when it changes",
+            self.expected
+        )
+    }
 }
 
 fn list(items: &[String]) -> String {
@@ -221,6 +290,7 @@ impl HubError {
             HubError::InvalidArgument(_) => "invalid_argument",
             HubError::ConfigRead { .. } => "config_unreadable",
             HubError::ConfigJson { .. } | HubError::ConfigField { .. } => "invalid_config",
+            HubError::ConfigInvalid(_) => "config_invalid",
         }
     }
 

@@ -80,7 +80,7 @@ impl GameStatus {
         }
     }
 
-    fn is_live(self) -> bool {
+    pub(crate) fn is_live(self) -> bool {
         matches!(
             self,
             GameStatus::Starting
@@ -244,6 +244,11 @@ impl Game {
     #[must_use]
     pub fn config(&self) -> &GameConfig {
         &self.shared.config
+    }
+
+    /// The startup time limits it was made with.
+    pub(crate) fn startup(&self) -> StartupTimeouts {
+        self.shared.startup
     }
 
     /// Its id.

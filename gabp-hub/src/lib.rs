@@ -5,7 +5,7 @@
 //! process group of its own), attaches to them over GABP as a bridge, and keeps for each one its status, its
 //! tools (refreshed on `tools/changed`), its attention item (followed from events: a refused call costs no
 //! message to the game) and a log of the events a client subscribed to, read by cursor. It has no MCP in it:
-//! `gabp-mcp` puts an MCP front on it.
+//! `gabp-mcp` puts an MCP front on it. A [`LiveHub`] follows `config.json` as it changes.
 //!
 //! Layering: a bridge-side application of `gabp-session` (each game's `Bridge`), `gabp-transport` (launching,
 //! `bridge.json`) and `gabp-attention` (the gate); below `gabp-mcp` and `gabp mcp`.
@@ -39,6 +39,7 @@ pub mod launch;
 mod link;
 pub mod names;
 mod procs;
+mod reload;
 pub mod runtime;
 mod tie;
 
@@ -50,9 +51,10 @@ use tokio::sync::broadcast;
 
 pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
 pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools, ToolNaming};
-pub use error::HubError;
+pub use error::{ConfigProblem, HubError};
 pub use events::{EventLimits, Gap, LoggedEvent};
 pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};
+pub use reload::{LiveHub, RELOAD_POLL};
 
 /// A change a front end passes on to its clients.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +72,10 @@ pub enum HubEvent {
         /// The game.
         game: String,
     },
+    /// The configured games changed: `config.json` was read again ([`LiveHub`]).
+    GamesChanged,
+    /// How the hub's own tools are listed changed (`toolNormalization`, `stripOutputSchema`).
+    ToolListChanged,
 }
 
 /// The supervisor of the configured games. Cheap to clone.
@@ -79,6 +85,8 @@ pub struct Hub {
     games: std::sync::Arc<BTreeMap<String, Game>>,
     changes: broadcast::Sender<HubEvent>,
     console: broadcast::Sender<console::ConsoleLine>,
+    /// The state of `config.json` this snapshot was made from ([`LiveHub`]).
+    config_state: reload::ConfigState,
 }
 
 /// A game tool found by name.
@@ -124,6 +132,7 @@ impl Hub {
             games: std::sync::Arc::new(games),
             changes,
             console,
+            config_state: reload::ConfigState::default(),
         }
     }
 
@@ -275,7 +284,12 @@ impl Hub {
     pub fn mirrored_tools(&self) -> Vec<(String, FoundTool)> {
         let mut out = Vec::new();
         for game in self.games.values() {
-            let listed = &game.config().mirror_tools;
+            // From the configuration in effect: a running game keeps the entry it was started with.
+            let listed = self
+                .config
+                .games
+                .get(game.id())
+                .map_or(&game.config().mirror_tools, |c| &c.mirror_tools);
             for tool in game.cached_tools().iter() {
                 if !listed.lists(tool.name.as_str()) {
                     continue;

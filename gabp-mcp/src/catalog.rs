@@ -48,7 +48,7 @@ pub(crate) const HUB_TOOLS: &[HubTool] = &[
             OPTIONAL_GAME_ID,
             ("tool", "string", "The tool: its mirrored name (voxel_world_get_block) or, with gameId, its game name (world/get_block)"),
             ("arguments", "object", "The tool's arguments"),
-            ("timeout", "integer", "Time limit in seconds (default 30)"),
+            ("timeout", "integer", "Time limit in seconds, 1 to 3600 (default: timeouts.toolCallSeconds in config.json, 30 when absent)"),
         ],
         read_only: false,
     },

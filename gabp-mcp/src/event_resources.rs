@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use gabp_hub::{Game, GameStatus, Hub};
+use gabp_hub::{Game, GameStatus, HubEvent, LiveHub};
 use rmcp::model::{Resource, ResourceContents, ResourceUpdatedNotificationParam};
 use rmcp::ErrorData as McpError;
 use serde_json::json;
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::push::{EventSub, Session, Sessions};
 use crate::resources::SCHEME;
@@ -165,9 +166,33 @@ async fn tell(game: &Game, sessions: &Sessions) {
     }
 }
 
-/// Starts a pusher per game.
-pub(crate) fn start(hub: &Hub, sessions: &Sessions) {
-    for game in hub.games() {
-        tokio::spawn(push(game.clone(), sessions.clone()));
-    }
+/// Keeps a pusher for each game of the configuration in effect (config.json is read again when it changes).
+pub(crate) fn start(live: LiveHub, sessions: Sessions) {
+    tokio::spawn(async move {
+        let mut changes = live.current().changes();
+        let mut pushers: Vec<(Game, tokio::task::JoinHandle<()>)> = Vec::new();
+        loop {
+            let hub = live.current();
+            pushers.retain(|(game, task)| {
+                let kept = hub.games().any(|g| g.is_same(game));
+                if !kept {
+                    task.abort();
+                }
+                kept
+            });
+            for game in hub.games() {
+                if !pushers.iter().any(|(g, _)| g.is_same(game)) {
+                    let task = tokio::spawn(push(game.clone(), sessions.clone()));
+                    pushers.push((game.clone(), task));
+                }
+            }
+            loop {
+                match changes.recv().await {
+                    Ok(HubEvent::GamesChanged) | Err(RecvError::Lagged(_)) => break,
+                    Ok(_) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }
+    });
 }

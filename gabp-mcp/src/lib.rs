@@ -39,7 +39,7 @@ pub use images::ImageLimits;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use gabp_hub::{Hub, HubEvent, ToolNaming};
+use gabp_hub::{Hub, HubEvent, LiveHub, ToolNaming};
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
@@ -88,7 +88,8 @@ impl McpOptions {
 /// The MCP server: a hub behind the GABS tool set. Cheap to clone; clones share the hub and the clients.
 #[derive(Clone)]
 pub struct GabpMcp {
-    hub: Hub,
+    /// The hub of the configuration in effect, read again when `config.json` changes.
+    live: LiveHub,
     options: McpOptions,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
     /// Resource URIs clients subscribed to (`resources/subscribe`).
@@ -107,11 +108,12 @@ impl std::fmt::Debug for GabpMcp {
 }
 
 impl GabpMcp {
-    /// A front for `hub`. Within a Tokio runtime, a task passes the hub's changes on to connected clients.
+    /// A front for `hub` (a [`Hub`] as it is, or a [`LiveHub`] that follows `config.json`). Within a Tokio
+    /// runtime, a task passes the hub's changes on to connected clients.
     #[must_use]
-    pub fn new(hub: Hub, options: McpOptions) -> GabpMcp {
+    pub fn new(hub: impl Into<LiveHub>, options: McpOptions) -> GabpMcp {
         let front = GabpMcp {
-            hub,
+            live: hub.into(),
             options,
             peers: Arc::new(Mutex::new(Vec::new())),
             subscribed: Arc::new(Mutex::new(BTreeSet::new())),
@@ -121,10 +123,10 @@ impl GabpMcp {
         if tokio::runtime::Handle::try_current().is_ok() {
             tokio::spawn(front.clone().pass_on_changes());
             tokio::spawn(push::forward_logs(
-                front.hub.clone(),
+                front.live.clone(),
                 front.sessions.clone(),
             ));
-            event_resources::start(&front.hub, &front.sessions);
+            event_resources::start(front.live.clone(), front.sessions.clone());
         }
         front
     }
@@ -138,10 +140,10 @@ impl GabpMcp {
         }
     }
 
-    /// The hub.
+    /// The hub of the configuration in effect now.
     #[must_use]
-    pub fn hub(&self) -> &Hub {
-        &self.hub
+    pub fn hub(&self) -> Hub {
+        self.live.current()
     }
 
     /// Serves one client on stdin and stdout until it goes away, then stops the games the hub started.
@@ -159,7 +161,7 @@ impl GabpMcp {
         T: rmcp::transport::IntoTransport<RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let hub = self.hub.clone();
+        let live = self.live.clone();
         let result = match self.serve(transport).await {
             Ok(running) => running
                 .waiting()
@@ -168,14 +170,14 @@ impl GabpMcp {
                 .map_err(ServeError::Session),
             Err(e) => Err(ServeError::Initialize(Box::new(e))),
         };
-        hub.shutdown().await;
+        live.shutdown().await;
         result
     }
 
     /// Tells every client about the hub's changes: tool list changes when tools are mirrored, resource list
     /// changes when a game connects or goes away.
     async fn pass_on_changes(self) {
-        let mut changes = self.hub.changes();
+        let mut changes = self.hub().changes();
         loop {
             let change = match changes.recv().await {
                 Ok(change) => Some(change),
@@ -203,7 +205,8 @@ impl GabpMcp {
                     Some(HubEvent::ToolsChanged { .. }) | None if self.options.mirror_tools => {
                         peer.notify_tool_list_changed().await
                     }
-                    Some(HubEvent::StatusChanged { .. }) => {
+                    Some(HubEvent::ToolListChanged) => peer.notify_tool_list_changed().await,
+                    Some(HubEvent::StatusChanged { .. } | HubEvent::GamesChanged) => {
                         peer.notify_resource_list_changed().await
                     }
                     _ => Ok(()),
@@ -223,9 +226,9 @@ impl GabpMcp {
     }
 
     fn mirrored_tools(&self) -> Vec<Tool> {
-        let strip = self.hub.config().strip_output_schema;
-        self.hub
-            .mirrored_tools()
+        let hub = self.hub();
+        let strip = hub.config().strip_output_schema;
+        hub.mirrored_tools()
             .into_iter()
             .map(|(name, found)| {
                 let t = &found.tool;
@@ -304,7 +307,7 @@ impl ServerHandler for GabpMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let naming = self.hub.config().tool_naming;
+        let naming = self.hub().config().tool_naming;
         let mut tools: Vec<Tool> = HUB_TOOLS.iter().map(|t| hub_tool(t, naming)).collect();
         if self.options.mirror_tools {
             tools.extend(self.mirrored_tools());
@@ -324,13 +327,16 @@ impl ServerHandler for GabpMcp {
             .meta
             .get_progress_token()
             .map(|token| (token, context.peer.clone()));
+        let timeout = handlers::meta_timeout(&context.meta)?;
+        let hub = self.hub();
         let mut result = if let Some(tool) = HubTool::find(&request.name) {
             let result = handlers::run(
-                &self.hub,
+                &hub,
                 tool,
                 request.arguments.as_ref(),
                 &context.ct,
                 progress,
+                timeout,
             )
             .await;
             // The event resources (event_resources.rs) follow the subscribed channels.
@@ -343,15 +349,17 @@ impl ServerHandler for GabpMcp {
                 }
             }
             result
+        } else if let Err(e) = hub.check_config() {
+            reply::Reply::from(e).into_result()
         } else {
             // A game tool by its mirrored name (listed with --mirror-tools; always callable).
             let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
             handlers::call_game_tool(
-                &self.hub,
+                &hub,
                 &request.name,
                 None,
                 arguments,
-                handlers::CALL_TIMEOUT,
+                timeout.unwrap_or_else(|| hub.config().tool_call_timeout()),
                 &context.ct,
                 progress,
             )
@@ -367,7 +375,7 @@ impl ServerHandler for GabpMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        resources::list(&self.hub).await
+        resources::list(&self.hub()).await
     }
 
     #[allow(deprecated)] // resources/subscribe is what 2025 clients send.
@@ -376,7 +384,7 @@ impl ServerHandler for GabpMcp {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        let (game, inner) = resources::check_uri(&self.hub(), &request.uri)?;
         if let Some(channel) = event_resources::channel_of(inner) {
             return event_resources::subscribe(&self.session, &request.uri, &game, channel);
         }
@@ -400,12 +408,12 @@ impl ServerHandler for GabpMcp {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let (game, inner) = resources::check_uri(&self.hub, &request.uri)?;
+        let (game, inner) = resources::check_uri(&self.hub(), &request.uri)?;
         if let Some(channel) = event_resources::channel_of(inner) {
             let contents = event_resources::read(&self.session, &request.uri, &game, channel)?;
             return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
         }
-        resources::read(&self.hub, &request.uri).await
+        resources::read(&self.hub(), &request.uri).await
     }
 }
 

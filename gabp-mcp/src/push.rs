@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use gabp_hub::console::{ConsoleLine, Stream};
 use gabp_hub::events::Cursor;
-use gabp_hub::{GameStatus, Hub, HubEvent};
+use gabp_hub::{GameStatus, Hub, HubEvent, LiveHub};
 use parking_lot::Mutex;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::{Peer, RoleServer};
@@ -132,9 +132,9 @@ fn status_message(hub: &Hub, game: &str, status: GameStatus) -> LoggingMessageNo
 /// Passes the hub's status changes and the games' console lines on to the sessions that set a level, at
 /// most [`MAX_LINES_PER_SECOND`] console lines a second; lines over that (or missed by a slow client) are
 /// counted and the count is sent as a warning when the second is over.
-pub(crate) async fn forward_logs(hub: Hub, sessions: Sessions) {
-    let mut lines = hub.console_lines();
-    let mut changes = hub.changes();
+pub(crate) async fn forward_logs(live: LiveHub, sessions: Sessions) {
+    let mut lines = live.current().console_lines();
+    let mut changes = live.current().changes();
     let mut last: BTreeMap<String, GameStatus> = BTreeMap::new();
     let mut window = Instant::now();
     let mut sent = 0u32;
@@ -168,7 +168,7 @@ pub(crate) async fn forward_logs(hub: Hub, sessions: Sessions) {
                     if last.insert(game.clone(), status) == Some(status) {
                         continue;
                     }
-                    status_message(&hub, &game, status)
+                    status_message(&live.current(), &game, status)
                 }
                 Ok(_) | Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => return,

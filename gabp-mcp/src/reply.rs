@@ -72,6 +72,11 @@ impl From<HubError> for Reply {
                 )
             }
             HubError::Bridge { game, source } => bridge_reply(game, source),
+            HubError::ConfigInvalid(problem) => Reply::error(
+                code,
+                error.to_string(),
+                json!({ "file": problem.path, "field": problem.pointer, "expected": problem.expected }),
+            ),
             HubError::GameNotFound { candidates, .. } => {
                 Reply::error(code, error.to_string(), json!({ "candidates": candidates }))
             }

@@ -217,3 +217,29 @@ fn a_store_game_needs_its_process_name_and_an_app_id() {
         assert!(error.to_string().contains("/games/s/target"), "{error}");
     }
 }
+
+#[test]
+fn tool_call_seconds_is_a_positive_number_up_to_an_hour() {
+    let read = |v: Value| parse(json!({"timeouts": {"toolCallSeconds": v}}));
+    assert_eq!(
+        read(json!(null)).unwrap().tool_call_timeout(),
+        DEFAULT_TOOL_CALL_TIMEOUT
+    );
+    assert_eq!(
+        read(json!(0.5)).unwrap().tool_call_timeout(),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        read(json!(3600)).unwrap().tool_call_timeout(),
+        Duration::from_secs(3600)
+    );
+    for bad in [json!(0), json!(-1), json!(3600.5), json!("5"), json!(true)] {
+        let (pointer, expected) =
+            field_error(json!({"timeouts": {"toolCallSeconds": bad.clone()}}));
+        assert_eq!(pointer, "/timeouts/toolCallSeconds", "{bad}");
+        assert!(
+            expected.contains("greater than 0 and at most 3600"),
+            "{expected}"
+        );
+    }
+}

@@ -14,9 +14,6 @@ use tokio_util::sync::CancellationToken;
 use super::discovery::resolve;
 use crate::reply::{Args, Reply};
 
-/// The default time limit of a game tool call.
-pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// The most bytes of arguments passed on to a game (the game's own frame limit is usually 1 MiB).
 pub(crate) const MAX_ARGUMENTS: usize = 1 << 20;
 
@@ -69,8 +66,12 @@ pub(crate) async fn call_game_tool(
             Ok(result) => result?,
             Err(_) => return Err(Reply::error(
                 "timeout",
-                format!("GABP tool call failed: no answer from game '{}' within {} s", found.game.id(), timeout.as_secs()),
-                json!({ "gameId": found.game.id() }),
+                format!(
+                    "GABP tool call failed: no answer from game '{}' within {} s; give a longer limit with _meta {{\"gabp/timeoutSeconds\": N}} or timeouts.toolCallSeconds in config.json",
+                    found.game.id(),
+                    timeout.as_secs_f64()
+                ),
+                json!({ "gameId": found.game.id(), "timeoutSeconds": timeout.as_secs_f64() }),
             )),
         },
         () = cancel.cancelled() => return Err(Reply::error(
@@ -130,11 +131,14 @@ pub(crate) fn game_result(value: Value, related: Option<&Attention>) -> CallTool
     result
 }
 
+/// `games_call_tool`: its time limit is the `timeout` argument, else the call's `_meta` (`meta_timeout`), else
+/// `timeouts.toolCallSeconds`.
 pub(crate) async fn call_tool(
     hub: &Hub,
     args: &Args<'_>,
     cancel: &CancellationToken,
     progress: ProgressTo,
+    meta_timeout: Option<Duration>,
 ) -> Result<CallToolResult, Reply> {
     let name = args.required_str("tool")?;
     let arguments = args
@@ -150,7 +154,7 @@ pub(crate) async fn call_tool(
                 json!({ "path": "/timeout" }),
             ))
         }
-        None => CALL_TIMEOUT,
+        None => meta_timeout.unwrap_or_else(|| hub.config().tool_call_timeout()),
     };
     call_game_tool(
         hub,
