@@ -4,6 +4,8 @@
 //!   `asyncapi.yaml` and the generated files of the npm package `packages/npm/gabp-schemas` (see [`npm`])
 //!   from the Rust types in `gabp-types` and `gabp-record`; with `--check` it writes nothing and exits 1,
 //!   naming each file that differs from what is on disk (missing, changed or stale).
+//! - `cargo xtask gen-header [--check]` writes the C header `gabp-ffi/include/gabp.h` with cbindgen; see
+//!   [`header`].
 //! - `cargo xtask check-spec-examples [PATH...]` validates every ```` ```json ```` block of the
 //!   specification (`SPEC/1.0/` by default) with the strict decoder; see [`spec_examples`].
 
@@ -12,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod asyncapi;
+mod header;
 mod npm;
 mod spec_examples;
 mod ts;
@@ -19,12 +22,16 @@ mod yaml;
 
 const USAGE: &str =
     "usage: cargo xtask gen-schemas [--check] [--out DIR] [--asyncapi FILE] [--npm DIR]
+       cargo xtask gen-header [--check]
        cargo xtask check-spec-examples [PATH...]
 
 gen-schemas writes SCHEMA/1.0/, asyncapi.yaml and the generated files of the npm package
 packages/npm/gabp-schemas (its schemas/, catalog.json, types.d.ts, package.json and LICENSE) from
 the gabp-types Rust types. With --check, it writes nothing and exits 1 naming every file that
 differs from the generated output (missing, changed or stale).
+
+gen-header writes gabp-ffi/include/gabp.h from the gabp-ffi crate (cbindgen); with --check it
+writes nothing and exits 1 when the committed header differs.
 
 check-spec-examples validates every ```json block of the Markdown files under PATH (default
 SPEC/1.0) with the strict decoder, one line per block, and exits 1 if any is invalid.";
@@ -33,6 +40,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("gen-schemas") => gen_schemas(&args[1..]),
+        Some("gen-header") => header::run(&args[1..], &repo_root()),
         Some("check-spec-examples") => spec_examples::run(&args[1..], &repo_root()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
