@@ -5,10 +5,20 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where cargo put `libgabp` for this test: the profile directory above `deps/`.
+/// Builds the shared library (`cargo test` builds only what Rust links) and returns its directory: the
+/// profile directory above this test's `deps/`.
 fn library_dir() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(Path::parent).unwrap().to_owned()
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let mut build = Command::new(cargo);
+    build.args(["build", "--quiet", "-p", "gabp-ffi", "--lib"]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let built = build.output().unwrap();
+    assert!(built.status.success(), "cargo build -p gabp-ffi: {}", String::from_utf8_lossy(&built.stderr));
+    dir
 }
 
 fn compiler() -> Option<String> {
