@@ -17,7 +17,11 @@ fn library_dir() -> PathBuf {
         build.arg("--release");
     }
     let built = build.output().unwrap();
-    assert!(built.status.success(), "cargo build -p gabp-ffi: {}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "cargo build -p gabp-ffi: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
     dir
 }
 
