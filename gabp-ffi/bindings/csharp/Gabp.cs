@@ -1,0 +1,443 @@
+// Gabp.cs: C# bindings of gabp-rs's C ABI (libgabp, the gabp-ffi crate), for Unity (Mono and IL2CPP) and any
+// .NET or Mono program. Copy this one file into Assets/ and libgabp (gabp.dll, libgabp.so, libgabp.dylib) into a
+// Plugins folder. P/Invoke only; no unsafe code. C# 7.2 (what Mono's mcs takes).
+// SPDX-License-Identifier: Apache-2.0
+//
+//   var mod = new Gabp.ModServer("my-game", "1.0.0")
+//       .Tool("demo/echo", "Answers its arguments", args => args)                  // JSON in, JSON out
+//       .MainThreadTool("world/get_block", "The block at a position", args => ...)  // runs inside Pump()
+//       .Channel("player/move");
+//   mod.Start();                 // GABS environment, bridge.json, or a free loopback port
+//   void Update() { mod.Pump(); }
+//   mod.Publish("player/move", "{\"x\":1}");
+//
+// A tool's handler gets its arguments as JSON text (checked against its input schema) and returns its result as
+// JSON text; Gabp.Json reads and writes JSON without other assemblies. An exception in a handler answers the call
+// as a tool error with its message (GabpToolException carries a GABP error code). An async tool gets a ToolCall to
+// answer later, from any thread.
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.Runtime.InteropServices;
+using System.Text;
+
+#if !UNITY_5_3_OR_NEWER
+namespace AOT
+{
+    /// <summary>Marks the static methods native code calls back, for IL2CPP (Unity has its own).</summary>
+    [AttributeUsage(AttributeTargets.Method)]
+    public sealed class MonoPInvokeCallbackAttribute : Attribute
+    {
+        public MonoPInvokeCallbackAttribute(Type type) { }
+    }
+}
+#endif
+
+namespace Gabp
+{
+    /// <summary>What a call into libgabp returned (GabpStatus in gabp.h).</summary>
+    public enum Status
+    {
+        Ok = 0, Null = 1, Utf8 = 2, Json = 3, Schema = 4, Handle = 5, CallEnded = 6, State = 7, Invalid = 8,
+        Io = 9, Timeout = 10, Remote = 11, Internal = 12,
+    }
+
+    /// <summary>A call into libgabp failed: its status and the library's message.</summary>
+    public class GabpException : Exception
+    {
+        public Status Status { get; private set; }
+        public GabpException(Status status, string message) : base(message) { Status = status; }
+    }
+
+    /// <summary>Thrown in a tool's handler to fail the call with a GABP error code (0: the tool-failure code).</summary>
+    public class GabpToolException : Exception
+    {
+        public int Code { get; private set; }
+        public GabpToolException(string message, int code = 0) : base(message) { Code = code; }
+    }
+
+    /// <summary>Flags of a tool.</summary>
+    [Flags]
+    public enum ToolFlags : uint { None = 0, ReadOnly = 1, MainThread = 2 }
+
+    internal static class Native
+    {
+        const string Lib = "gabp";
+        public const uint AbiVersion = 1;
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void ToolFn(IntPtr user, ulong call, IntPtr args, UIntPtr argsLen);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern uint gabp_abi_version();
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern IntPtr gabp_last_error(out UIntPtr len);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_mod_new(byte[] app, UIntPtr appLen, byte[] version, UIntPtr versionLen, out ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_mod_add_tool(ulong mod, byte[] name, UIntPtr nameLen, byte[] description,
+            UIntPtr descriptionLen, byte[] schema, UIntPtr schemaLen, uint flags, ToolFn callback, IntPtr user);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_mod_add_channel(ulong mod, byte[] channel, UIntPtr channelLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_enable_time_control(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_start(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_endpoint(ulong mod, out GabpString endpoint);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern void gabp_string_free(ref GabpString s);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_mod_publish(ulong mod, byte[] channel, UIntPtr channelLen, byte[] payload, UIntPtr payloadLen, out ulong seq);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_pump(ulong mod, ulong budgetUs, out uint ran);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_wait(ulong mod, ulong timeoutUs, [MarshalAs(UnmanagedType.U1)] out bool work);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_wake(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_tick(ulong mod, [MarshalAs(UnmanagedType.U1)] out bool runTick);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_stop(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_free(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_call_reply(ulong call, byte[] json, UIntPtr jsonLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_call_reply_content(ulong call, byte[] json, UIntPtr jsonLen, byte[] mime, UIntPtr mimeLen, byte[] data, UIntPtr dataLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_call_fail(ulong call, int code, byte[] message, UIntPtr messageLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_call_is_cancelled(ulong call, [MarshalAs(UnmanagedType.U1)] out bool cancelled);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_call_progress(ulong call, double done, double total, byte[] message, UIntPtr messageLen);
+
+        [StructLayout(LayoutKind.Sequential)]
+        public struct GabpString { public IntPtr Ptr; public UIntPtr Len; }
+
+        public static byte[] Utf8(string s) { return Encoding.UTF8.GetBytes(s ?? ""); }
+        public static UIntPtr Len(byte[] b) { return new UIntPtr((uint)b.Length); }
+
+        public static string Text(IntPtr ptr, UIntPtr len)
+        {
+            int n = checked((int)len.ToUInt64());
+            if (ptr == IntPtr.Zero || n == 0) return "";
+            var bytes = new byte[n];
+            Marshal.Copy(ptr, bytes, 0, n);
+            return Encoding.UTF8.GetString(bytes);
+        }
+
+        public static string LastError()
+        {
+            UIntPtr len;
+            IntPtr ptr = gabp_last_error(out len);
+            return Text(ptr, len);
+        }
+
+        public static void Check(Status status)
+        {
+            if (status != Status.Ok) throw new GabpException(status, LastError());
+        }
+    }
+
+    /// <summary>A call of an async tool, answered once, now or later, from any thread.</summary>
+    public sealed class ToolCall
+    {
+        readonly ulong handle;
+        /// <summary>The call's arguments, as JSON text.</summary>
+        public string Arguments { get; private set; }
+        internal ToolCall(ulong handle, string arguments) { this.handle = handle; Arguments = arguments; }
+
+        /// <summary>Answers with a JSON result.</summary>
+        public void Reply(string json) { var b = Native.Utf8(json); Native.Check(Native.gabp_call_reply(handle, b, Native.Len(b))); }
+
+        /// <summary>Answers with a JSON result and a picture or sound (mime such as "image/png").</summary>
+        public void ReplyWithContent(string json, string mime, byte[] data)
+        {
+            var j = Native.Utf8(json);
+            var m = Native.Utf8(mime);
+            data = data ?? new byte[0];
+            Native.Check(Native.gabp_call_reply_content(handle, j, Native.Len(j), m, Native.Len(m), data, Native.Len(data)));
+        }
+
+        /// <summary>Fails the call with a GABP error code (0: the tool-failure code) and a message.</summary>
+        public void Fail(string message, int code = 0) { var b = Native.Utf8(message); Native.Check(Native.gabp_call_fail(handle, code, b, Native.Len(b))); }
+
+        /// <summary>Whether nobody waits for the answer any more (cancelled, timed out): stop the work.</summary>
+        public bool IsCancelled { get { bool c; Native.Check(Native.gabp_call_is_cancelled(handle, out c)); return c; } }
+
+        /// <summary>Reports progress (total below 0 when unknown); sent when the bridge asked for it.</summary>
+        public void Progress(double done, double total = -1, string message = null)
+        {
+            var b = Native.Utf8(message);
+            Native.Check(Native.gabp_call_progress(handle, done, total, b, Native.Len(b)));
+        }
+    }
+
+    /// <summary>A GABP mod: tools, channels and events, served by libgabp.</summary>
+    public sealed class ModServer : IDisposable
+    {
+        ulong handle;
+        // The handlers native code calls back through, kept alive (and found) by these GC handles.
+        readonly List<GCHandle> handlers = new List<GCHandle>();
+        static readonly Native.ToolFn Callback = OnCall;
+
+        public ModServer(string app, string version)
+        {
+            if (Native.gabp_abi_version() != Native.AbiVersion)
+                throw new GabpException(Status.State, "libgabp's ABI version " + Native.gabp_abi_version() + " is not " + Native.AbiVersion + ", which Gabp.cs was written for");
+            var a = Native.Utf8(app);
+            var v = Native.Utf8(version);
+            Native.Check(Native.gabp_mod_new(a, Native.Len(a), v, Native.Len(v), out handle));
+        }
+
+        /// <summary>A tool answered by <paramref name="handler"/> on a library thread: JSON arguments in, JSON result out.</summary>
+        public ModServer Tool(string name, string description, Func<string, string> handler, string inputSchema = "", ToolFlags flags = ToolFlags.None)
+        {
+            return Add(name, description, inputSchema, flags & ~ToolFlags.MainThread, handler);
+        }
+
+        /// <summary>A tool that runs on the game's thread, inside <see cref="Pump"/>.</summary>
+        public ModServer MainThreadTool(string name, string description, Func<string, string> handler, string inputSchema = "", ToolFlags flags = ToolFlags.None)
+        {
+            return Add(name, description, inputSchema, flags | ToolFlags.MainThread, handler);
+        }
+
+        /// <summary>A tool whose handler answers the <see cref="ToolCall"/> now or later, from any thread.</summary>
+        public ModServer AsyncTool(string name, string description, Action<ToolCall> handler, string inputSchema = "", ToolFlags flags = ToolFlags.None)
+        {
+            return Add(name, description, inputSchema, flags & ~ToolFlags.MainThread, handler);
+        }
+
+        ModServer Add(string name, string description, string inputSchema, ToolFlags flags, object handler)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            var gc = GCHandle.Alloc(handler);
+            var n = Native.Utf8(name);
+            var d = Native.Utf8(description);
+            var s = Native.Utf8(inputSchema);
+            var status = Native.gabp_mod_add_tool(handle, n, Native.Len(n), d, Native.Len(d), s, Native.Len(s), (uint)flags, Callback, GCHandle.ToIntPtr(gc));
+            if (status != Status.Ok) { gc.Free(); Native.Check(status); }
+            handlers.Add(gc);
+            return this;
+        }
+
+        [AOT.MonoPInvokeCallback(typeof(Native.ToolFn))]
+        static void OnCall(IntPtr user, ulong call, IntPtr args, UIntPtr argsLen)
+        {
+            try
+            {
+                var handler = GCHandle.FromIntPtr(user).Target;
+                var toolCall = new ToolCall(call, Native.Text(args, argsLen));
+                var async = handler as Action<ToolCall>;
+                if (async != null) { async(toolCall); return; }
+                toolCall.Reply(((Func<string, string>)handler)(toolCall.Arguments));
+            }
+            catch (GabpToolException e) { Fail(call, e.Code, e.Message); }
+            catch (Exception e) { Fail(call, 0, e.GetType().Name + ": " + e.Message); }
+        }
+
+        static void Fail(ulong call, int code, string message)
+        {
+            var b = Native.Utf8(message);
+            Native.gabp_call_fail(call, code, b, Native.Len(b)); // CallEnded when already answered: nothing to do.
+        }
+
+        /// <summary>An event channel, for <see cref="Publish"/>.</summary>
+        public ModServer Channel(string name) { var b = Native.Utf8(name); Native.Check(Native.gabp_mod_add_channel(handle, b, Native.Len(b))); return this; }
+
+        /// <summary>Turns on time control: bridges may pause, resume and step; ask <see cref="ShouldTick"/> before each tick.</summary>
+        public ModServer TimeControl() { Native.Check(Native.gabp_mod_enable_time_control(handle)); return this; }
+
+        /// <summary>Starts serving where the GABS environment or bridge.json says, or on a free loopback port.</summary>
+        public void Start() { Native.Check(Native.gabp_mod_start(handle)); }
+
+        /// <summary>Where the mod listens (tcp://127.0.0.1:PORT).</summary>
+        public string Endpoint
+        {
+            get
+            {
+                Native.GabpString s;
+                Native.Check(Native.gabp_mod_endpoint(handle, out s));
+                try { return Native.Text(s.Ptr, s.Len); } finally { Native.gabp_string_free(ref s); }
+            }
+        }
+
+        /// <summary>Publishes an event with a JSON payload; returns its sequence number.</summary>
+        public ulong Publish(string channel, string payloadJson)
+        {
+            var c = Native.Utf8(channel);
+            var p = Native.Utf8(payloadJson);
+            ulong seq;
+            Native.Check(Native.gabp_mod_publish(handle, c, Native.Len(c), p, Native.Len(p), out seq));
+            return seq;
+        }
+
+        /// <summary>Runs queued main-thread calls for at most <paramref name="budgetMicroseconds"/>; call it from Update().</summary>
+        public int Pump(long budgetMicroseconds = 2000)
+        {
+            uint ran;
+            Native.Check(Native.gabp_mod_pump(handle, (ulong)Math.Max(0, budgetMicroseconds), out ran));
+            return (int)ran;
+        }
+
+        /// <summary>Blocks until a main-thread call is queued, <see cref="Wake"/> is called, or the timeout passes.</summary>
+        public bool Wait(TimeSpan timeout)
+        {
+            bool work;
+            Native.Check(Native.gabp_mod_wait(handle, (ulong)Math.Max(0, timeout.Ticks / 10), out work));
+            return work;
+        }
+
+        /// <summary>Ends a <see cref="Wait"/> in progress.</summary>
+        public void Wake() { Native.Check(Native.gabp_mod_wake(handle)); }
+
+        /// <summary>With time control: whether to run the next tick (false while paused).</summary>
+        public bool ShouldTick() { bool run; Native.Check(Native.gabp_mod_tick(handle, out run)); return run; }
+
+        /// <summary>Stops serving and frees the mod.</summary>
+        public void Dispose()
+        {
+            if (handle == 0) return;
+            Native.gabp_mod_free(handle);
+            handle = 0;
+            foreach (var gc in handlers) gc.Free();
+            handlers.Clear();
+        }
+    }
+
+    /// <summary>Reads and writes JSON: objects are Dictionary&lt;string, object&gt;, arrays List&lt;object&gt;, numbers double.</summary>
+    public static class Json
+    {
+        /// <summary>The value of JSON <paramref name="text"/>; FormatException names the offset of a mistake.</summary>
+        public static object Parse(string text)
+        {
+            int at = 0;
+            var value = Value(text, ref at, 0);
+            Space(text, ref at);
+            if (at != text.Length) throw new FormatException("JSON: unexpected text at offset " + at);
+            return value;
+        }
+
+        /// <summary>The JSON text of <paramref name="value"/> (dictionaries, lists, arrays, strings, numbers, bools, null).</summary>
+        public static string Write(object value) { var sb = new StringBuilder(); Write(sb, value); return sb.ToString(); }
+
+        static void Space(string s, ref int at) { while (at < s.Length && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r')) at++; }
+
+        static object Value(string s, ref int at, int depth)
+        {
+            if (depth > 128) throw new FormatException("JSON: nested deeper than 128");
+            Space(s, ref at);
+            if (at >= s.Length) throw new FormatException("JSON: unexpected end");
+            char c = s[at];
+            if (c == '{')
+            {
+                var obj = new Dictionary<string, object>();
+                at++; Space(s, ref at);
+                if (at < s.Length && s[at] == '}') { at++; return obj; }
+                while (true)
+                {
+                    Space(s, ref at);
+                    if (at >= s.Length || s[at] != '"') throw new FormatException("JSON: expected a member name at offset " + at);
+                    string key = Str(s, ref at);
+                    Space(s, ref at);
+                    if (at >= s.Length || s[at] != ':') throw new FormatException("JSON: expected ':' at offset " + at);
+                    at++;
+                    obj[key] = Value(s, ref at, depth + 1);
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    if (at < s.Length && s[at] == '}') { at++; return obj; }
+                    throw new FormatException("JSON: expected ',' or '}' at offset " + at);
+                }
+            }
+            if (c == '[')
+            {
+                var list = new List<object>();
+                at++; Space(s, ref at);
+                if (at < s.Length && s[at] == ']') { at++; return list; }
+                while (true)
+                {
+                    list.Add(Value(s, ref at, depth + 1));
+                    Space(s, ref at);
+                    if (at < s.Length && s[at] == ',') { at++; continue; }
+                    if (at < s.Length && s[at] == ']') { at++; return list; }
+                    throw new FormatException("JSON: expected ',' or ']' at offset " + at);
+                }
+            }
+            if (c == '"') return Str(s, ref at);
+            if (s.Length - at >= 4 && string.CompareOrdinal(s, at, "true", 0, 4) == 0) { at += 4; return true; }
+            if (s.Length - at >= 5 && string.CompareOrdinal(s, at, "false", 0, 5) == 0) { at += 5; return false; }
+            if (s.Length - at >= 4 && string.CompareOrdinal(s, at, "null", 0, 4) == 0) { at += 4; return null; }
+            int start = at;
+            while (at < s.Length && "+-0123456789.eE".IndexOf(s[at]) >= 0) at++;
+            double d;
+            if (at > start && double.TryParse(s.Substring(start, at - start), NumberStyles.Float, CultureInfo.InvariantCulture, out d)) return d;
+            throw new FormatException("JSON: unexpected character at offset " + start);
+        }
+
+        static string Str(string s, ref int at)
+        {
+            var sb = new StringBuilder();
+            at++;
+            while (at < s.Length)
+            {
+                char c = s[at++];
+                if (c == '"') return sb.ToString();
+                if (c != '\\') { sb.Append(c); continue; }
+                if (at >= s.Length) break;
+                char e = s[at++];
+                switch (e)
+                {
+                    case 'n': sb.Append('\n'); break;
+                    case 't': sb.Append('\t'); break;
+                    case 'r': sb.Append('\r'); break;
+                    case 'b': sb.Append('\b'); break;
+                    case 'f': sb.Append('\f'); break;
+                    case 'u':
+                        if (at + 4 > s.Length) throw new FormatException("JSON: short \\u escape at offset " + at);
+                        sb.Append((char)int.Parse(s.Substring(at, 4), NumberStyles.HexNumber, CultureInfo.InvariantCulture));
+                        at += 4;
+                        break;
+                    default: sb.Append(e); break;
+                }
+            }
+            throw new FormatException("JSON: unterminated string");
+        }
+
+        static void Write(StringBuilder sb, object v)
+        {
+            if (v == null) { sb.Append("null"); return; }
+            if (v is bool) { sb.Append((bool)v ? "true" : "false"); return; }
+            if (v is string) { Quote(sb, (string)v); return; }
+            if (v is double || v is float || v is int || v is long || v is uint || v is ulong || v is short || v is decimal)
+            {
+                sb.Append(Convert.ToString(v, CultureInfo.InvariantCulture)); return;
+            }
+            var dict = v as IDictionary<string, object>;
+            if (dict != null)
+            {
+                sb.Append('{');
+                bool first = true;
+                foreach (var kv in dict) { if (!first) sb.Append(','); first = false; Quote(sb, kv.Key); sb.Append(':'); Write(sb, kv.Value); }
+                sb.Append('}');
+                return;
+            }
+            var list = v as System.Collections.IEnumerable;
+            if (list != null)
+            {
+                sb.Append('[');
+                bool first = true;
+                foreach (var item in list) { if (!first) sb.Append(','); first = false; Write(sb, item); }
+                sb.Append(']');
+                return;
+            }
+            Quote(sb, v.ToString());
+        }
+
+        static void Quote(StringBuilder sb, string s)
+        {
+            sb.Append('"');
+            foreach (char c in s)
+            {
+                switch (c)
+                {
+                    case '"': sb.Append("\\\""); break;
+                    case '\\': sb.Append("\\\\"); break;
+                    case '\n': sb.Append("\\n"); break;
+                    case '\r': sb.Append("\\r"); break;
+                    case '\t': sb.Append("\\t"); break;
+                    default:
+                        if (c < ' ') sb.Append("\\u").Append(((int)c).ToString("x4", CultureInfo.InvariantCulture));
+                        else sb.Append(c);
+                        break;
+                }
+            }
+            sb.Append('"');
+        }
+    }
+}

@@ -1,0 +1,49 @@
+// A mod through Gabp.cs, run on Mono by tests/csharp_bindings.rs: every kind of tool, an event, a pumping loop.
+// Ends at the end of its stdin.
+using System;
+using System.Collections.Generic;
+using System.Threading;
+
+static class BindingsMod
+{
+    static int ticks;
+
+    static int Main()
+    {
+        using (var mod = new Gabp.ModServer("csharp-test", "1.0.0"))
+        {
+            var stop = false;
+            mod.Tool("demo/echo", "Answers its arguments", args => args,
+                    "{\"type\":\"object\",\"properties\":{\"value\":{}},\"required\":[\"value\"]}", Gabp.ToolFlags.ReadOnly)
+               .MainThreadTool("world/tick", "Counts ticks on the game's thread", args =>
+                {
+                    ticks++;
+                    mod.Publish("world/ticked", Gabp.Json.Write(new Dictionary<string, object> { { "tick", ticks } }));
+                    return Gabp.Json.Write(new Dictionary<string, object> { { "ticks", ticks }, { "thread", Thread.CurrentThread.Name } });
+                })
+               .AsyncTool("demo/later", "Answers from a thread of its own", call =>
+                {
+                    new Thread(() =>
+                    {
+                        var args = (Dictionary<string, object>)Gabp.Json.Parse(call.Arguments);
+                        Thread.Sleep(20);
+                        call.Reply(Gabp.Json.Write(new Dictionary<string, object> { { "doubled", (double)args["n"] * 2 } }));
+                    }).Start();
+                }, "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\"}},\"required\":[\"n\"]}")
+               .Tool("demo/throw", "Fails with an exception", args => { throw new InvalidOperationException("the chunk is not loaded"); })
+               .Tool("demo/code", "Fails with a GABP code", args => { throw new Gabp.GabpToolException("no such player", -32010); })
+               .Channel("world/ticked");
+            mod.Start();
+            Console.WriteLine("listening on " + mod.Endpoint);
+            Console.Out.Flush();
+            new Thread(() => { while (Console.In.Read() >= 0) { } stop = true; mod.Wake(); }) { IsBackground = true }.Start();
+            Thread.CurrentThread.Name = "game";
+            while (!stop)
+            {
+                mod.Wait(TimeSpan.FromMilliseconds(16));
+                mod.Pump();
+            }
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,149 @@
+//! The C# bindings (`bindings/csharp/Gabp.cs`) on Mono, Unity's runtime: `tests/csharp/BindingsMod.cs` is
+//! compiled with `mcs`, run with `mono` against the library, and driven by a bridge. Skipped, with a message,
+//! without Mono (Debian's `mono-mcs` and `mono-runtime`; `.ci/run` installs them).
+#![cfg(unix)]
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use futures::StreamExt;
+use gabp_session::bridge::SubscriptionItem;
+use gabp_session::Bridge;
+use gabp_transport::{Endpoint, Token};
+use serde_json::json;
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Builds the shared library (`cargo test` builds only what Rust links) and returns its directory.
+fn library_dir() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
+    let mut build = Command::new(cargo);
+    build.args(["build", "--quiet", "-p", "gabp-ffi", "--lib"]);
+    if dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let built = build.output().unwrap();
+    assert!(
+        built.status.success(),
+        "cargo build -p gabp-ffi: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    dir
+}
+
+/// Kills the mod when the test ends, however it ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_csharp_mod_on_mono_serves_every_kind_of_tool() {
+    if !have("mcs") || !have("mono") {
+        eprintln!("SKIPPED: no Mono (mcs and mono, Debian's mono-mcs and mono-runtime); .ci/run installs them");
+        return;
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().unwrap();
+    let exe = out.path().join("BindingsMod.exe");
+    let compiled = Command::new("mcs")
+        .args(["-langversion:7.2", "-warnaserror+"])
+        .arg(format!("-out:{}", exe.display()))
+        .arg(crate_dir.join("bindings/csharp/Gabp.cs"))
+        .arg(crate_dir.join("tests/csharp/BindingsMod.cs"))
+        .output()
+        .unwrap();
+    assert!(
+        compiled.status.success(),
+        "mcs: {}{}",
+        String::from_utf8_lossy(&compiled.stdout),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let mut child = Command::new("mono")
+        .arg(&exe)
+        .env("LD_LIBRARY_PATH", library_dir())
+        .env("HOME", out.path())
+        .env("GABP_SERVER_PORT", port.to_string())
+        .env("GABP_TOKEN", token)
+        .env_remove("GABS_GAME_ID")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut running = Running(child);
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let first = tokio::time::timeout(Duration::from_secs(60), first)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.trim(), format!("listening on tcp://127.0.0.1:{port}"));
+
+    let bridge = Bridge::connect(&Endpoint::tcp_v4(port), Token::new(token).unwrap())
+        .await
+        .unwrap();
+    let echoed = bridge
+        .call_tool("demo/echo", json!({"value": ["ü", 1.5]}))
+        .await
+        .unwrap();
+    assert_eq!(echoed, json!({"value": ["ü", 1.5]}));
+    let refused = bridge.call_tool("demo/echo", json!({})).await.unwrap_err();
+    assert!(refused.to_string().contains("value"), "{refused}");
+
+    let mut events = bridge.subscribe(["world/ticked"]).await.unwrap();
+    let tick = bridge.call_tool("world/tick", json!({})).await.unwrap();
+    assert_eq!(tick, json!({"ticks": 1, "thread": "game"}));
+    let Some(Ok(SubscriptionItem::Event(event))) = events.next().await else {
+        panic!("no event")
+    };
+    assert_eq!(event.payload, json!({"tick": 1}));
+
+    let later = bridge
+        .call_tool("demo/later", json!({"n": 21}))
+        .await
+        .unwrap();
+    assert_eq!(later, json!({"doubled": 42}));
+    let thrown = bridge.call_tool("demo/throw", json!({})).await.unwrap_err();
+    assert!(
+        thrown
+            .to_string()
+            .contains("InvalidOperationException: the chunk is not loaded"),
+        "{thrown}"
+    );
+    let coded = bridge.call_tool("demo/code", json!({})).await.unwrap_err();
+    assert_eq!(coded.code().map(|c| c.0), Some(-32010), "{coded}");
+
+    // The end of its stdin stops it cleanly.
+    drop(running.0.stdin.take());
+    let status = tokio::task::spawn_blocking(move || running.0.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+}
