@@ -91,6 +91,28 @@ typedef enum GabpStatus {
 } GabpStatus;
 
 /**
+ * How serious an attention entry is.
+ */
+typedef enum GabpSeverity {
+  /**
+   * Informational.
+   */
+  GABP_SEVERITY_INFO = 0,
+  /**
+   * A warning.
+   */
+  GABP_SEVERITY_WARNING = 1,
+  /**
+   * An error.
+   */
+  GABP_SEVERITY_ERROR = 2,
+  /**
+   * A fatal error.
+   */
+  GABP_SEVERITY_FATAL = 3,
+} GabpSeverity;
+
+/**
  * A UTF-8 string the library gives out: `len` bytes at `ptr`, followed by a NUL. The caller owns it and frees
  * it with [`gabp_string_free`] (once).
  */
@@ -142,6 +164,47 @@ uint32_t gabp_abi_version(void);
  * `s` is NULL or points to a `GabpString` the library filled in, not copied and freed elsewhere.
  */
 void gabp_string_free(struct GabpString *s);
+
+/**
+ * Turns on attention for mod `m` (before [`gabp_mod_start`](crate::gabp_mod_start)): it serves
+ * `attention/current` and `attention/ack` and publishes on the attention channels.
+ *
+ * Errors: `GABP_STATUS_STATE` (the mod has started, or attention is on already).
+ *
+ * Thread-safety: any thread.
+ */
+enum GabpStatus gabp_mod_enable_attention(uint64_t m);
+
+/**
+ * Records `message` at `severity` on mod `m`: it opens an attention item (or folds into the open one), which
+ * blocks bridges' calls until acknowledged when `blocking`. Sets `*attention_id` (when not NULL) to the item's
+ * id; free it with [`gabp_string_free`](crate::gabp_string_free).
+ *
+ * Errors: `GABP_STATUS_STATE` (attention is not on), `GABP_STATUS_INVALID` (an empty message, a severity
+ * out of range, or the policy opened no item).
+ *
+ * Thread-safety: any thread, also from a tool's callback.
+ *
+ * # Safety
+ *
+ * `message` points to `message_len` readable bytes; `attention_id` is NULL or writable.
+ */
+enum GabpStatus gabp_attention_open(uint64_t m,
+                                    int32_t severity,
+                                    const char *message,
+                                    size_t message_len,
+                                    bool blocking,
+                                    struct GabpString *attention_id);
+
+/**
+ * Resolves mod `m`'s open attention item, if any (its cause is gone): bridges are told on
+ * `attention/cleared` and calls are no longer blocked.
+ *
+ * Errors: `GABP_STATUS_STATE` (attention is not on).
+ *
+ * Thread-safety: any thread.
+ */
+enum GabpStatus gabp_attention_resolve(uint64_t m);
 
 /**
  * Answers `call` with the JSON value in `json` (`json_len` bytes; empty means `{}`).

@@ -15,12 +15,16 @@
 //! - Each function states which threads may call it.
 #![warn(missing_docs)]
 
+mod attention;
 mod call;
 mod handles;
 mod mod_server;
 mod status;
 mod text;
 
+pub use attention::{
+    gabp_attention_open, gabp_attention_resolve, gabp_mod_enable_attention, GabpSeverity,
+};
 pub use call::{
     gabp_call_fail, gabp_call_is_cancelled, gabp_call_progress, gabp_call_reply,
     gabp_call_reply_content, GabpToolFn,

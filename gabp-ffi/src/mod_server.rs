@@ -46,12 +46,14 @@ struct Running {
 /// One mod.
 pub(crate) struct Mod {
     app: String,
+    /// With attention on ([`crate::gabp_mod_enable_attention`]), its manager.
+    pub(crate) attention: Mutex<Option<gabp_attention::AttentionManager>>,
     stage: Mutex<Stage>,
     main_thread: MainThread,
     events: EventPublisher,
 }
 
-static MODS: Handles<Mod> = Handles::new("mod");
+pub(crate) static MODS: Handles<Mod> = Handles::new("mod");
 
 fn state_error(what: &str) -> FfiError {
     FfiError::new(GabpStatus::State, what.to_owned())
@@ -59,7 +61,7 @@ fn state_error(what: &str) -> FfiError {
 
 impl Mod {
     /// Changes the builder; only before the start.
-    fn build_with(
+    pub(crate) fn build_with(
         &self,
         change: impl FnOnce(ModServerBuilder) -> ModServerBuilder,
     ) -> Result<(), FfiError> {
@@ -107,6 +109,7 @@ pub unsafe extern "C" fn gabp_mod_new(
         let builder = ModServer::builder().app(app, version);
         let id = MODS.insert(Mod {
             app: app.to_owned(),
+            attention: Mutex::new(None),
             main_thread: builder.main_thread(),
             events: builder.event_publisher(),
             stage: Mutex::new(Stage::Building(Box::new(builder))),

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use gabp_session::bridge::SubscriptionItem;
 use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
+use gabp_types::methods::{AttentionCurrent, AttentionCurrentParams};
 use serde_json::json;
 
 fn have(tool: &str) -> bool {
@@ -138,6 +139,24 @@ async fn a_csharp_mod_on_mono_serves_every_kind_of_tool() {
     );
     let coded = bridge.call_tool("demo/code", json!({})).await.unwrap_err();
     assert_eq!(coded.code().map(|c| c.0), Some(-32010), "{coded}");
+
+    let raised = bridge
+        .call_tool("demo/raise_error", json!({}))
+        .await
+        .unwrap();
+    let current = bridge
+        .call::<AttentionCurrent>(&AttentionCurrentParams::default())
+        .await
+        .unwrap();
+    let item = current.attention.expect("an open item");
+    assert_eq!(raised["attentionId"], item.attention_id.as_str());
+    assert!(item.blocking && item.summary.as_str().contains("the save file is corrupt"));
+    bridge.call_tool("demo/resolve", json!({})).await.unwrap();
+    let current = bridge
+        .call::<AttentionCurrent>(&AttentionCurrentParams::default())
+        .await
+        .unwrap();
+    assert!(current.attention.is_none());
 
     // The end of its stdin stops it cleanly.
     drop(running.0.stdin.take());

@@ -11,6 +11,7 @@ use gabp::*;
 use gabp_session::bridge::SubscriptionItem;
 use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
+use gabp_types::methods::{AttentionCurrent, AttentionCurrentParams};
 use serde_json::{json, Value};
 
 fn s(text: &str) -> (*const c_char, usize) {
@@ -139,6 +140,8 @@ fn a_c_game_serves_tools_events_and_main_thread_calls() {
     ));
     let (c, cl) = s("player/move");
     ok(unsafe { gabp_mod_add_channel(m, c, cl) });
+    ok(gabp_mod_enable_attention(m));
+    assert_eq!(gabp_mod_enable_attention(m), GabpStatus::State);
 
     // Bad input is an error code with a message, never a crash.
     assert_eq!(
@@ -251,6 +254,34 @@ fn a_c_game_serves_tools_events_and_main_thread_calls() {
         };
         assert_eq!(event.payload, json!({"x": 3}));
         assert_eq!(event.seq, seq);
+        // An attention item is open, blocking, until the game resolves it.
+        let (msg, ml) = s("the save file is corrupt");
+        let mut id = GabpString {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        };
+        ok(unsafe { gabp_attention_open(m, GabpSeverity::Error as i32, msg, ml, true, &mut id) });
+        let opened = unsafe { std::slice::from_raw_parts(id.ptr.cast::<u8>(), id.len) };
+        let opened = std::str::from_utf8(opened).unwrap().to_owned();
+        unsafe { gabp_string_free(&mut id) };
+        assert_eq!(
+            unsafe { gabp_attention_open(m, 9, msg, ml, true, std::ptr::null_mut()) },
+            GabpStatus::Invalid
+        );
+        let current = bridge
+            .call::<AttentionCurrent>(&AttentionCurrentParams::default())
+            .await
+            .unwrap();
+        let item = current.attention.expect("an open item");
+        assert_eq!(item.attention_id.as_str(), opened);
+        assert!(item.blocking);
+        ok(gabp_attention_resolve(m));
+        let current = bridge
+            .call::<AttentionCurrent>(&AttentionCurrentParams::default())
+            .await
+            .unwrap();
+        assert!(current.attention.is_none());
+
         let (u, ul) = s("no/such");
         assert_eq!(
             unsafe { gabp_mod_publish(m, u, ul, p, pl, std::ptr::null_mut()) },

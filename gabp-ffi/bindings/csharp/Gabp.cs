@@ -56,6 +56,9 @@ namespace Gabp
         public GabpToolException(string message, int code = 0) : base(message) { Code = code; }
     }
 
+    /// <summary>How serious an attention entry is (GabpSeverity in gabp.h).</summary>
+    public enum Severity { Info = 0, Warning = 1, Error = 2, Fatal = 3 }
+
     /// <summary>Flags of a tool.</summary>
     [Flags]
     public enum ToolFlags : uint { None = 0, ReadOnly = 1, MainThread = 2 }
@@ -79,6 +82,10 @@ namespace Gabp
         public static extern Status gabp_mod_add_channel(ulong mod, byte[] channel, UIntPtr channelLen);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_enable_time_control(ulong mod);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_start(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_enable_attention(ulong mod);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_attention_open(ulong mod, int severity, byte[] message, UIntPtr messageLen, [MarshalAs(UnmanagedType.U1)] bool blocking, out GabpString attentionId);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_attention_resolve(ulong mod);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_mod_endpoint(ulong mod, out GabpString endpoint);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern void gabp_string_free(ref GabpString s);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -233,6 +240,22 @@ namespace Gabp
 
         /// <summary>Turns on time control: bridges may pause, resume and step; ask <see cref="ShouldTick"/> before each tick.</summary>
         public ModServer TimeControl() { Native.Check(Native.gabp_mod_enable_time_control(handle)); return this; }
+
+        /// <summary>Turns on attention: the mod serves attention/current and attention/ack and its channels.</summary>
+        public ModServer Attention() { Native.Check(Native.gabp_mod_enable_attention(handle)); return this; }
+
+        /// <summary>Opens (or updates) an attention item, blocking bridges' calls until acknowledged when
+        /// <paramref name="blocking"/>; returns its attentionId. Any thread.</summary>
+        public string OpenAttention(string message, bool blocking = true, Severity severity = Severity.Error)
+        {
+            var m = Native.Utf8(message);
+            Native.GabpString id;
+            Native.Check(Native.gabp_attention_open(handle, (int)severity, m, Native.Len(m), blocking, out id));
+            try { return Native.Text(id.Ptr, id.Len); } finally { Native.gabp_string_free(ref id); }
+        }
+
+        /// <summary>Resolves the open attention item (its cause is gone).</summary>
+        public void ResolveAttention() { Native.Check(Native.gabp_attention_resolve(handle)); }
 
         /// <summary>Starts serving where the GABS environment or bridge.json says, or on a free loopback port.</summary>
         public void Start() { Native.Check(Native.gabp_mod_start(handle)); }

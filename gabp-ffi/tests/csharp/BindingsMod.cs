@@ -32,7 +32,11 @@ static class BindingsMod
                 }, "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"number\"}},\"required\":[\"n\"]}")
                .Tool("demo/throw", "Fails with an exception", args => { throw new InvalidOperationException("the chunk is not loaded"); })
                .Tool("demo/code", "Fails with a GABP code", args => { throw new Gabp.GabpToolException("no such player", -32010); })
-               .Channel("world/ticked");
+               .Tool("demo/raise_error", "Opens a blocking attention item", args =>
+                    Gabp.Json.Write(new Dictionary<string, object> { { "attentionId", mod.OpenAttention("the save file is corrupt") } }))
+               .Tool("demo/resolve", "Resolves it", args => { mod.ResolveAttention(); return "{}"; })
+               .Channel("world/ticked")
+               .Attention();
             mod.Start();
             Console.WriteLine("listening on " + mod.Endpoint);
             Console.Out.Flush();
