@@ -158,11 +158,13 @@ namespace Gabp
         /// <summary>Whether nobody waits for the answer any more (cancelled, timed out): stop the work.</summary>
         public bool IsCancelled { get { bool c; Native.Check(Native.gabp_call_is_cancelled(handle, out c)); return c; } }
 
-        /// <summary>Reports progress (total below 0 when unknown); sent when the bridge asked for it.</summary>
+        /// <summary>Reports progress (total below 0 when unknown); sent when the bridge asked for it. Nothing
+        /// happens once the call has ended (cancelled, timed out).</summary>
         public void Progress(double done, double total = -1, string message = null)
         {
             var b = Native.Utf8(message);
-            Native.Check(Native.gabp_call_progress(handle, done, total, b, Native.Len(b)));
+            var status = Native.gabp_call_progress(handle, done, total, b, Native.Len(b));
+            if (status != Status.CallEnded) Native.Check(status);
         }
     }
 

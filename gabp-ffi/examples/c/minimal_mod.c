@@ -1,6 +1,7 @@
 /* A minimal GABP mod in C: `demo/echo` and `demo/sleep` answered from other threads, `world/step` on the game's thread
  * publishing a `world/stepped` event, and a game loop that pumps. Endpoint and token come from the GABS
- * environment (GABP_SERVER_PORT, GABP_TOKEN) when set. Ends on SIGINT, SIGTERM or the end of stdin.
+ * environment (GABP_SERVER_PORT, GABP_TOKEN) when set. Ends on SIGINT, SIGTERM or, unless a launcher started
+ * it (GABS_GAME_ID set), the end of stdin.
  * Build: cc minimal_mod.c -I ../../include -L <target>/release -lgabp -lpthread */
 #include <pthread.h>
 #include <signal.h>
@@ -102,8 +103,10 @@ int main(void) {
     gabp_string_free(&endpoint);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    pthread_create(&stdin_thread, NULL, watch_stdin, NULL);
-    pthread_detach(stdin_thread);
+    if (getenv("GABS_GAME_ID") == NULL) { /* a launcher (GABS, gabp mcp) stops it with a signal instead */
+        pthread_create(&stdin_thread, NULL, watch_stdin, NULL);
+        pthread_detach(stdin_thread);
+    }
     while (running) {                    /* the game loop: ~60 frames a second, woken at once for work */
         gabp_mod_wait(mod, 16000, NULL);
         gabp_mod_pump(mod, 2000, NULL);
