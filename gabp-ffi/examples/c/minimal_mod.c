@@ -1,4 +1,4 @@
-/* A minimal GABP mod in C: `demo/echo` and `demo/sleep` answered from other threads, `world/step` on the game's thread
+/* A minimal GABP mod in C: `demo/echo` answered at once, `demo/sleep` later from a thread of its own, `world/step` on the game's thread
  * publishing a `world/stepped` event, and a game loop that pumps. Endpoint and token come from the GABS
  * environment (GABP_SERVER_PORT, GABP_TOKEN) when set. Ends on SIGINT, SIGTERM or, unless a launcher started
  * it (GABS_GAME_ID set), the end of stdin.
@@ -26,26 +26,9 @@ static void *watch_stdin(void *unused) {
     return unused;
 }
 
-struct echo_job { uint64_t call; char *args; size_t len; };
-
-static void *answer_echo(void *p) {
-    struct echo_job *job = p;
-    gabp_call_reply(job->call, job->args, job->len); /* the arguments are {"value": ...}: answer them */
-    free(job->args);
-    free(job);
-    return NULL;
-}
-
 static void echo(void *user, uint64_t call, const char *args, size_t len) {
     (void)user;
-    struct echo_job *job = malloc(sizeof *job);
-    pthread_t thread;
-    if (job == NULL || (job->args = malloc(len)) == NULL) { free(job); gabp_call_fail(call, 0, "out of memory", 13); return; }
-    memcpy(job->args, args, len); /* args live only during the callback */
-    job->call = call;
-    job->len = len;
-    if (pthread_create(&thread, NULL, answer_echo, job) != 0) { answer_echo(job); return; }
-    pthread_detach(thread);
+    gabp_call_reply(call, args, len); /* the arguments are {"value": ...}: answer them, from the library's thread */
 }
 
 static void *answer_sleep(void *p) {
