@@ -2,28 +2,12 @@
 //! `tests/c/boundary.c`, built with the system C compiler. Skipped, with a message, when there is none.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
-/// Builds the shared library (`cargo test` builds only what Rust links) and returns its directory: the
-/// profile directory above this test's `deps/`.
-fn library_dir() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "-p", "gabp-ffi", "--lib"]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let built = build.output().unwrap();
-    assert!(
-        built.status.success(),
-        "cargo build -p gabp-ffi: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    dir
-}
+use support::library_dir;
 
 fn compiler() -> Option<String> {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
@@ -77,4 +61,40 @@ fn the_boundary_rules_hold_from_c() {
         String::from_utf8_lossy(&ran.stderr)
     );
     assert!(stdout.contains("0 failed"), "{stdout}");
+}
+
+/// Godot's and Unreal's plugins are C++: the header compiles as C++ too, warnings as errors.
+#[test]
+fn the_header_compiles_as_cpp() {
+    if !support::have("c++") {
+        eprintln!("SKIPPED: no C++ compiler (c++) on this machine; .ci/run has one");
+        return;
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().unwrap();
+    let source = out.path().join("header.cpp");
+    std::fs::write(
+        &source,
+        "#include \"gabp.h\"\nint main() { return gabp_abi_version() == GABP_ABI_VERSION ? 0 : 1; }\n",
+    )
+    .unwrap();
+    let checked = Command::new("c++")
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .arg(&source)
+        .output()
+        .unwrap();
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
 }

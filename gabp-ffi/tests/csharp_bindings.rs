@@ -4,8 +4,10 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -15,32 +17,7 @@ use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
 use gabp_types::methods::{AttentionCurrent, AttentionCurrentParams};
 use serde_json::json;
-
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Builds the shared library (`cargo test` builds only what Rust links) and returns its directory.
-fn library_dir() -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_owned();
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "-p", "gabp-ffi", "--lib"]);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let built = build.output().unwrap();
-    assert!(
-        built.status.success(),
-        "cargo build -p gabp-ffi: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    dir
-}
+use support::{free_port, have, library_dir, TOKEN};
 
 /// Kills the mod when the test ends, however it ends.
 struct Running(std::process::Child);
@@ -75,12 +52,8 @@ async fn a_csharp_mod_on_mono_serves_every_kind_of_tool() {
         String::from_utf8_lossy(&compiled.stderr)
     );
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let port = free_port();
+    let token = TOKEN;
     let mut child = Command::new("mono")
         .arg(&exe)
         .env("LD_LIBRARY_PATH", library_dir())

@@ -2,6 +2,8 @@
 //! calling pump) and checked with a gabp-session bridge over TCP.
 #![allow(clippy::unwrap_used, unsafe_code, clippy::undocumented_unsafe_blocks)]
 
+mod support;
+
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
 use gabp_types::methods::{AttentionCurrent, AttentionCurrentParams};
 use serde_json::{json, Value};
+use support::{free_port, TOKEN};
 
 fn s(text: &str) -> (*const c_char, usize) {
     (text.as_ptr().cast(), text.len())
@@ -87,12 +90,8 @@ fn add_tool(
 #[test]
 fn a_c_game_serves_tools_events_and_main_thread_calls() {
     let home = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    let port = free_port();
+    let token = TOKEN;
     std::env::set_var("HOME", home.path());
     std::env::set_var("XDG_CONFIG_HOME", home.path());
     std::env::set_var("GABP_SERVER_PORT", port.to_string());
