@@ -9,37 +9,14 @@ mod mcp_support;
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_support::{alive, eventually, write_config, Listener, Mcp, STEP};
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
+use mcp_support::{alive, eventually, write_config, Mcp};
 use serde_json::{json, Value};
 
 /// `gabp mcp --config-dir DIR` in a process group of its own.
 async fn mcp_in(dir: tempfile::TempDir) -> Mcp {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gabp"));
-    command
-        .arg("mcp")
-        .arg("--config-dir")
-        .arg(dir.path())
-        .env_remove("GABP_TOKEN")
-        .env_remove("GABP_SERVER_PORT")
-        .env_remove("GABS_GAME_ID")
-        .env("HOME", dir.path())
-        .process_group(0);
-    let transport = TokioChildProcess::new(command).unwrap();
-    let pid = transport.id();
-    let listener = Listener::default();
-    let heard = listener.0.clone();
-    let client = tokio::time::timeout(STEP, listener.serve(transport))
-        .await
-        .unwrap()
-        .unwrap();
-    Mcp {
-        client,
-        heard,
-        dir,
-        pid,
-    }
+    let mut command = mcp_support::command(dir.path());
+    command.process_group(0);
+    Mcp::serve(dir, command).await
 }
 
 fn pid_of(status: &Value) -> u32 {

@@ -64,16 +64,7 @@ async fn start(id: &str, script: &str) -> Client {
         "env": {"RUST_LOG": "warn"},
     }}, "timeouts": {"startup": {"gabpConnectSeconds": 30}} });
     std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
-    let mut command = tokio::process::Command::new(gabp);
-    command
-        .arg("mcp")
-        .arg("--config-dir")
-        .arg(dir.path())
-        .env_remove("GABP_TOKEN")
-        .env_remove("GABP_SERVER_PORT")
-        .env_remove("GABS_GAME_ID")
-        .env("HOME", dir.path());
-    let transport = TokioChildProcess::new(command).unwrap();
+    let transport = TokioChildProcess::new(mcp_support::command(dir.path())).unwrap();
     let heard = Heard::default();
     let service = tokio::time::timeout(STEP, heard.clone().serve(transport))
         .await

@@ -10,9 +10,7 @@ mod mcp_support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_support::{alive, eventually, Listener, Mcp, STEP};
-use rmcp::transport::TokioChildProcess;
-use rmcp::ServiceExt;
+use mcp_support::{alive, eventually, Mcp, STEP};
 use serde_json::{json, Value};
 
 /// A configuration directory with one store game and a fake `xdg-open` in `DIR/bin`.
@@ -57,31 +55,10 @@ impl Store {
             self.path("bin").display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gabp"));
-        command
-            .arg("mcp")
-            .arg("--config-dir")
-            .arg(self.dir.path())
-            .env_remove("GABP_TOKEN")
-            .env_remove("GABP_SERVER_PORT")
-            .env_remove("GABS_GAME_ID")
-            .env("HOME", self.dir.path())
-            .env("PATH", path);
-        let transport = TokioChildProcess::new(command).unwrap();
-        let pid = transport.id();
-        let listener = Listener::default();
-        let heard = listener.0.clone();
-        let client = tokio::time::timeout(STEP, listener.serve(transport))
-            .await
-            .unwrap()
-            .unwrap();
+        let mut command = mcp_support::command(self.dir.path());
+        command.env("PATH", path);
         let name = self.name;
-        let mcp = Mcp {
-            client,
-            heard,
-            dir: self.dir,
-            pid,
-        };
+        let mcp = Mcp::serve(self.dir, command).await;
         (mcp, name)
     }
 }

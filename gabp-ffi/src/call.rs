@@ -114,6 +114,23 @@ fn answer(call: u64, outcome: Result<Value, CallError>) -> Result<(), FfiError> 
     Ok(())
 }
 
+/// The JSON result at `json_text` (empty means `{}`).
+///
+/// # Safety
+///
+/// As [`json`].
+unsafe fn result(json_text: *const c_char, json_len: usize) -> Result<Value, FfiError> {
+    // SAFETY: passed on.
+    unsafe {
+        json(
+            json_text,
+            json_len,
+            "the result",
+            Value::Object(Default::default()),
+        )
+    }
+}
+
 /// Answers `call` with the JSON value in `json` (`json_len` bytes; empty means `{}`).
 ///
 /// Errors: `GABP_STATUS_JSON` when it does not parse, `GABP_STATUS_CALL_ENDED` when the call was answered
@@ -132,14 +149,7 @@ pub unsafe extern "C" fn gabp_call_reply(
 ) -> GabpStatus {
     run(|| {
         // SAFETY: as the function's contract says.
-        let value = unsafe {
-            json(
-                json_text,
-                json_len,
-                "the result",
-                Value::Object(Default::default()),
-            )
-        }?;
+        let value = unsafe { result(json_text, json_len) }?;
         answer(call, Ok(value))
     })
 }
@@ -168,14 +178,7 @@ pub unsafe extern "C" fn gabp_call_reply_content(
 ) -> GabpStatus {
     run(|| {
         // SAFETY: as the function's contract says.
-        let value = unsafe {
-            json(
-                json_text,
-                json_len,
-                "the result",
-                Value::Object(Default::default()),
-            )
-        }?;
+        let value = unsafe { result(json_text, json_len) }?;
         // SAFETY: as above.
         let mime = unsafe { text(mime, mime_len, "the content's MIME type") }?;
         if data.is_null() && data_len > 0 {

@@ -84,6 +84,20 @@ pub fn write_config(dir: &Path, ids: &[&str]) {
     std::fs::write(dir.join("config.json"), config.to_string()).expect("write config.json");
 }
 
+/// `gabp mcp --config-dir DIR`, with none of the caller's GABS settings and `HOME` in `DIR`.
+pub fn command(dir: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gabp"));
+    command
+        .arg("mcp")
+        .arg("--config-dir")
+        .arg(dir)
+        .env_remove("GABP_TOKEN")
+        .env_remove("GABP_SERVER_PORT")
+        .env_remove("GABS_GAME_ID")
+        .env("HOME", dir);
+    command
+}
+
 impl Mcp {
     /// `gabp mcp --config-dir DIR EXTRA...` with games `ids`.
     pub async fn start(ids: &[&str], extra: &[&str]) -> Mcp {
@@ -93,16 +107,13 @@ impl Mcp {
     }
 
     pub async fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Mcp {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_gabp"));
-        command
-            .arg("mcp")
-            .arg("--config-dir")
-            .arg(dir.path())
-            .args(extra)
-            .env_remove("GABP_TOKEN")
-            .env_remove("GABP_SERVER_PORT")
-            .env_remove("GABS_GAME_ID")
-            .env("HOME", dir.path());
+        let mut command = command(dir.path());
+        command.args(extra);
+        Mcp::serve(dir, command).await
+    }
+
+    /// Starts `command` (from [`command`], adjusted) and initializes rmcp's client with it.
+    pub async fn serve(dir: tempfile::TempDir, command: tokio::process::Command) -> Mcp {
         let transport = TokioChildProcess::new(command).expect("start gabp mcp");
         let pid = transport.id();
         let listener = Listener::default();
