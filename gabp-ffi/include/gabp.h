@@ -32,6 +32,11 @@
 #define GABP_TOOL_MAIN_THREAD 2
 
 /**
+ * A resource flag: its content is bytes (sent base64-encoded), not UTF-8 text.
+ */
+#define GABP_RESOURCE_BINARY 1
+
+/**
  * The outcome of a call into the library. `GABP_STATUS_OK` is 0; on any other value
  * [`gabp_last_error`] says what went wrong.
  */
@@ -128,6 +133,45 @@ typedef struct GabpString {
 } GabpString;
 
 /**
+ * One event handed to a subscription's callback. The strings are UTF-8, owned by the library and valid
+ * during the callback only.
+ */
+typedef struct GabpEvent {
+  /**
+   * The channel, such as `player/move` (not NUL-terminated).
+   */
+  const char *channel;
+  /**
+   * Its length in bytes.
+   */
+  size_t channel_len;
+  /**
+   * The event's sequence number on its channel (SPEC/1.0 gabp.md §7).
+   */
+  uint64_t seq;
+  /**
+   * The payload as JSON (not NUL-terminated); empty when `missed` is not 0.
+   */
+  const char *payload;
+  /**
+   * Its length in bytes.
+   */
+  size_t payload_len;
+  /**
+   * Not 0: this many events of `channel` were lost (the mod dropped them, or the callback fell behind);
+   * no payload comes with this notice.
+   */
+  uint64_t missed;
+} GabpEvent;
+
+/**
+ * A subscription's callback: `user` as given to [`gabp_bridge_subscribe`], and one event, in `seq` order
+ * for its channel. It runs on the library's thread: keep it short. It may call [`gabp_subscription_free`]
+ * on its own subscription, but not block on a call of the same bridge.
+ */
+typedef void (*GabpEventFn)(void *user, const struct GabpEvent *event);
+
+/**
  * A tool's callback: `user` as given with the tool, the call's handle, and its arguments as JSON (UTF-8,
  * `args_len` bytes, not NUL-terminated), which the library owns and which are valid during the callback
  * only. The arguments have been checked against the tool's input schema. Answer with
@@ -135,6 +179,13 @@ typedef struct GabpString {
  * tool at once or later from any thread.
  */
 typedef void (*GabpToolFn)(void *user, uint64_t call, const char *args, size_t args_len);
+
+/**
+ * A resource's callback: `user` as given with the resource, and the read's handle. Answer with
+ * [`gabp_call_reply_resource`] (or [`gabp_call_fail`]) at once or later from any thread; it may ask
+ * [`gabp_call_is_cancelled`].
+ */
+typedef void (*GabpResourceFn)(void *user, uint64_t call);
 
 /**
  * Called when a main-thread call is queued, from the library's thread: wake the game loop so that it calls
@@ -207,6 +258,109 @@ enum GabpStatus gabp_attention_open(uint64_t m,
 enum GabpStatus gabp_attention_resolve(uint64_t m);
 
 /**
+ * Connects to the mod at `endpoint` (`tcp://127.0.0.1:PORT`, `unix:///path`, ...) with `token`, completes
+ * the handshake, and sets `*out` to the bridge's handle. Close it with [`gabp_bridge_close`].
+ *
+ * Errors: `GABP_STATUS_NULL`, `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an endpoint or token that is not
+ * valid), `GABP_STATUS_IO` (nobody listens there, the connection failed), `GABP_STATUS_REMOTE` (the mod
+ * refused the token), `GABP_STATUS_TIMEOUT` (no welcome within 10 s).
+ *
+ * Thread-safety: any thread but the library's own.
+ *
+ * # Safety
+ *
+ * `endpoint` and `token` point to that many readable bytes; `out` to a writable `uint64_t`.
+ */
+enum GabpStatus gabp_bridge_connect(const char *endpoint,
+                                    size_t endpoint_len,
+                                    const char *token,
+                                    size_t token_len,
+                                    uint64_t *out);
+
+/**
+ * Reads the `bridge.json` at `path` (empty: the platform path a mod announces itself at, SPEC/1.0
+ * transport.md §4.1), connects to the mod it names with its token, and sets `*out` to the bridge's handle.
+ *
+ * Errors: as [`gabp_bridge_connect`]; `GABP_STATUS_IO` also when the file cannot be read (the message
+ * names it).
+ *
+ * Thread-safety: any thread but the library's own.
+ *
+ * # Safety
+ *
+ * `path` points to `path_len` readable bytes (or is NULL with length 0); `out` to a writable `uint64_t`.
+ */
+enum GabpStatus gabp_bridge_discover(const char *path,
+                                     size_t path_len,
+                                     uint64_t *out);
+
+/**
+ * Calls tool `tool` of bridge `b`'s mod with the JSON object `args` (empty means `{}`) and waits at most
+ * `timeout_ms` milliseconds (0: 30 s). On `GABP_STATUS_OK`, `*out` is the tool's result as JSON; on
+ * `GABP_STATUS_REMOTE`, the mod's error object (`{"code":...,"message":...,"data":...}`). Free `*out` with
+ * [`gabp_string_free`]; on any other status it is left untouched.
+ *
+ * Errors: `GABP_STATUS_TIMEOUT` (no answer in time; the call may still run in the mod), `GABP_STATUS_REMOTE`
+ * (the mod answered with an error: unknown tool, invalid arguments, the tool failed), `GABP_STATUS_IO` (the
+ * connection is gone), `GABP_STATUS_JSON`, `GABP_STATUS_UTF8`, `GABP_STATUS_NULL`, `GABP_STATUS_HANDLE`,
+ * `GABP_STATUS_STATE` (called from an event callback).
+ *
+ * Thread-safety: any thread but the library's own; calls from several threads run concurrently.
+ *
+ * # Safety
+ *
+ * `tool` and `args` point to that many readable bytes (or NULL with length 0); `out` to a writable
+ * `GabpString`.
+ */
+enum GabpStatus gabp_bridge_call(uint64_t b,
+                                 const char *tool,
+                                 size_t tool_len,
+                                 const char *args,
+                                 size_t args_len,
+                                 uint64_t timeout_ms,
+                                 struct GabpString *out);
+
+/**
+ * Subscribes bridge `b` to event channel `channel` (or a glob pattern, when the mod advertises
+ * `channel-patterns`) and calls `callback(user, event)` for each event, on the library's thread, until
+ * [`gabp_subscription_free`] or [`gabp_bridge_close`]. Sets `*out` to the subscription's handle.
+ *
+ * Errors: `GABP_STATUS_INVALID` (the mod does not offer the channel, or no channel matches the pattern),
+ * `GABP_STATUS_REMOTE` (the mod refused, a pattern it cannot read), `GABP_STATUS_NULL` (no callback),
+ * `GABP_STATUS_UTF8`, `GABP_STATUS_HANDLE`, `GABP_STATUS_IO`.
+ *
+ * Thread-safety: any thread but the library's own.
+ *
+ * # Safety
+ *
+ * `channel` points to `channel_len` readable bytes; `out` to a writable `uint64_t`. `user` is passed to
+ * `callback` on the library's thread.
+ */
+enum GabpStatus gabp_bridge_subscribe(uint64_t b,
+                                      const char *channel,
+                                      size_t channel_len,
+                                      GabpEventFn callback,
+                                      void *user,
+                                      uint64_t *out);
+
+/**
+ * Ends subscription `s`: once it returns, its callback is not called again (it waits for a callback in
+ * progress on another thread). Using `s` afterwards is `GABP_STATUS_HANDLE`.
+ *
+ * Thread-safety: any thread, also from the subscription's own callback.
+ */
+enum GabpStatus gabp_subscription_free(uint64_t s);
+
+/**
+ * Says goodbye to bridge `b`'s mod, closes the connection and frees the handle; using it afterwards is
+ * `GABP_STATUS_HANDLE`. Calls in progress on other threads end with `GABP_STATUS_IO`; its subscriptions
+ * call their callbacks no more (free their handles with [`gabp_subscription_free`]).
+ *
+ * Thread-safety: any thread but the library's own (not from an event callback).
+ */
+enum GabpStatus gabp_bridge_close(uint64_t b);
+
+/**
  * Answers `call` with the JSON value in `json` (`json_len` bytes; empty means `{}`).
  *
  * Errors: `GABP_STATUS_JSON` when it does not parse, `GABP_STATUS_CALL_ENDED` when the call was answered
@@ -243,6 +397,23 @@ enum GabpStatus gabp_call_reply_content(uint64_t call,
                                         size_t mime_len,
                                         const uint8_t *data,
                                         size_t data_len);
+
+/**
+ * Answers resource read `call` with its content: `data_len` bytes at `data`, UTF-8 text for a text
+ * resource, any bytes for a binary one (sent base64-encoded). The library copies `data`.
+ *
+ * Errors: `GABP_STATUS_UTF8` (a text resource's content is not UTF-8), `GABP_STATUS_STATE` (`call` is a
+ * tool call: answer it with [`gabp_call_reply`]), otherwise as [`gabp_call_reply`].
+ *
+ * Thread-safety: any thread, once per read.
+ *
+ * # Safety
+ *
+ * `data` is NULL with `data_len` 0, or points to `data_len` readable bytes.
+ */
+enum GabpStatus gabp_call_reply_resource(uint64_t call,
+                                         const uint8_t *data,
+                                         size_t data_len);
 
 /**
  * Fails `call` with GABP error `code` (0 for the tool-failure code, -32402) and `message`.
@@ -337,6 +508,35 @@ enum GabpStatus gabp_mod_add_tool(uint64_t m,
                                   uint32_t flags,
                                   GabpToolFn callback,
                                   void *user);
+
+/**
+ * Adds resource `uri` (such as `gabp://game/world`) to mod `m`, listed by `resources/list` as `name` with
+ * `description` and MIME type `mime` (each may be empty) and read by `callback` with `user` on each
+ * `resources/read`, on the library's threads. `flags`: [`GABP_RESOURCE_BINARY`] for bytes, else UTF-8 text.
+ *
+ * Errors: `GABP_STATUS_NULL` (no callback), `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an empty URI or name,
+ * unknown flags), `GABP_STATUS_STATE` (the mod has started). A URI that is not valid fails
+ * [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
+ *
+ * Thread-safety: any thread.
+ *
+ * # Safety
+ *
+ * Each string points to its length in readable bytes (or is NULL with length 0). `user` is passed to
+ * `callback` on the library's threads.
+ */
+enum GabpStatus gabp_mod_add_resource(uint64_t m,
+                                      const char *uri,
+                                      size_t uri_len,
+                                      const char *resource_name,
+                                      size_t resource_name_len,
+                                      const char *description,
+                                      size_t description_len,
+                                      const char *mime,
+                                      size_t mime_len,
+                                      uint32_t flags,
+                                      GabpResourceFn callback,
+                                      void *user);
 
 /**
  * Adds event channel `channel` to mod `m`, for [`gabp_mod_publish`].

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use crate::handles::Handles;
 use crate::status::{run, FfiError, GabpStatus};
-use crate::text::{json, put, text};
+use crate::text::{bytes, json, put, text};
 
 /// A tool's callback: `user` as given with the tool, the call's handle, and its arguments as JSON (UTF-8,
 /// `args_len` bytes, not NUL-terminated), which the library owns and which are valid during the callback
@@ -22,6 +22,14 @@ pub type GabpToolFn = Option<
     unsafe extern "C" fn(user: *mut c_void, call: u64, args: *const c_char, args_len: usize),
 >;
 
+/// A resource's callback: `user` as given with the resource, and the read's handle. Answer with
+/// [`gabp_call_reply_resource`] (or [`gabp_call_fail`]) at once or later from any thread; it may ask
+/// [`gabp_call_is_cancelled`].
+pub type GabpResourceFn = Option<unsafe extern "C" fn(user: *mut c_void, call: u64)>;
+
+/// A resource callback known not to be NULL.
+pub(crate) type GabpResourceFnChecked = unsafe extern "C" fn(user: *mut c_void, call: u64);
+
 /// The caller's `user` pointer, passed back to its callbacks on the library's threads.
 #[derive(Clone, Copy)]
 pub(crate) struct UserData(pub(crate) *mut c_void);
@@ -31,28 +39,35 @@ unsafe impl Send for UserData {}
 // SAFETY: as above.
 unsafe impl Sync for UserData {}
 
-/// One call in progress.
+/// Where an answer goes: a tool call answers JSON, a resource read its content.
+enum Answer {
+    Tool(oneshot::Sender<Result<Value, CallError>>),
+    Read {
+        binary: bool,
+        content: oneshot::Sender<Result<Vec<u8>, CallError>>,
+    },
+}
+
+/// One call in progress: a tool call or a resource read.
 pub(crate) struct Call {
-    answer: Mutex<Option<oneshot::Sender<Result<Value, CallError>>>>,
+    answer: Mutex<Option<Answer>>,
     context: CallContext,
 }
 
 pub(crate) static CALLS: Handles<Call> = Handles::new("call");
 
-/// A call handed to a callback; frees its handle when the call ends, however it ends.
-pub(crate) struct Pending {
+/// A call handed to a callback; frees its handle when the call ends, however it ends. `T` is what it answers:
+/// JSON for a tool, bytes for a resource.
+pub(crate) struct Pending<T> {
     id: u64,
-    answer: oneshot::Receiver<Result<Value, CallError>>,
+    answer: oneshot::Receiver<Result<T, CallError>>,
 }
 
-impl Pending {
-    pub(crate) fn new(context: CallContext) -> Pending {
+impl Pending<Value> {
+    /// A tool call.
+    pub(crate) fn tool(context: CallContext) -> Pending<Value> {
         let (tx, rx) = oneshot::channel();
-        let id = CALLS.insert(Call {
-            answer: Mutex::new(Some(tx)),
-            context,
-        });
-        Pending { id, answer: rx }
+        Pending::insert(context, Answer::Tool(tx), rx)
     }
 
     /// Hands the call to `callback` with `args`.
@@ -60,13 +75,6 @@ impl Pending {
         let args = args.to_string();
         // SAFETY: a callback the caller registered, with its own user pointer; the arguments live across it.
         unsafe { callback(user.0, self.id, args.as_ptr().cast(), args.len()) };
-    }
-
-    /// Waits for the answer.
-    pub(crate) async fn answer(mut self) -> Result<Value, CallError> {
-        (&mut self.answer)
-            .await
-            .unwrap_or_else(|_| Err(CallError::new("the tool's call ended without an answer")))
     }
 
     /// The answer given so far (for a main-thread tool, after its callback returned).
@@ -79,7 +87,49 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
+impl Pending<Vec<u8>> {
+    /// A resource read; a text resource's content must be UTF-8.
+    pub(crate) fn read(context: CallContext, binary: bool) -> Pending<Vec<u8>> {
+        let (tx, rx) = oneshot::channel();
+        Pending::insert(
+            context,
+            Answer::Read {
+                binary,
+                content: tx,
+            },
+            rx,
+        )
+    }
+
+    /// Hands the read to `callback`.
+    pub(crate) fn hand_to_reader(&self, callback: GabpResourceFnChecked, user: UserData) {
+        // SAFETY: a callback the caller registered, with its own user pointer.
+        unsafe { callback(user.0, self.id) };
+    }
+}
+
+impl<T> Pending<T> {
+    fn insert(
+        context: CallContext,
+        answer: Answer,
+        rx: oneshot::Receiver<Result<T, CallError>>,
+    ) -> Pending<T> {
+        let id = CALLS.insert(Call {
+            answer: Mutex::new(Some(answer)),
+            context,
+        });
+        Pending { id, answer: rx }
+    }
+
+    /// Waits for the answer.
+    pub(crate) async fn answer(mut self) -> Result<T, CallError> {
+        (&mut self.answer)
+            .await
+            .unwrap_or_else(|_| Err(CallError::new("the call ended without an answer")))
+    }
+}
+
+impl<T> Drop for Pending<T> {
     fn drop(&mut self) {
         let _ = CALLS.remove(self.id);
     }
@@ -102,15 +152,40 @@ fn live(call: u64) -> Result<std::sync::Arc<Call>, FfiError> {
     })
 }
 
-fn answer(call: u64, outcome: Result<Value, CallError>) -> Result<(), FfiError> {
-    let sender = live(call)?.answer.lock().take().ok_or_else(|| {
-        FfiError::new(
+/// Takes the answer slot of `call` when `fits` accepts what it answers; `fits` says why not otherwise.
+fn take(call: u64, fits: impl FnOnce(&Answer) -> Result<(), FfiError>) -> Result<Answer, FfiError> {
+    let c = live(call)?;
+    let mut slot = c.answer.lock();
+    let Some(answer) = slot.as_ref() else {
+        return Err(FfiError::new(
             GabpStatus::CallEnded,
             format!("call {call} was already answered"),
-        )
+        ));
+    };
+    fits(answer)?;
+    slot.take()
+        .ok_or_else(|| FfiError::new(GabpStatus::Internal, "the answer slot emptied"))
+}
+
+/// Answers `call`: a tool call with `outcome`, a resource read only with its error.
+fn answer(call: u64, outcome: Result<Value, CallError>) -> Result<(), FfiError> {
+    let is_error = outcome.is_err();
+    let slot = take(call, |answer| match answer {
+        Answer::Read { .. } if !is_error => Err(FfiError::new(
+            GabpStatus::State,
+            format!("call {call} reads a resource: answer it with gabp_call_reply_resource"),
+        )),
+        _ => Ok(()),
     })?;
     // The caller may have stopped waiting (cancelled, timed out) a moment ago: then nobody reads it.
-    let _ = sender.send(outcome);
+    match (slot, outcome) {
+        (Answer::Tool(sender), outcome) => {
+            let _ = sender.send(outcome);
+        }
+        (Answer::Read { content, .. }, outcome) => {
+            let _ = content.send(outcome.map(|_| Vec::new()));
+        }
+    }
     Ok(())
 }
 
@@ -181,18 +256,8 @@ pub unsafe extern "C" fn gabp_call_reply_content(
         let value = unsafe { result(json_text, json_len) }?;
         // SAFETY: as above.
         let mime = unsafe { text(mime, mime_len, "the content's MIME type") }?;
-        if data.is_null() && data_len > 0 {
-            return Err(FfiError::new(
-                GabpStatus::Null,
-                "the content's data is NULL",
-            ));
-        }
-        let bytes = if data.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: as the function's contract says.
-            unsafe { std::slice::from_raw_parts(data, data_len) }
-        };
+        // SAFETY: as the function's contract says.
+        let bytes = unsafe { bytes(data, data_len, "the content's data") }?;
         let item = if mime.starts_with("image/") {
             ContentItem::image(mime, bytes)
         } else if mime.starts_with("audio/") {
@@ -205,6 +270,50 @@ pub unsafe extern "C" fn gabp_call_reply_content(
         };
         let result = ToolResult::new(value).with_content(vec![item]).into_value();
         answer(call, Ok(result))
+    })
+}
+
+/// Answers resource read `call` with its content: `data_len` bytes at `data`, UTF-8 text for a text
+/// resource, any bytes for a binary one (sent base64-encoded). The library copies `data`.
+///
+/// Errors: `GABP_STATUS_UTF8` (a text resource's content is not UTF-8), `GABP_STATUS_STATE` (`call` is a
+/// tool call: answer it with [`gabp_call_reply`]), otherwise as [`gabp_call_reply`].
+///
+/// Thread-safety: any thread, once per read.
+///
+/// # Safety
+///
+/// `data` is NULL with `data_len` 0, or points to `data_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gabp_call_reply_resource(
+    call: u64,
+    data: *const u8,
+    data_len: usize,
+) -> GabpStatus {
+    run(|| {
+        // SAFETY: as the function's contract says.
+        let bytes = unsafe { bytes(data, data_len, "the resource's content") }?;
+        let slot = take(call, |answer| match answer {
+            Answer::Tool(_) => Err(FfiError::new(
+                GabpStatus::State,
+                format!("call {call} is a tool call: answer it with gabp_call_reply"),
+            )),
+            Answer::Read { binary: false, .. } => match std::str::from_utf8(bytes) {
+                Err(e) => Err(FfiError::new(
+                    GabpStatus::Utf8,
+                    format!(
+                        "call {call} reads a text resource and its content is not UTF-8 (byte {})",
+                        e.valid_up_to()
+                    ),
+                )),
+                Ok(_) => Ok(()),
+            },
+            Answer::Read { .. } => Ok(()),
+        })?;
+        if let Answer::Read { content, .. } = slot {
+            let _ = content.send(Ok(bytes.to_vec()));
+        }
+        Ok(())
     })
 }
 

@@ -1,5 +1,5 @@
 //! gabp-ffi: gabp-rs behind a C ABI, so that a game in any engine (Unity and Godot through C#, Unreal and
-//! Godot through C++, anything that calls C) hosts a GABP mod. The header is `include/gabp.h`, generated from
+//! Godot through C++, anything that calls C) hosts a GABP mod, and a test harness in C or C# drives one. The header is `include/gabp.h`, generated from
 //! this crate by cbindgen (`cargo xtask gen-header`).
 //!
 //! Rules at the boundary, for every function:
@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 mod attention;
+mod bridge;
 mod call;
 mod handles;
 mod mod_server;
@@ -25,15 +26,19 @@ mod text;
 pub use attention::{
     gabp_attention_open, gabp_attention_resolve, gabp_mod_enable_attention, GabpSeverity,
 };
+pub use bridge::{
+    gabp_bridge_call, gabp_bridge_close, gabp_bridge_connect, gabp_bridge_discover,
+    gabp_bridge_subscribe, gabp_subscription_free, GabpEvent, GabpEventFn,
+};
 pub use call::{
     gabp_call_fail, gabp_call_is_cancelled, gabp_call_progress, gabp_call_reply,
-    gabp_call_reply_content, GabpToolFn,
+    gabp_call_reply_content, gabp_call_reply_resource, GabpResourceFn, GabpToolFn,
 };
 pub use mod_server::{
-    gabp_mod_add_channel, gabp_mod_add_tool, gabp_mod_enable_time_control, gabp_mod_endpoint,
-    gabp_mod_free, gabp_mod_new, gabp_mod_publish, gabp_mod_pump, gabp_mod_set_wake,
-    gabp_mod_start, gabp_mod_stop, gabp_mod_tick, gabp_mod_wait, gabp_mod_wake, GabpWakeFn,
-    GABP_TOOL_MAIN_THREAD, GABP_TOOL_READ_ONLY,
+    gabp_mod_add_channel, gabp_mod_add_resource, gabp_mod_add_tool, gabp_mod_enable_time_control,
+    gabp_mod_endpoint, gabp_mod_free, gabp_mod_new, gabp_mod_publish, gabp_mod_pump,
+    gabp_mod_set_wake, gabp_mod_start, gabp_mod_stop, gabp_mod_tick, gabp_mod_wait, gabp_mod_wake,
+    GabpWakeFn, GABP_RESOURCE_BINARY, GABP_TOOL_MAIN_THREAD, GABP_TOOL_READ_ONLY,
 };
 pub use status::{gabp_last_error, GabpStatus};
 

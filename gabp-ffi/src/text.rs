@@ -16,9 +16,29 @@ pub(crate) unsafe fn text<'a>(
     len: usize,
     what: &str,
 ) -> Result<&'a str, FfiError> {
+    // SAFETY: passed on.
+    let bytes = unsafe { bytes(ptr.cast::<u8>(), len, what) }?;
+    std::str::from_utf8(bytes).map_err(|e| {
+        FfiError::new(
+            GabpStatus::Utf8,
+            format!("{what} is not UTF-8 (byte {})", e.valid_up_to()),
+        )
+    })
+}
+
+/// The `len` bytes at `ptr`; NULL with length 0 is none.
+///
+/// # Safety
+///
+/// As [`text`].
+pub(crate) unsafe fn bytes<'a>(
+    ptr: *const u8,
+    len: usize,
+    what: &str,
+) -> Result<&'a [u8], FfiError> {
     if ptr.is_null() {
         return if len == 0 {
-            Ok("")
+            Ok(&[])
         } else {
             Err(FfiError::new(
                 GabpStatus::Null,
@@ -27,13 +47,7 @@ pub(crate) unsafe fn text<'a>(
         };
     }
     // SAFETY: as the function's contract says.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-    std::str::from_utf8(bytes).map_err(|e| {
-        FfiError::new(
-            GabpStatus::Utf8,
-            format!("{what} is not UTF-8 (byte {})", e.valid_up_to()),
-        )
-    })
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
 /// As [`text`], for a string that must not be empty.

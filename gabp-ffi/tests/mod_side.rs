@@ -15,22 +15,7 @@ use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
 use gabp_types::methods::{AttentionCurrent, AttentionCurrentParams};
 use serde_json::{json, Value};
-use support::{free_port, TOKEN};
-
-fn s(text: &str) -> (*const c_char, usize) {
-    (text.as_ptr().cast(), text.len())
-}
-
-fn last_error() -> String {
-    let mut len = 0;
-    let ptr = unsafe { gabp_last_error(&mut len) };
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) };
-    String::from_utf8(bytes.to_vec()).unwrap()
-}
-
-fn ok(status: GabpStatus) {
-    assert_eq!(status, GabpStatus::Ok, "{}", last_error());
-}
+use support::{free_port, last_error, ok, s, TOKEN};
 
 fn args_of(args: *const c_char, len: usize) -> Value {
     let bytes = unsafe { std::slice::from_raw_parts(args.cast::<u8>(), len) };
