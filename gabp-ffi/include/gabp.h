@@ -5,7 +5,8 @@
  *
  * Every function returns a GabpStatus; on anything but GABP_STATUS_OK, gabp_last_error() says why.
  * Strings go in as UTF-8 with explicit lengths. Strings the library gives out are GabpStrings, freed with
- * gabp_string_free(). Mods and calls are uint64_t handles; a freed one is GABP_STATUS_HANDLE, never a crash.
+ * gabp_string_free(). Mods, calls, bridges and subscriptions are uint64_t handles; a freed one is
+ * GABP_STATUS_HANDLE, never a crash.
  */
 
 #ifndef GABP_H

@@ -1,6 +1,6 @@
 //! gabp-ffi: gabp-rs behind a C ABI, so that a game in any engine (Unity and Godot through C#, Unreal and
-//! Godot through C++, anything that calls C) hosts a GABP mod, and a test harness in C or C# drives one. The header is `include/gabp.h`, generated from
-//! this crate by cbindgen (`cargo xtask gen-header`).
+//! Godot through C++, anything that calls C) hosts a GABP mod, and a test harness in C or C# drives one. The
+//! header is `include/gabp.h`, generated from this crate by cbindgen (`cargo xtask gen-header`).
 //!
 //! Rules at the boundary, for every function:
 //!
@@ -8,8 +8,8 @@
 //!   (per thread). No panic crosses the boundary: one is caught and returned as `GABP_STATUS_INTERNAL`.
 //! - Strings go in as UTF-8 with an explicit length (no NUL needed); NULL with length 0 is the empty string.
 //!   The library copies what it keeps.
-//! - Mods and calls are `uint64_t` handles. A number is never given twice, so a handle used after it was
-//!   freed, or one never given, is `GABP_STATUS_HANDLE`, never undefined behaviour.
+//! - Mods, calls, bridges and subscriptions are `uint64_t` handles. A number is never given twice, so a
+//!   handle used after it was freed, or one never given, is `GABP_STATUS_HANDLE`, never undefined behaviour.
 //! - A string the library gives out is a [`GabpString`], owned by the caller and freed with
 //!   [`gabp_string_free`]; the last error is the one exception (owned by the library, per thread).
 //! - Each function states which threads may call it.

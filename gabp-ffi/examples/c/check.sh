@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds examples/c/minimal_mod.c with the system C compiler against libgabp, runs it under valgrind memcheck
-# for a full `gabp conformance` session, and checks that it ends cleanly at the end of its stdin (0 memcheck
-# errors, nothing definitely lost) and on SIGTERM.
+# Builds examples/c/minimal_mod.c and examples/c/harness.c with the system C compiler against libgabp, runs
+# the mod under valgrind memcheck for a full `gabp conformance` session and the harness's checks (the harness
+# under memcheck too), and checks that the mod ends cleanly at the end of its stdin (0 memcheck errors,
+# nothing definitely lost in either) and on SIGTERM.
 # Usage: check.sh TARGET_PROFILE_DIR GABP_BINARY   (e.g. target/debug target/debug/gabp)
 set -euo pipefail
 lib_dir=$(cd "$1" && pwd)
@@ -17,6 +18,8 @@ trap cleanup EXIT
 
 cc -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror "$here/minimal_mod.c" -I "$here/../../include" \
   -L "$lib_dir" "-Wl,-rpath,$lib_dir" -lgabp -lpthread -o "$work/minimal_mod"
+cc -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Werror "$here/harness.c" -I "$here/../../include" \
+  -L "$lib_dir" "-Wl,-rpath,$lib_dir" -lgabp -lpthread -o "$work/harness"
 
 token=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -48,6 +51,15 @@ if grep -E "^skip .*\[(MUST|SHOULD)\]" "$work/conformance"; then
   echo "FAIL: a MUST or SHOULD check was skipped against the C example" >&2
   exit 1
 fi
+if ! valgrind --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
+    --error-exitcode=3 --log-file="$work/harness-valgrind.log" \
+    "$work/harness" "tcp://127.0.0.1:$port" "$token" > "$work/harness.out" 2>&1; then
+  cat "$work/harness.out" "$work/harness-valgrind.log"
+  echo "FAIL: the C harness against the C example" >&2
+  exit 1
+fi
+tail -1 "$work/harness.out"
+grep -E "ERROR SUMMARY" "$work/harness-valgrind.log"
 exec 7>&- # the end of its stdin: the example stops
 status=0
 wait "$mod_pid" || status=$?
