@@ -1,5 +1,6 @@
 //! The C# bindings (`bindings/csharp/Gabp.cs`) on Mono, Unity's runtime: `tests/csharp/BindingsMod.cs` is
-//! compiled with `mcs`, run with `mono` against the library, and driven by a bridge. Skipped, with a message,
+//! compiled with `mcs`, run with `mono` against the library, and driven by a Rust bridge and by
+//! `tests/csharp/BridgeHarness.cs`, a harness through the bindings' bridge side. Skipped, with a message,
 //! without Mono (Debian's `mono-mcs` and `mono-runtime`; `.ci/run` installs them).
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)]
@@ -7,7 +8,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -29,28 +30,35 @@ impl Drop for Running {
     }
 }
 
+/// Compiles `tests/csharp/NAME.cs` with the bindings, as mcs 6.8 (C# 7.2) takes them, to `dir/NAME.exe`.
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = dir.join(format!("{name}.exe"));
+    let compiled = Command::new("mcs")
+        .args(["-langversion:7.2", "-warnaserror+"])
+        .arg(format!("-out:{}", exe.display()))
+        .arg(crate_dir.join("bindings/csharp/Gabp.cs"))
+        .arg(crate_dir.join(format!("tests/csharp/{name}.cs")))
+        .output()
+        .unwrap();
+    assert!(
+        compiled.status.success(),
+        "mcs {name}: {}{}",
+        String::from_utf8_lossy(&compiled.stdout),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    exe
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_csharp_mod_on_mono_serves_every_kind_of_tool() {
     if !have("mcs") || !have("mono") {
         eprintln!("SKIPPED: no Mono (mcs and mono, Debian's mono-mcs and mono-runtime); .ci/run installs them");
         return;
     }
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = tempfile::tempdir().unwrap();
-    let exe = out.path().join("BindingsMod.exe");
-    let compiled = Command::new("mcs")
-        .args(["-langversion:7.2", "-warnaserror+"])
-        .arg(format!("-out:{}", exe.display()))
-        .arg(crate_dir.join("bindings/csharp/Gabp.cs"))
-        .arg(crate_dir.join("tests/csharp/BindingsMod.cs"))
-        .output()
-        .unwrap();
-    assert!(
-        compiled.status.success(),
-        "mcs: {}{}",
-        String::from_utf8_lossy(&compiled.stdout),
-        String::from_utf8_lossy(&compiled.stderr)
-    );
+    let exe = compile(out.path(), "BindingsMod");
+    let harness = compile(out.path(), "BridgeHarness");
 
     let port = free_port();
     let token = TOKEN;
@@ -130,6 +138,35 @@ async fn a_csharp_mod_on_mono_serves_every_kind_of_tool() {
         .await
         .unwrap();
     assert!(current.attention.is_none());
+
+    // Resources: text, binary (base64), and a reader's exception as the read's error.
+    let world = bridge.read_resource("gabp://game/world").await.unwrap();
+    assert_eq!(world.content, json!(r#"{"name":"Ödland","size":16}"#));
+    let icon =
+        serde_json::to_value(bridge.read_resource("gabp://mod/icon").await.unwrap()).unwrap();
+    assert_eq!(icon["encoding"], "base64");
+    assert_eq!(icon["content"], "iVBORwD/");
+    let save = bridge.read_resource("gabp://game/save").await.unwrap_err();
+    assert!(save.to_string().contains("no save loaded"), "{save}");
+
+    // A test harness in C# drives the C# mod through the bindings' bridge side.
+    let endpoint = format!("tcp://127.0.0.1:{port}");
+    let ran = tokio::task::spawn_blocking(move || {
+        Command::new("mono")
+            .arg(&harness)
+            .args([endpoint.as_str(), token])
+            .env("LD_LIBRARY_PATH", library_dir())
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        ran.status.success() && said.contains("harness: all checks passed"),
+        "BridgeHarness: {said}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
 
     // The end of its stdin stops it cleanly.
     drop(running.0.stdin.take());

@@ -15,6 +15,12 @@
 // JSON text; Gabp.Json reads and writes JSON without other assemblies. An exception in a handler answers the call
 // as a tool error with its message (GabpToolException carries a GABP error code). An async tool gets a ToolCall to
 // answer later, from any thread.
+//
+// A test harness drives a mod with Gabp.Bridge:
+//
+//   using (var bridge = Gabp.Bridge.Connect("tcp://127.0.0.1:4545", token))   // or Gabp.Bridge.Discover()
+//   using (bridge.Subscribe("player/move", e => Console.WriteLine(e.PayloadJson)))
+//       Console.WriteLine(bridge.Call("demo/echo", "{\"value\":1}", TimeSpan.FromSeconds(2)));
 using System;
 using System.Collections.Generic;
 using System.Globalization;
@@ -49,6 +55,18 @@ namespace Gabp
         public GabpException(Status status, string message) : base(message) { Status = status; }
     }
 
+    /// <summary>The mod answered a bridge's call with a GABP error: its code, message, and error object as JSON.</summary>
+    public class GabpRemoteException : GabpException
+    {
+        public long Code { get; private set; }
+        public string ErrorJson { get; private set; }
+        public GabpRemoteException(long code, string message, string errorJson) : base(Status.Remote, message)
+        {
+            Code = code;
+            ErrorJson = errorJson;
+        }
+    }
+
     /// <summary>Thrown in a tool's handler to fail the call with a GABP error code (0: the tool-failure code).</summary>
     public class GabpToolException : Exception
     {
@@ -70,6 +88,17 @@ namespace Gabp
 
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         public delegate void ToolFn(IntPtr user, ulong call, IntPtr args, UIntPtr argsLen);
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void ResourceFn(IntPtr user, ulong call);
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void EventFn(IntPtr user, IntPtr evt);
+
+        [StructLayout(LayoutKind.Sequential)]
+        public struct GabpEvent
+        {
+            public IntPtr Channel; public UIntPtr ChannelLen; public ulong Seq;
+            public IntPtr Payload; public UIntPtr PayloadLen; public ulong Missed;
+        }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern uint gabp_abi_version();
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern IntPtr gabp_last_error(out UIntPtr len);
@@ -103,6 +132,19 @@ namespace Gabp
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_call_is_cancelled(ulong call, [MarshalAs(UnmanagedType.U1)] out bool cancelled);
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern Status gabp_call_progress(ulong call, double done, double total, byte[] message, UIntPtr messageLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_mod_add_resource(ulong mod, byte[] uri, UIntPtr uriLen, byte[] name, UIntPtr nameLen,
+            byte[] description, UIntPtr descriptionLen, byte[] mime, UIntPtr mimeLen, uint flags, ResourceFn callback, IntPtr user);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_call_reply_resource(ulong call, byte[] data, UIntPtr dataLen);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_bridge_connect(byte[] endpoint, UIntPtr endpointLen, byte[] token, UIntPtr tokenLen, out ulong bridge);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_bridge_discover(byte[] path, UIntPtr pathLen, out ulong bridge);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_bridge_call(ulong bridge, byte[] tool, UIntPtr toolLen, byte[] args, UIntPtr argsLen, ulong timeoutMs, out GabpString answer);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern Status gabp_bridge_subscribe(ulong bridge, byte[] channel, UIntPtr channelLen, EventFn callback, IntPtr user, out ulong subscription);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_subscription_free(ulong subscription);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] public static extern Status gabp_bridge_close(ulong bridge);
 
         [StructLayout(LayoutKind.Sequential)]
         public struct GabpString { public IntPtr Ptr; public UIntPtr Len; }
@@ -130,6 +172,18 @@ namespace Gabp
         {
             if (status != Status.Ok) throw new GabpException(status, LastError());
         }
+
+        public static void CheckAbi()
+        {
+            if (gabp_abi_version() != AbiVersion)
+                throw new GabpException(Status.State, "libgabp's ABI version " + gabp_abi_version() + " is not " + AbiVersion + ", which Gabp.cs was written for");
+        }
+
+        /// <summary>The text of a string the library gave out, which is freed.</summary>
+        public static string Take(ref GabpString s)
+        {
+            try { return Text(s.Ptr, s.Len); } finally { gabp_string_free(ref s); }
+        }
     }
 
     /// <summary>A call of an async tool, answered once, now or later, from any thread.</summary>
@@ -140,20 +194,32 @@ namespace Gabp
         public string Arguments { get; private set; }
         internal ToolCall(ulong handle, string arguments) { this.handle = handle; Arguments = arguments; }
 
-        /// <summary>Answers with a JSON result.</summary>
-        public void Reply(string json) { var b = Native.Utf8(json); Native.Check(Native.gabp_call_reply(handle, b, Native.Len(b))); }
+        // Each answer returns false when the call had already ended (the bridge cancelled it or it timed out while
+        // the work ran, or it was answered before): nobody waits for this answer then. Other mistakes throw.
 
-        /// <summary>Answers with a JSON result and a picture or sound (mime such as "image/png").</summary>
-        public void ReplyWithContent(string json, string mime, byte[] data)
+        /// <summary>Answers with a JSON result; false when the call had already ended.</summary>
+        public bool Reply(string json) { var b = Native.Utf8(json); return Answered(Native.gabp_call_reply(handle, b, Native.Len(b))); }
+
+        /// <summary>Answers with a JSON result and a picture or sound (mime such as "image/png"); false when the
+        /// call had already ended.</summary>
+        public bool ReplyWithContent(string json, string mime, byte[] data)
         {
             var j = Native.Utf8(json);
             var m = Native.Utf8(mime);
             data = data ?? new byte[0];
-            Native.Check(Native.gabp_call_reply_content(handle, j, Native.Len(j), m, Native.Len(m), data, Native.Len(data)));
+            return Answered(Native.gabp_call_reply_content(handle, j, Native.Len(j), m, Native.Len(m), data, Native.Len(data)));
         }
 
-        /// <summary>Fails the call with a GABP error code (0: the tool-failure code) and a message.</summary>
-        public void Fail(string message, int code = 0) { var b = Native.Utf8(message); Native.Check(Native.gabp_call_fail(handle, code, b, Native.Len(b))); }
+        /// <summary>Fails the call with a GABP error code (0: the tool-failure code) and a message; false when the
+        /// call had already ended.</summary>
+        public bool Fail(string message, int code = 0) { var b = Native.Utf8(message); return Answered(Native.gabp_call_fail(handle, code, b, Native.Len(b))); }
+
+        static bool Answered(Status status)
+        {
+            if (status == Status.CallEnded) return false;
+            Native.Check(status);
+            return true;
+        }
 
         /// <summary>Whether nobody waits for the answer any more (cancelled, timed out): stop the work.</summary>
         public bool IsCancelled { get { bool c; Native.Check(Native.gabp_call_is_cancelled(handle, out c)); return c; } }
@@ -175,11 +241,11 @@ namespace Gabp
         // The handlers native code calls back through, kept alive (and found) by these GC handles.
         readonly List<GCHandle> handlers = new List<GCHandle>();
         static readonly Native.ToolFn Callback = OnCall;
+        static readonly Native.ResourceFn ReadCallback = OnRead;
 
         public ModServer(string app, string version)
         {
-            if (Native.gabp_abi_version() != Native.AbiVersion)
-                throw new GabpException(Status.State, "libgabp's ABI version " + Native.gabp_abi_version() + " is not " + Native.AbiVersion + ", which Gabp.cs was written for");
+            Native.CheckAbi();
             var a = Native.Utf8(app);
             var v = Native.Utf8(version);
             Native.Check(Native.gabp_mod_new(a, Native.Len(a), v, Native.Len(v), out handle));
@@ -237,6 +303,46 @@ namespace Gabp
             Native.gabp_call_fail(call, code, b, Native.Len(b)); // CallEnded when already answered: nothing to do.
         }
 
+        /// <summary>A text resource (such as gabp://game/world) whose content <paramref name="read"/> gives on each
+        /// resources/read, on a library thread; an exception fails the read with its message.</summary>
+        public ModServer Resource(string uri, string name, Func<string> read, string description = "", string mimeType = "")
+        {
+            return AddResource(uri, name, description, mimeType, 0, read);
+        }
+
+        /// <summary>A binary resource (an icon, a save file), sent base64-encoded.</summary>
+        public ModServer BinaryResource(string uri, string name, Func<byte[]> read, string description = "", string mimeType = "")
+        {
+            return AddResource(uri, name, description, mimeType, 1, read);
+        }
+
+        ModServer AddResource(string uri, string name, string description, string mimeType, uint flags, object read)
+        {
+            if (read == null) throw new ArgumentNullException("read");
+            var gc = GCHandle.Alloc(read);
+            var u = Native.Utf8(uri);
+            var n = Native.Utf8(name);
+            var d = Native.Utf8(description);
+            var m = Native.Utf8(mimeType);
+            var status = Native.gabp_mod_add_resource(handle, u, Native.Len(u), n, Native.Len(n), d, Native.Len(d), m, Native.Len(m), flags, ReadCallback, GCHandle.ToIntPtr(gc));
+            if (status != Status.Ok) { gc.Free(); Native.Check(status); }
+            handlers.Add(gc);
+            return this;
+        }
+
+        [AOT.MonoPInvokeCallback(typeof(Native.ResourceFn))]
+        static void OnRead(IntPtr user, ulong call)
+        {
+            try
+            {
+                var read = GCHandle.FromIntPtr(user).Target;
+                var text = read as Func<string>;
+                var data = text != null ? Native.Utf8(text()) : (((Func<byte[]>)read)() ?? new byte[0]);
+                Native.Check(Native.gabp_call_reply_resource(call, data, Native.Len(data)));
+            }
+            catch (Exception e) { Fail(call, 0, e.GetType().Name + ": " + e.Message); }
+        }
+
         /// <summary>An event channel, for <see cref="Publish"/>.</summary>
         public ModServer Channel(string name) { var b = Native.Utf8(name); Native.Check(Native.gabp_mod_add_channel(handle, b, Native.Len(b))); return this; }
 
@@ -253,7 +359,7 @@ namespace Gabp
             var m = Native.Utf8(message);
             Native.GabpString id;
             Native.Check(Native.gabp_attention_open(handle, (int)severity, m, Native.Len(m), blocking, out id));
-            try { return Native.Text(id.Ptr, id.Len); } finally { Native.gabp_string_free(ref id); }
+            return Native.Take(ref id);
         }
 
         /// <summary>Resolves the open attention item (its cause is gone).</summary>
@@ -269,7 +375,7 @@ namespace Gabp
             {
                 Native.GabpString s;
                 Native.Check(Native.gabp_mod_endpoint(handle, out s));
-                try { return Native.Text(s.Ptr, s.Len); } finally { Native.gabp_string_free(ref s); }
+                return Native.Take(ref s);
             }
         }
 
@@ -313,6 +419,135 @@ namespace Gabp
             handle = 0;
             foreach (var gc in handlers) gc.Free();
             handlers.Clear();
+        }
+    }
+
+    /// <summary>One event a subscription receives, in seq order for its channel.</summary>
+    public sealed class Event
+    {
+        public string Channel { get; private set; }
+        public ulong Seq { get; private set; }
+        /// <summary>The payload as JSON text; empty when <see cref="Missed"/> is not 0.</summary>
+        public string PayloadJson { get; private set; }
+        /// <summary>Not 0: this many events of the channel were lost before this notice.</summary>
+        public ulong Missed { get; private set; }
+        internal Event(string channel, ulong seq, string payloadJson, ulong missed)
+        {
+            Channel = channel; Seq = seq; PayloadJson = payloadJson; Missed = missed;
+        }
+    }
+
+    /// <summary>A bridge to a running mod, for test harnesses: calls with a time limit, events through a callback.
+    /// Calls may come from any thread, but not from an event handler.</summary>
+    public sealed class Bridge : IDisposable
+    {
+        ulong handle;
+        readonly List<Subscription> subscriptions = new List<Subscription>();
+        static readonly Native.EventFn EventCallback = OnEvent;
+
+        Bridge(ulong handle) { this.handle = handle; }
+
+        /// <summary>Connects to the mod at <paramref name="endpoint"/> (tcp://127.0.0.1:PORT) with its token.</summary>
+        public static Bridge Connect(string endpoint, string token)
+        {
+            Native.CheckAbi();
+            var e = Native.Utf8(endpoint);
+            var t = Native.Utf8(token);
+            ulong b;
+            Native.Check(Native.gabp_bridge_connect(e, Native.Len(e), t, Native.Len(t), out b));
+            return new Bridge(b);
+        }
+
+        /// <summary>Connects to the mod a bridge.json names (null: the platform path mods announce themselves at).</summary>
+        public static Bridge Discover(string bridgeJsonPath = null)
+        {
+            Native.CheckAbi();
+            var p = Native.Utf8(bridgeJsonPath);
+            ulong b;
+            Native.Check(Native.gabp_bridge_discover(p, Native.Len(p), out b));
+            return new Bridge(b);
+        }
+
+        /// <summary>Calls <paramref name="tool"/> with JSON arguments and returns its JSON result. Throws
+        /// GabpRemoteException for the mod's errors and GabpException with Status.Timeout past the time limit.</summary>
+        public string Call(string tool, string argsJson = "{}", TimeSpan? timeout = null)
+        {
+            var t = Native.Utf8(tool);
+            var a = Native.Utf8(argsJson);
+            ulong ms = timeout.HasValue ? (ulong)Math.Max(1, (long)timeout.Value.TotalMilliseconds) : 0;
+            Native.GabpString answer;
+            var status = Native.gabp_bridge_call(Handle, t, Native.Len(t), a, Native.Len(a), ms, out answer);
+            if (status == Status.Ok) return Native.Take(ref answer);
+            if (status != Status.Remote) throw new GabpException(status, Native.LastError());
+            var message = Native.LastError();
+            var error = Native.Take(ref answer);
+            long code = 0;
+            try
+            {
+                var obj = Json.Parse(error) as Dictionary<string, object>;
+                object c;
+                if (obj != null && obj.TryGetValue("code", out c) && c is double) code = (long)(double)c;
+            }
+            catch (FormatException) { }
+            throw new GabpRemoteException(code, message, error);
+        }
+
+        /// <summary>Calls <paramref name="handler"/> for each event of <paramref name="channel"/>, on a library
+        /// thread, until the returned subscription is disposed (or the bridge is).</summary>
+        public Subscription Subscribe(string channel, Action<Event> handler)
+        {
+            if (handler == null) throw new ArgumentNullException("handler");
+            var gc = GCHandle.Alloc(handler);
+            var c = Native.Utf8(channel);
+            ulong id;
+            var status = Native.gabp_bridge_subscribe(Handle, c, Native.Len(c), EventCallback, GCHandle.ToIntPtr(gc), out id);
+            if (status != Status.Ok) { gc.Free(); Native.Check(status); }
+            var subscription = new Subscription(id, gc);
+            lock (subscriptions) subscriptions.Add(subscription);
+            return subscription;
+        }
+
+        [AOT.MonoPInvokeCallback(typeof(Native.EventFn))]
+        static void OnEvent(IntPtr user, IntPtr evt)
+        {
+            try
+            {
+                var e = (Native.GabpEvent)Marshal.PtrToStructure(evt, typeof(Native.GabpEvent));
+                var handler = (Action<Event>)GCHandle.FromIntPtr(user).Target;
+                handler(new Event(Native.Text(e.Channel, e.ChannelLen), e.Seq, Native.Text(e.Payload, e.PayloadLen), e.Missed));
+            }
+            catch (Exception e) { Console.Error.WriteLine("Gabp: an event handler threw " + e); }
+        }
+
+        ulong Handle { get { if (handle == 0) throw new ObjectDisposedException("Gabp.Bridge"); return handle; } }
+
+        /// <summary>Says goodbye to the mod, closes the connection and ends the subscriptions.</summary>
+        public void Dispose()
+        {
+            if (handle == 0) return;
+            Native.gabp_bridge_close(handle);
+            handle = 0;
+            lock (subscriptions)
+            {
+                foreach (var s in subscriptions) s.Dispose();
+                subscriptions.Clear();
+            }
+        }
+    }
+
+    /// <summary>A bridge's subscription to a channel; its handler is not called after Dispose returns.</summary>
+    public sealed class Subscription : IDisposable
+    {
+        long handle;
+        GCHandle handler;
+        internal Subscription(ulong handle, GCHandle handler) { this.handle = (long)handle; this.handler = handler; }
+
+        public void Dispose()
+        {
+            long h = System.Threading.Interlocked.Exchange(ref handle, 0);
+            if (h == 0) return;
+            Native.gabp_subscription_free((ulong)h);
+            handler.Free();
         }
     }
 

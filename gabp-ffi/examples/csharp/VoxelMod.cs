@@ -126,8 +126,7 @@ public class VoxelBehaviour
                 slept += step;
                 call.Progress(slept, ms);
             }
-            try { call.Reply(Json.Write(new Dictionary<string, object> { { "sleptMs", slept } })); }
-            catch (GabpException e) when (e.Status == Status.CallEnded) { } // cancelled meanwhile: nobody waits
+            call.Reply(Json.Write(new Dictionary<string, object> { { "sleptMs", slept } })); // false if cancelled meanwhile
         }) { IsBackground = true }.Start();
     }
 

@@ -1,4 +1,5 @@
-// A mod through Gabp.cs, run on Mono by tests/csharp_bindings.rs: every kind of tool, an event, a pumping loop.
+// A mod through Gabp.cs, run on Mono by tests/csharp_bindings.rs: every kind of tool, resources, an event, a
+// pumping loop.
 // Ends at the end of its stdin.
 using System;
 using System.Collections.Generic;
@@ -35,6 +36,9 @@ static class BindingsMod
                .Tool("demo/raise_error", "Opens a blocking attention item", args =>
                     Gabp.Json.Write(new Dictionary<string, object> { { "attentionId", mod.OpenAttention("the save file is corrupt") } }))
                .Tool("demo/resolve", "Resolves it", args => { mod.ResolveAttention(); return "{}"; })
+               .Resource("gabp://game/world", "World", () => "{\"name\":\"Ödland\",\"size\":16}", "The world", "application/json")
+               .BinaryResource("gabp://mod/icon", "Icon", () => new byte[] { 0x89, 0x50, 0x4e, 0x47, 0, 0xff }, "", "image/png")
+               .Resource("gabp://game/save", "Save", () => { throw new InvalidOperationException("no save loaded"); })
                .Channel("world/ticked")
                .Attention();
             mod.Start();
