@@ -142,6 +142,27 @@ impl GameClock {
         tick
     }
 
+    /// Ticks a `time/step` still owes while paused (0 while time runs): for an engine that schedules its
+    /// fixed-timestep updates itself (Bevy's `FixedMain`) and runs that many.
+    #[must_use]
+    pub fn steps_owed(&self) -> u64 {
+        let state = self.inner.state.lock();
+        if state.paused {
+            state.step_until.saturating_sub(state.tick)
+        } else {
+            0
+        }
+    }
+
+    /// Marks the start of a tick an engine runs itself, ended by [`GameClock::ticked`]: a `time/pause`
+    /// arriving meanwhile is answered once the tick has ended. Whether the clock would run it
+    /// ([`GameClock::should_tick`]); the mark is set either way, since the engine runs the tick regardless.
+    pub fn begin_tick(&self) -> bool {
+        let mut state = self.inner.state.lock();
+        state.ticking = true;
+        !state.paused || state.tick < state.step_until
+    }
+
     /// Runs `tick` (the game's own simulation step) when [`GameClock::should_tick`], then counts it; whether it
     /// ran.
     ///

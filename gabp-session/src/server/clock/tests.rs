@@ -108,3 +108,27 @@ fn abandoned_steps_are_forgotten() {
     let _kept = clock.step(ticks(1));
     assert_eq!(clock.inner.state.lock().steps.len(), 1);
 }
+
+#[test]
+fn an_engine_that_runs_its_own_ticks_learns_the_steps_owed() {
+    let (clock, _, _) = clock();
+    assert_eq!(clock.steps_owed(), 0, "time runs: nothing is owed");
+    clock.pause();
+    let mut answered = clock.step(ticks(3));
+    assert_eq!(clock.steps_owed(), 3);
+    for owed in (0..3).rev() {
+        assert!(clock.begin_tick());
+        clock.ticked();
+        assert_eq!(clock.steps_owed(), owed);
+    }
+    assert_eq!(answered.try_recv().unwrap().tick, 3);
+    assert!(!clock.begin_tick(), "paused with nothing owed");
+    clock.ticked();
+    // A pause during a tick the engine began is answered when it ends.
+    clock.resume();
+    assert!(clock.begin_tick());
+    let mut settled = clock.pause_settled().unwrap_err();
+    assert!(settled.try_recv().is_err());
+    clock.ticked();
+    assert_eq!(settled.try_recv().unwrap().tick, 5);
+}

@@ -1,0 +1,96 @@
+//! [`GabpPlugin`]: builds the mod from what the app registered and serves it.
+
+use std::time::Duration;
+
+use bevy_app::{App, First, Plugin};
+use bevy_ecs::prelude::*;
+use bevy_time::{Time, Virtual};
+use gabp_session::ModServer;
+use gabp_transport::ModSettings;
+
+use crate::server::{pump, GabpServer, Pending};
+use crate::time;
+
+/// Serves the app as a GABP mod: its tools ([`GabpAppExt`](crate::GabpAppExt)), its events, and time control
+/// when `bevy_time`'s `TimePlugin` is there.
+#[derive(Debug, Clone)]
+pub struct GabpPlugin {
+    name: String,
+    version: String,
+    settings: Option<ModSettings>,
+    budget: Duration,
+    time_control: bool,
+}
+
+impl GabpPlugin {
+    /// A mod named `name` at `version`, with settings from the GABS environment or `bridge.json`
+    /// (`ModSettings::for_game`), main-thread calls drained up to 2 ms a frame, and time control on.
+    #[must_use]
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        GabpPlugin {
+            name: name.into(),
+            version: version.into(),
+            settings: None,
+            budget: Duration::from_millis(2),
+            time_control: true,
+        }
+    }
+
+    /// Serves with these settings (endpoint, token) instead of the GABS environment and `bridge.json`.
+    #[must_use]
+    pub fn settings(mut self, settings: ModSettings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// How long the game's calls may run each frame (a call that has started always finishes).
+    #[must_use]
+    pub fn budget(mut self, budget: Duration) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Whether bridges may pause, resume and step the game (on by default; needs `TimePlugin`).
+    #[must_use]
+    pub fn time_control(mut self, on: bool) -> Self {
+        self.time_control = on;
+        self
+    }
+}
+
+impl Plugin for GabpPlugin {
+    fn build(&self, app: &mut App) {
+        Pending::init(app.world_mut());
+        app.add_systems(First, pump.after(bevy_time::TimeSystems));
+    }
+
+    fn finish(&self, app: &mut App) {
+        let time_control = self.time_control && app.world().contains_resource::<Time<Virtual>>();
+        if self.time_control && !time_control {
+            tracing::warn!(
+                "gabp-bevy: time control is off: add bevy_time's TimePlugin before GabpPlugin"
+            );
+        }
+        let builder = Pending::take(app.world_mut())
+            .into_builder(ModServer::builder().app(self.name.clone(), self.version.clone()))
+            .time_control(time_control);
+        let settings = match self.settings.clone() {
+            Some(settings) => Ok(settings),
+            None => ModSettings::for_game(self.name.clone()),
+        };
+        match settings
+            .map_err(|e| e.to_string())
+            .and_then(|settings| GabpServer::start(builder, &settings, self.budget))
+        {
+            Ok(server) => {
+                tracing::info!("gabp-bevy: serving GABP on {}", server.endpoint());
+                app.insert_resource(server);
+                if time_control {
+                    time::add_systems(app);
+                }
+            }
+            // A game keeps running without its agents' way in; the reason is logged, never a panic.
+            Err(e) => tracing::error!("gabp-bevy: not serving GABP: {e}"),
+        }
+    }
+}
