@@ -147,7 +147,7 @@ typedef struct GabpEvent {
    */
   size_t channel_len;
   /**
-   * The event's sequence number on its channel (SPEC/1.0 gabp.md §7).
+   * The event's sequence number on its channel (SPEC/1.0 gabp.md §7); 0 on a notice of missed events.
    */
   uint64_t seq;
   /**
@@ -167,8 +167,9 @@ typedef struct GabpEvent {
 
 /**
  * A subscription's callback: `user` as given to [`gabp_bridge_subscribe`], and one event, in `seq` order
- * for its channel. It runs on the library's thread: keep it short. It may call [`gabp_subscription_free`]
- * on its own subscription, but not block on a call of the same bridge.
+ * for its channel. It runs on a thread the library starts for the subscription, one event at a time; it may
+ * call any function of the library, this bridge's calls and [`gabp_subscription_free`] included. While it
+ * runs, the subscription's next events wait (up to its queue's bound; then they are reported as missed).
  */
 typedef void (*GabpEventFn)(void *user, const struct GabpEvent *event);
 
@@ -266,7 +267,8 @@ enum GabpStatus gabp_attention_resolve(uint64_t m);
  * valid), `GABP_STATUS_IO` (nobody listens there, the connection failed), `GABP_STATUS_REMOTE` (the mod
  * refused the token), `GABP_STATUS_TIMEOUT` (no welcome within 10 s).
  *
- * Thread-safety: any thread but the library's own.
+ * Thread-safety: any thread of the caller's, event callbacks included; not a tool's callback of a mod
+ * (`GABP_STATUS_STATE`), which runs on the library's async threads.
  *
  * # Safety
  *
@@ -285,7 +287,8 @@ enum GabpStatus gabp_bridge_connect(const char *endpoint,
  * Errors: as [`gabp_bridge_connect`]; `GABP_STATUS_IO` also when the file cannot be read (the message
  * names it).
  *
- * Thread-safety: any thread but the library's own.
+ * Thread-safety: any thread of the caller's, event callbacks included; not a tool's callback of a mod
+ * (`GABP_STATUS_STATE`), which runs on the library's async threads.
  *
  * # Safety
  *
@@ -297,16 +300,16 @@ enum GabpStatus gabp_bridge_discover(const char *path,
 
 /**
  * Calls tool `tool` of bridge `b`'s mod with the JSON object `args` (empty means `{}`) and waits at most
- * `timeout_ms` milliseconds (0: 30 s). On `GABP_STATUS_OK`, `*out` is the tool's result as JSON; on
+ * `timeout_ms` milliseconds (0: 30 s; `UINT64_MAX`: no limit). On `GABP_STATUS_OK`, `*out` is the tool's result as JSON; on
  * `GABP_STATUS_REMOTE`, the mod's error object (`{"code":...,"message":...,"data":...}`). Free `*out` with
  * [`gabp_string_free`]; on any other status it is left untouched.
  *
  * Errors: `GABP_STATUS_TIMEOUT` (no answer in time; the call may still run in the mod), `GABP_STATUS_REMOTE`
  * (the mod answered with an error: unknown tool, invalid arguments, the tool failed), `GABP_STATUS_IO` (the
- * connection is gone), `GABP_STATUS_JSON`, `GABP_STATUS_UTF8`, `GABP_STATUS_NULL`, `GABP_STATUS_HANDLE`,
- * `GABP_STATUS_STATE` (called from an event callback).
+ * connection is gone), `GABP_STATUS_INVALID` (an empty tool name), `GABP_STATUS_JSON`, `GABP_STATUS_UTF8`,
+ * `GABP_STATUS_NULL`, `GABP_STATUS_HANDLE`, `GABP_STATUS_STATE` (called from a mod's tool callback).
  *
- * Thread-safety: any thread but the library's own; calls from several threads run concurrently.
+ * Thread-safety: as [`gabp_bridge_connect`]; calls from several threads run concurrently.
  *
  * # Safety
  *
@@ -328,9 +331,10 @@ enum GabpStatus gabp_bridge_call(uint64_t b,
  *
  * Errors: `GABP_STATUS_INVALID` (the mod does not offer the channel, or no channel matches the pattern),
  * `GABP_STATUS_REMOTE` (the mod refused, a pattern it cannot read), `GABP_STATUS_NULL` (no callback),
- * `GABP_STATUS_UTF8`, `GABP_STATUS_HANDLE`, `GABP_STATUS_IO`.
+ * `GABP_STATUS_UTF8`, `GABP_STATUS_HANDLE`, `GABP_STATUS_IO`, `GABP_STATUS_STATE` (called from a mod's tool
+ * callback). When the connection ends, the callback is simply called no more.
  *
- * Thread-safety: any thread but the library's own.
+ * Thread-safety: as [`gabp_bridge_connect`].
  *
  * # Safety
  *
@@ -345,10 +349,13 @@ enum GabpStatus gabp_bridge_subscribe(uint64_t b,
                                       uint64_t *out);
 
 /**
- * Ends subscription `s`: once it returns, its callback is not called again (it waits for a callback in
- * progress on another thread). Using `s` afterwards is `GABP_STATUS_HANDLE`.
+ * Ends subscription `s`: once it returns, its callback is not called again, and none is running (unless
+ * called from inside an event callback, where a callback of `s` running on another thread may still be
+ * finishing). Using `s` afterwards is `GABP_STATUS_HANDLE`.
  *
- * Thread-safety: any thread, also from the subscription's own callback.
+ * Errors: `GABP_STATUS_HANDLE`.
+ *
+ * Thread-safety: any thread, also from an event callback.
  */
 enum GabpStatus gabp_subscription_free(uint64_t s);
 
@@ -357,7 +364,9 @@ enum GabpStatus gabp_subscription_free(uint64_t s);
  * `GABP_STATUS_HANDLE`. Calls in progress on other threads end with `GABP_STATUS_IO`; its subscriptions
  * call their callbacks no more (free their handles with [`gabp_subscription_free`]).
  *
- * Thread-safety: any thread but the library's own (not from an event callback).
+ * Errors: `GABP_STATUS_HANDLE`, `GABP_STATUS_STATE` (called from a mod's tool callback).
+ *
+ * Thread-safety: as [`gabp_bridge_connect`].
  */
 enum GabpStatus gabp_bridge_close(uint64_t b);
 
@@ -516,8 +525,8 @@ enum GabpStatus gabp_mod_add_tool(uint64_t m,
  * `resources/read`, on the library's threads. `flags`: [`GABP_RESOURCE_BINARY`] for bytes, else UTF-8 text.
  *
  * Errors: `GABP_STATUS_NULL` (no callback), `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an empty URI or name,
- * unknown flags), `GABP_STATUS_STATE` (the mod has started). A URI that is not valid fails
- * [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
+ * unknown flags), `GABP_STATUS_STATE` (the mod has started), `GABP_STATUS_HANDLE`. A URI that is not valid,
+ * or one added twice, fails [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
  *
  * Thread-safety: any thread.
  *
@@ -570,8 +579,8 @@ enum GabpStatus gabp_mod_enable_time_control(uint64_t m);
  * TCP port and a fresh token, announced in `bridge.json` (removed again by [`gabp_mod_stop`]).
  *
  * Errors: `GABP_STATUS_STATE` (started before), `GABP_STATUS_SCHEMA` (a tool's input schema is not valid),
- * `GABP_STATUS_INVALID` (a tool or channel name is not valid), `GABP_STATUS_IO` (the settings cannot be read,
- * or listening fails).
+ * `GABP_STATUS_INVALID` (a tool or channel name, or a resource URI, is not valid or comes twice),
+ * `GABP_STATUS_IO` (the settings cannot be read, or listening fails).
  *
  * Thread-safety: any thread.
  */

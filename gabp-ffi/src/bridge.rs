@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+use futures::future::Either;
 use futures::StreamExt;
 use gabp_session::bridge::{Bridge, SubscriptionItem};
 use gabp_session::Error;
@@ -30,7 +31,7 @@ pub struct GabpEvent {
     pub channel: *const c_char,
     /// Its length in bytes.
     pub channel_len: usize,
-    /// The event's sequence number on its channel (SPEC/1.0 gabp.md §7).
+    /// The event's sequence number on its channel (SPEC/1.0 gabp.md §7); 0 on a notice of missed events.
     pub seq: u64,
     /// The payload as JSON (not NUL-terminated); empty when `missed` is not 0.
     pub payload: *const c_char,
@@ -42,40 +43,60 @@ pub struct GabpEvent {
 }
 
 /// A subscription's callback: `user` as given to [`gabp_bridge_subscribe`], and one event, in `seq` order
-/// for its channel. It runs on the library's thread: keep it short. It may call [`gabp_subscription_free`]
-/// on its own subscription, but not block on a call of the same bridge.
+/// for its channel. It runs on a thread the library starts for the subscription, one event at a time; it may
+/// call any function of the library, this bridge's calls and [`gabp_subscription_free`] included. While it
+/// runs, the subscription's next events wait (up to its queue's bound; then they are reported as missed).
 pub type GabpEventFn = Option<unsafe extern "C" fn(user: *mut c_void, event: *const GabpEvent)>;
 
-/// One connection to a mod, with the runtime that drives it.
+/// Waiting this long is waiting without a limit (`UINT64_MAX` milliseconds asks for none).
+const NO_LIMIT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// One connection to a mod, with the runtime that drives it and the subscriptions it delivers.
 struct Client {
     runtime: tokio::runtime::Runtime,
     bridge: Bridge,
+    subscribers: Mutex<Vec<Arc<Subscriber>>>,
 }
 
 static BRIDGES: Handles<Client> = Handles::new("bridge");
 
-/// One subscription: its delivery task stops when `stop` is notified, and calls no callback once `closed`.
+/// One subscription: its delivery thread stops when `stop` is notified, and calls no callback once `closed`.
 struct Subscriber {
-    stop: Arc<Notify>,
-    closed: Arc<AtomicBool>,
+    bridge: u64,
+    stop: Notify,
+    closed: AtomicBool,
     /// Held while the callback runs, so that freeing from another thread waits for a callback in progress.
-    delivering: Arc<Mutex<()>>,
+    delivering: Mutex<()>,
+}
+
+impl Subscriber {
+    /// Ends delivery: no callback starts after this, and, unless called from inside an event callback (where
+    /// waiting for another could wait forever), none is in progress when it returns.
+    fn end(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.stop.notify_one();
+        if IN_CALLBACK.with(Cell::get) == 0 {
+            drop(self.delivering.lock());
+        }
+    }
 }
 
 static SUBSCRIPTIONS: Handles<Subscriber> = Handles::new("subscription");
 
 thread_local! {
-    /// Set on the bridges' runtime threads: blocking on a call from one would wait for itself.
-    static ON_BRIDGE_THREAD: Cell<bool> = const { Cell::new(false) };
     /// The subscription whose callback this thread is running, if any.
     static IN_CALLBACK: Cell<u64> = const { Cell::new(0) };
 }
 
-fn on_bridge_thread(what: &str) -> Result<(), FfiError> {
-    if ON_BRIDGE_THREAD.with(Cell::get) {
+/// Refuses to block a thread that runs async tasks (a tool's callback, a bridge's own thread): blocking it
+/// could wait for itself, and a runtime cannot be started or dropped there.
+fn outside_runtime(what: &str) -> Result<(), FfiError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
         return Err(FfiError::new(
             GabpStatus::State,
-            format!("{what} was called from an event callback; call it from another thread"),
+            format!(
+                "{what} was called on one of the library's threads (a tool's callback, say); call it from a thread of your own"
+            ),
         ));
     }
     Ok(())
@@ -100,7 +121,7 @@ fn block<T: Send + 'static>(
     what: &str,
     work: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Result<T, FfiError> {
-    on_bridge_thread(what)?;
+    outside_runtime(what)?;
     let (tx, rx) = mpsc::sync_channel(1);
     client.runtime.spawn(async move {
         let _ = tx.send(work.await);
@@ -119,7 +140,6 @@ fn connect_with(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("gabp-bridge")
-        .on_thread_start(|| ON_BRIDGE_THREAD.with(|on| on.set(true)))
         .enable_all()
         .build()
         .map_err(|e| FfiError::new(GabpStatus::Io, e.to_string()))?;
@@ -132,7 +152,11 @@ fn connect_with(
             .map_err(|_| FfiError::new(GabpStatus::Internal, "the connecting task ended"))?
             .map_err(|e| failure(&e))?
     };
-    let id = BRIDGES.insert(Client { runtime, bridge });
+    let id = BRIDGES.insert(Client {
+        runtime,
+        bridge,
+        subscribers: Mutex::new(Vec::new()),
+    });
     // SAFETY: checked not NULL; the caller's writable uint64_t.
     unsafe { put(out, id) };
     Ok(())
@@ -145,7 +169,8 @@ fn connect_with(
 /// valid), `GABP_STATUS_IO` (nobody listens there, the connection failed), `GABP_STATUS_REMOTE` (the mod
 /// refused the token), `GABP_STATUS_TIMEOUT` (no welcome within 10 s).
 ///
-/// Thread-safety: any thread but the library's own.
+/// Thread-safety: any thread of the caller's, event callbacks included; not a tool's callback of a mod
+/// (`GABP_STATUS_STATE`), which runs on the library's async threads.
 ///
 /// # Safety
 ///
@@ -159,7 +184,7 @@ pub unsafe extern "C" fn gabp_bridge_connect(
     out: *mut u64,
 ) -> GabpStatus {
     run(|| {
-        on_bridge_thread("gabp_bridge_connect")?;
+        outside_runtime("gabp_bridge_connect")?;
         // SAFETY: as the function's contract says.
         let endpoint_text = unsafe { name(endpoint, endpoint_len, "the endpoint") }?;
         // SAFETY: as above.
@@ -187,7 +212,8 @@ pub unsafe extern "C" fn gabp_bridge_connect(
 /// Errors: as [`gabp_bridge_connect`]; `GABP_STATUS_IO` also when the file cannot be read (the message
 /// names it).
 ///
-/// Thread-safety: any thread but the library's own.
+/// Thread-safety: any thread of the caller's, event callbacks included; not a tool's callback of a mod
+/// (`GABP_STATUS_STATE`), which runs on the library's async threads.
 ///
 /// # Safety
 ///
@@ -199,7 +225,7 @@ pub unsafe extern "C" fn gabp_bridge_discover(
     out: *mut u64,
 ) -> GabpStatus {
     run(|| {
-        on_bridge_thread("gabp_bridge_discover")?;
+        outside_runtime("gabp_bridge_discover")?;
         // SAFETY: as the function's contract says.
         let path = unsafe { text(path, path_len, "the path") }?;
         let path = if path.is_empty() {
@@ -213,16 +239,16 @@ pub unsafe extern "C" fn gabp_bridge_discover(
 }
 
 /// Calls tool `tool` of bridge `b`'s mod with the JSON object `args` (empty means `{}`) and waits at most
-/// `timeout_ms` milliseconds (0: 30 s). On `GABP_STATUS_OK`, `*out` is the tool's result as JSON; on
+/// `timeout_ms` milliseconds (0: 30 s; `UINT64_MAX`: no limit). On `GABP_STATUS_OK`, `*out` is the tool's result as JSON; on
 /// `GABP_STATUS_REMOTE`, the mod's error object (`{"code":...,"message":...,"data":...}`). Free `*out` with
 /// [`gabp_string_free`]; on any other status it is left untouched.
 ///
 /// Errors: `GABP_STATUS_TIMEOUT` (no answer in time; the call may still run in the mod), `GABP_STATUS_REMOTE`
 /// (the mod answered with an error: unknown tool, invalid arguments, the tool failed), `GABP_STATUS_IO` (the
-/// connection is gone), `GABP_STATUS_JSON`, `GABP_STATUS_UTF8`, `GABP_STATUS_NULL`, `GABP_STATUS_HANDLE`,
-/// `GABP_STATUS_STATE` (called from an event callback).
+/// connection is gone), `GABP_STATUS_INVALID` (an empty tool name), `GABP_STATUS_JSON`, `GABP_STATUS_UTF8`,
+/// `GABP_STATUS_NULL`, `GABP_STATUS_HANDLE`, `GABP_STATUS_STATE` (called from a mod's tool callback).
 ///
-/// Thread-safety: any thread but the library's own; calls from several threads run concurrently.
+/// Thread-safety: as [`gabp_bridge_connect`]; calls from several threads run concurrently.
 ///
 /// # Safety
 ///
@@ -247,12 +273,10 @@ pub unsafe extern "C" fn gabp_bridge_call(
         let tool = unsafe { name(tool, tool_len, "the tool name") }?.to_owned();
         // SAFETY: as above.
         let args = Value::Object(unsafe { object(args, args_len, "the arguments") }?);
-        let bridge = if timeout_ms == 0 {
-            client.bridge.clone()
-        } else {
-            client
-                .bridge
-                .with_timeout(Duration::from_millis(timeout_ms))
+        let bridge = match timeout_ms {
+            0 => client.bridge.clone(),
+            u64::MAX => client.bridge.with_timeout(NO_LIMIT),
+            ms => client.bridge.with_timeout(Duration::from_millis(ms)),
         };
         let outcome = block(&client, "gabp_bridge_call", async move {
             bridge.call_tool(&tool, args).await
@@ -279,9 +303,10 @@ pub unsafe extern "C" fn gabp_bridge_call(
 ///
 /// Errors: `GABP_STATUS_INVALID` (the mod does not offer the channel, or no channel matches the pattern),
 /// `GABP_STATUS_REMOTE` (the mod refused, a pattern it cannot read), `GABP_STATUS_NULL` (no callback),
-/// `GABP_STATUS_UTF8`, `GABP_STATUS_HANDLE`, `GABP_STATUS_IO`.
+/// `GABP_STATUS_UTF8`, `GABP_STATUS_HANDLE`, `GABP_STATUS_IO`, `GABP_STATUS_STATE` (called from a mod's tool
+/// callback). When the connection ends, the callback is simply called no more.
 ///
-/// Thread-safety: any thread but the library's own.
+/// Thread-safety: as [`gabp_bridge_connect`].
 ///
 /// # Safety
 ///
@@ -321,36 +346,54 @@ pub unsafe extern "C" fn gabp_bridge_subscribe(
                 format!("the mod does not offer channel {channel} (SPEC/1.0 gabp.md §4.6)"),
             ));
         }
-        let subscriber = Subscriber {
-            stop: Arc::new(Notify::new()),
-            closed: Arc::new(AtomicBool::new(false)),
-            delivering: Arc::new(Mutex::new(())),
-        };
-        let (stop, closed, delivering) = (
-            subscriber.stop.clone(),
-            subscriber.closed.clone(),
-            subscriber.delivering.clone(),
-        );
-        let id = SUBSCRIPTIONS.insert(subscriber);
-        let user = UserData(user);
-        client.runtime.spawn(async move {
-            let mut subscription = subscription;
-            loop {
-                let item = tokio::select! {
-                    () = stop.notified() => break,
-                    item = subscription.next() => item,
-                };
-                let Some(Ok(item)) = item else { break };
-                let _guard = delivering.lock();
-                if closed.load(Ordering::Acquire) {
-                    break;
-                }
-                IN_CALLBACK.with(|c| c.set(id));
-                deliver(&item, callback, user);
-                IN_CALLBACK.with(|c| c.set(0));
-            }
-            // Dropping the subscription unsubscribes in the background.
+        let id = SUBSCRIPTIONS.insert(Subscriber {
+            bridge: b,
+            stop: Notify::new(),
+            closed: AtomicBool::new(false),
+            delivering: Mutex::new(()),
         });
+        let subscriber = SUBSCRIPTIONS.get(id)?;
+        client.subscribers.lock().push(subscriber.clone());
+        let user = UserData(user);
+        let runtime = client.runtime.handle().clone();
+        let spawned = std::thread::Builder::new()
+            .name("gabp-events".to_owned())
+            .spawn(move || {
+                let mut subscription = subscription;
+                futures::executor::block_on(async {
+                    loop {
+                        let item = {
+                            let stopped = subscriber.stop.notified();
+                            let next = subscription.next();
+                            futures::pin_mut!(stopped);
+                            match futures::future::select(stopped, next).await {
+                                Either::Left(_) => break,
+                                Either::Right((item, _)) => item,
+                            }
+                        };
+                        // The stream ends with the connection.
+                        let Some(Ok(item)) = item else { break };
+                        let _delivering = subscriber.delivering.lock();
+                        if subscriber.closed.load(Ordering::Acquire) {
+                            break;
+                        }
+                        IN_CALLBACK.with(|c| c.set(id));
+                        deliver(&item, callback, user);
+                        IN_CALLBACK.with(|c| c.set(0));
+                    }
+                });
+                // Dropping it unsubscribes, on the bridge's runtime (a no-op once the bridge has closed).
+                let _runtime = runtime.enter();
+                drop(subscription);
+            });
+        if let Err(e) = spawned {
+            let _ = SUBSCRIPTIONS.remove(id);
+            client.subscribers.lock().pop();
+            return Err(FfiError::new(
+                GabpStatus::Io,
+                format!("starting the subscription's thread: {e}"),
+            ));
+        }
         // SAFETY: checked not NULL; the caller's writable uint64_t.
         unsafe { put(out, id) };
         Ok(())
@@ -386,19 +429,23 @@ fn deliver(
     unsafe { callback(user.0, &event) };
 }
 
-/// Ends subscription `s`: once it returns, its callback is not called again (it waits for a callback in
-/// progress on another thread). Using `s` afterwards is `GABP_STATUS_HANDLE`.
+/// Ends subscription `s`: once it returns, its callback is not called again, and none is running (unless
+/// called from inside an event callback, where a callback of `s` running on another thread may still be
+/// finishing). Using `s` afterwards is `GABP_STATUS_HANDLE`.
 ///
-/// Thread-safety: any thread, also from the subscription's own callback.
+/// Errors: `GABP_STATUS_HANDLE`.
+///
+/// Thread-safety: any thread, also from an event callback.
 #[no_mangle]
 pub extern "C" fn gabp_subscription_free(s: u64) -> GabpStatus {
     run(|| {
         let subscriber = SUBSCRIPTIONS.remove(s)?;
-        subscriber.closed.store(true, Ordering::Release);
-        subscriber.stop.notify_one();
-        if IN_CALLBACK.with(Cell::get) != s {
-            // Waits for a callback in progress; none starts after `closed`.
-            drop(subscriber.delivering.lock());
+        subscriber.end();
+        if let Ok(client) = BRIDGES.get(subscriber.bridge) {
+            client
+                .subscribers
+                .lock()
+                .retain(|other| !Arc::ptr_eq(other, &subscriber));
         }
         Ok(())
     })
@@ -408,12 +455,17 @@ pub extern "C" fn gabp_subscription_free(s: u64) -> GabpStatus {
 /// `GABP_STATUS_HANDLE`. Calls in progress on other threads end with `GABP_STATUS_IO`; its subscriptions
 /// call their callbacks no more (free their handles with [`gabp_subscription_free`]).
 ///
-/// Thread-safety: any thread but the library's own (not from an event callback).
+/// Errors: `GABP_STATUS_HANDLE`, `GABP_STATUS_STATE` (called from a mod's tool callback).
+///
+/// Thread-safety: as [`gabp_bridge_connect`].
 #[no_mangle]
 pub extern "C" fn gabp_bridge_close(b: u64) -> GabpStatus {
     run(|| {
-        on_bridge_thread("gabp_bridge_close")?;
+        outside_runtime("gabp_bridge_close")?;
         let client = BRIDGES.remove(b)?;
+        for subscriber in std::mem::take(&mut *client.subscribers.lock()) {
+            subscriber.end();
+        }
         let bridge = client.bridge.clone();
         let _ = block(&client, "gabp_bridge_close", async move {
             let _ = bridge.goodbye(Some("closed")).await;

@@ -208,8 +208,8 @@ pub unsafe extern "C" fn gabp_mod_add_tool(
 /// `resources/read`, on the library's threads. `flags`: [`GABP_RESOURCE_BINARY`] for bytes, else UTF-8 text.
 ///
 /// Errors: `GABP_STATUS_NULL` (no callback), `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an empty URI or name,
-/// unknown flags), `GABP_STATUS_STATE` (the mod has started). A URI that is not valid fails
-/// [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
+/// unknown flags), `GABP_STATUS_STATE` (the mod has started), `GABP_STATUS_HANDLE`. A URI that is not valid,
+/// or one added twice, fails [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
 ///
 /// Thread-safety: any thread.
 ///
@@ -324,8 +324,8 @@ pub extern "C" fn gabp_mod_enable_time_control(m: u64) -> GabpStatus {
 /// TCP port and a fresh token, announced in `bridge.json` (removed again by [`gabp_mod_stop`]).
 ///
 /// Errors: `GABP_STATUS_STATE` (started before), `GABP_STATUS_SCHEMA` (a tool's input schema is not valid),
-/// `GABP_STATUS_INVALID` (a tool or channel name is not valid), `GABP_STATUS_IO` (the settings cannot be read,
-/// or listening fails).
+/// `GABP_STATUS_INVALID` (a tool or channel name, or a resource URI, is not valid or comes twice),
+/// `GABP_STATUS_IO` (the settings cannot be read, or listening fails).
 ///
 /// Thread-safety: any thread.
 #[no_mangle]

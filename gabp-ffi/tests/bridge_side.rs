@@ -31,6 +31,12 @@ impl Game {
             .tool(Tool::new("demo/echo", |args: Value| async move {
                 Ok::<_, CallError>(args)
             }))
+            .tool(Tool::new("demo/nested", |args: Value| async move {
+                // A bridge call from a thread that runs async tasks is refused, never a hang.
+                let b = args["bridge"].as_u64().unwrap_or(0);
+                let (status, _) = call(b, "demo/echo", "{}", 1_000);
+                Ok::<_, CallError>(json!({"status": status as i32}))
+            }))
             .tool(Tool::new("demo/sleep", |args: Value| async move {
                 let ms = args["ms"].as_u64().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -264,4 +270,83 @@ fn a_harness_connects_through_bridge_json_and_says_what_failed() {
         unsafe { gabp_bridge_connect(std::ptr::null(), 3, std::ptr::null(), 0, &mut b) },
         GabpStatus::Null
     );
+}
+
+/// What the callbacks of the next test share: the bridge, and what each saw.
+struct Seen {
+    bridge: u64,
+    own: std::sync::atomic::AtomicU64,
+    sender: std::sync::Mutex<mpsc::Sender<String>>,
+}
+
+/// Calls the same bridge from inside the callback, then frees its own subscription.
+unsafe extern "C" fn call_then_free(user: *mut c_void, _event: *const GabpEvent) {
+    let seen = unsafe { &*(user as *const Seen) };
+    let (status, answer) = call(seen.bridge, "demo/echo", r#"{"from":"callback"}"#, 5_000);
+    let own = seen.own.load(std::sync::atomic::Ordering::Acquire);
+    let freed = gabp_subscription_free(own);
+    let _ = seen.sender.lock().unwrap().send(format!(
+        "{status:?} {} {freed:?}",
+        answer.map(|a| a.to_string()).unwrap_or_default()
+    ));
+}
+
+/// Takes 100 ms per event.
+unsafe extern "C" fn slow(user: *mut c_void, _event: *const GabpEvent) {
+    std::thread::sleep(Duration::from_millis(100));
+    let seen = unsafe { &*(user as *const Seen) };
+    let _ = seen.sender.lock().unwrap().send("slow".to_owned());
+}
+
+#[test]
+fn callbacks_may_call_the_bridge_and_free_themselves_and_never_hold_calls_up() {
+    let game = Game::start();
+    let (status, b) = connect(&game.endpoint, TOKEN);
+    ok(status);
+    let (tx, rx) = mpsc::channel();
+    let seen = Box::leak(Box::new(Seen {
+        bridge: b,
+        own: std::sync::atomic::AtomicU64::new(0),
+        sender: std::sync::Mutex::new(tx),
+    }));
+    let user = (seen as *const Seen).cast_mut().cast::<c_void>();
+    let (c, cl) = s("player/move");
+    let mut sub = 0;
+    ok(unsafe { gabp_bridge_subscribe(b, c, cl, Some(call_then_free), user, &mut sub) });
+    seen.own.store(sub, std::sync::atomic::Ordering::Release);
+    for x in 0..3 {
+        game.events.publish("player/move", json!({"x": x})).unwrap();
+    }
+    let first = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(first, r#"Ok {"from":"callback"} Ok"#);
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a subscription that freed itself gets no more events"
+    );
+    assert_eq!(gabp_subscription_free(sub), GabpStatus::Handle);
+
+    // A slow callback: the queue waits for it, calls do not.
+    let mut slow_sub = 0;
+    ok(unsafe { gabp_bridge_subscribe(b, c, cl, Some(slow), user, &mut slow_sub) });
+    for x in 0..30 {
+        game.events.publish("player/move", json!({"x": x})).unwrap();
+    }
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), "slow");
+    let (status, answer) = call(b, "demo/echo", r#"{"quick":true}"#, 1_000);
+    ok(status);
+    assert_eq!(answer.unwrap(), json!({"quick": true}));
+
+    // From a mod's tool callback (a thread that runs async tasks), bridge calls are refused.
+    let (status, answer) = call(b, "demo/nested", &format!(r#"{{"bridge":{b}}}"#), 5_000);
+    ok(status);
+    assert_eq!(answer.unwrap()["status"], GabpStatus::State as i32);
+
+    // Closing ends the slow subscription's callbacks at once; its handle is still freed by the caller.
+    ok(gabp_bridge_close(b));
+    while rx.try_recv().is_ok() {}
+    assert!(
+        rx.recv_timeout(Duration::from_millis(400)).is_err(),
+        "no callback after close"
+    );
+    ok(gabp_subscription_free(slow_sub));
 }

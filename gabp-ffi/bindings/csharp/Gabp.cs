@@ -437,8 +437,8 @@ namespace Gabp
         }
     }
 
-    /// <summary>A bridge to a running mod, for test harnesses: calls with a time limit, events through a callback.
-    /// Calls may come from any thread, but not from an event handler.</summary>
+    /// <summary>A bridge to a running mod, for test harnesses: calls with a time limit, events through a handler.
+    /// Calls may come from any thread of yours, event handlers included, but not from a mod's tool handler.</summary>
     public sealed class Bridge : IDisposable
     {
         ulong handle;
@@ -474,7 +474,10 @@ namespace Gabp
         {
             var t = Native.Utf8(tool);
             var a = Native.Utf8(argsJson);
-            ulong ms = timeout.HasValue ? (ulong)Math.Max(1, (long)timeout.Value.TotalMilliseconds) : 0;
+            // No timeout: the library's 30 s; a negative one (Timeout.InfiniteTimeSpan): no limit.
+            ulong ms = !timeout.HasValue ? 0
+                : timeout.Value < TimeSpan.Zero ? ulong.MaxValue
+                : (ulong)Math.Max(1, (long)timeout.Value.TotalMilliseconds);
             Native.GabpString answer;
             var status = Native.gabp_bridge_call(Handle, t, Native.Len(t), a, Native.Len(a), ms, out answer);
             if (status == Status.Ok) return Native.Take(ref answer);
@@ -492,19 +495,22 @@ namespace Gabp
             throw new GabpRemoteException(code, message, error);
         }
 
-        /// <summary>Calls <paramref name="handler"/> for each event of <paramref name="channel"/>, on a library
-        /// thread, until the returned subscription is disposed (or the bridge is).</summary>
+        /// <summary>Calls <paramref name="handler"/> for each event of <paramref name="channel"/>, one at a time on a
+        /// thread of the subscription's own, until the returned subscription is disposed (or the bridge is).</summary>
         public Subscription Subscribe(string channel, Action<Event> handler)
         {
             if (handler == null) throw new ArgumentNullException("handler");
             var gc = GCHandle.Alloc(handler);
             var c = Native.Utf8(channel);
             ulong id;
-            var status = Native.gabp_bridge_subscribe(Handle, c, Native.Len(c), EventCallback, GCHandle.ToIntPtr(gc), out id);
-            if (status != Status.Ok) { gc.Free(); Native.Check(status); }
-            var subscription = new Subscription(id, gc);
-            lock (subscriptions) subscriptions.Add(subscription);
-            return subscription;
+            lock (subscriptions)
+            {
+                var status = Native.gabp_bridge_subscribe(Handle, c, Native.Len(c), EventCallback, GCHandle.ToIntPtr(gc), out id);
+                if (status != Status.Ok) { gc.Free(); Native.Check(status); }
+                var subscription = new Subscription(id, gc, this);
+                subscriptions.Add(subscription);
+                return subscription;
+            }
         }
 
         [AOT.MonoPInvokeCallback(typeof(Native.EventFn))]
@@ -521,17 +527,23 @@ namespace Gabp
 
         ulong Handle { get { if (handle == 0) throw new ObjectDisposedException("Gabp.Bridge"); return handle; } }
 
-        /// <summary>Says goodbye to the mod, closes the connection and ends the subscriptions.</summary>
+        internal void Forget(Subscription subscription) { lock (subscriptions) subscriptions.Remove(subscription); }
+
+        /// <summary>Says goodbye to the mod, closes the connection and ends the subscriptions. Not from a mod's
+        /// tool handler (InvalidOperationException): call it from a thread of your own.</summary>
         public void Dispose()
         {
-            if (handle == 0) return;
-            Native.gabp_bridge_close(handle);
-            handle = 0;
+            List<Subscription> ended;
             lock (subscriptions)
             {
-                foreach (var s in subscriptions) s.Dispose();
+                if (handle == 0) return;
+                var status = Native.gabp_bridge_close(handle);
+                if (status == Status.State) throw new InvalidOperationException(Native.LastError());
+                handle = 0;
+                ended = new List<Subscription>(subscriptions);
                 subscriptions.Clear();
             }
+            foreach (var s in ended) s.Dispose();
         }
     }
 
@@ -540,7 +552,8 @@ namespace Gabp
     {
         long handle;
         GCHandle handler;
-        internal Subscription(ulong handle, GCHandle handler) { this.handle = (long)handle; this.handler = handler; }
+        readonly Bridge bridge;
+        internal Subscription(ulong handle, GCHandle handler, Bridge bridge) { this.handle = (long)handle; this.handler = handler; this.bridge = bridge; }
 
         public void Dispose()
         {
@@ -548,6 +561,7 @@ namespace Gabp
             if (h == 0) return;
             Native.gabp_subscription_free((ulong)h);
             handler.Free();
+            bridge.Forget(this);
         }
     }
 

@@ -13,7 +13,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int stepped = 0;
 
-static void on_event(void *user, const GabpEvent *event) { /* on the library's thread */
+static void on_event(void *user, const GabpEvent *event) { /* on the subscription's own thread */
     (void)user;
     printf("event %.*s #%llu %.*s\n", (int)event->channel_len, event->channel,
            (unsigned long long)event->seq, (int)event->payload_len, event->payload);
@@ -44,20 +44,21 @@ int main(int argc, char **argv) {
     if (!check(connected, GABP_STATUS_OK, "connect")) return 1;
     int ok = check(gabp_bridge_subscribe(bridge, "world/stepped", 13, on_event, NULL, &sub), GABP_STATUS_OK,
                    "subscribe")
-        && call(bridge, "demo/echo", "{\"value\":\"hello from C\"}", 2000, GABP_STATUS_OK)
-        && call(bridge, "world/step", "{}", 2000, GABP_STATUS_OK)
-        && call(bridge, "world/step", "{}", 2000, GABP_STATUS_OK)
-        && call(bridge, "world/step", "{}", 2000, GABP_STATUS_OK)
-        && call(bridge, "demo/sleep", "{}", 100, GABP_STATUS_TIMEOUT)
-        && call(bridge, "no/such", "{}", 2000, GABP_STATUS_REMOTE);
-    for (int waited = 0; ok && waited < 200; waited++) { /* the events follow their calls: up to 2 s */
+        && call(bridge, "demo/echo", "{\"value\":\"hello from C\"}", 10000, GABP_STATUS_OK)
+        && call(bridge, "world/step", "{}", 10000, GABP_STATUS_OK)
+        && call(bridge, "world/step", "{}", 10000, GABP_STATUS_OK)
+        && call(bridge, "world/step", "{}", 10000, GABP_STATUS_OK)
+        && call(bridge, "demo/sleep", "{}", 100, GABP_STATUS_TIMEOUT)   /* it answers after 1.2 s */
+        && call(bridge, "no/such", "{}", 10000, GABP_STATUS_REMOTE);
+    int seen = 0;
+    for (int waited = 0; ok && waited < 1000; waited++) { /* the events follow their calls: up to 10 s */
         pthread_mutex_lock(&lock);
-        int seen = stepped;
+        seen = stepped;
         pthread_mutex_unlock(&lock);
         if (seen >= 3) break;
         usleep(10000);
     }
-    if (ok && stepped != 3) { fprintf(stderr, "FAIL: %d world/stepped events, expected 3\n", stepped); ok = 0; }
+    if (ok && seen != 3) { fprintf(stderr, "FAIL: %d world/stepped events, expected 3\n", seen); ok = 0; }
     ok = check(gabp_subscription_free(sub), GABP_STATUS_OK, "unsubscribe") && ok;
     ok = check(gabp_bridge_close(bridge), GABP_STATUS_OK, "close") && ok;
     puts(ok ? "harness: all checks passed" : "harness: FAILED");

@@ -24,7 +24,13 @@ static class BridgeHarness
             var echoed = bridge.Call("demo/echo", "{\"value\":\"ü\"}", TimeSpan.FromSeconds(5));
             Expect(echoed == "{\"value\":\"ü\"}", "demo/echo answered " + echoed);
 
-            var subscription = bridge.Subscribe("world/ticked", e => { lock (events) { events.Add(e); Monitor.PulseAll(events); } });
+            string fromHandler = null;
+            var subscription = bridge.Subscribe("world/ticked", e =>
+            {
+                // A handler may call the bridge it came from.
+                var answer = bridge.Call("demo/echo", "{\"value\":" + e.Seq + "}", TimeSpan.FromSeconds(5));
+                lock (events) { events.Add(e); fromHandler = answer; Monitor.PulseAll(events); }
+            });
             bridge.Call("world/tick");
             bridge.Call("world/tick");
             lock (events)
@@ -34,6 +40,8 @@ static class BridgeHarness
                 Expect(events.Count == 2, events.Count + " world/ticked events, expected 2");
                 Expect(events.Count == 2 && events[1].Seq > events[0].Seq && events[0].PayloadJson.Contains("\"tick\""),
                     "events in seq order with their payloads");
+                Expect(events.Count == 2 && events[1].Missed == 0 && fromHandler == "{\"value\":" + events[1].Seq + "}",
+                    "a call from the handler answered " + fromHandler);
             }
 
             try { bridge.Call("demo/later", "{\"n\":1}", TimeSpan.FromMilliseconds(1)); Expect(false, "demo/later beat a 1 ms limit"); }
