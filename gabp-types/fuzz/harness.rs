@@ -116,6 +116,9 @@ cases! {
         TimePause => result,
         TimeResume => result,
         TimeStep => result,
+        InputKey => result,
+        InputTextMethod => result,
+        InputMouse => result,
     }
     channels {
         "attention/opened" => attention_payload,

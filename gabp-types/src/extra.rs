@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::decode::escape_pointer;
 use crate::methods::{
-    AppInfo, AttentionAckResult, AttentionCurrentResult, GoodbyeResult, PingResult, ResourceInfo,
-    ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult, StateSetError,
-    StateSetResult, SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult,
+    AppInfo, AttentionAckResult, AttentionCurrentResult, GoodbyeResult, InputResult, PingResult,
+    ResourceInfo, ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult,
+    StateSetError, StateSetResult, SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult,
     UnsubscribeResult, WelcomeResult,
 };
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
@@ -97,6 +97,7 @@ flat!(
     AttentionSample,
     ToolsCancelResult,
     TimeState,
+    InputResult,
 );
 
 /// Types that hold other such types: `$field => inside` for a value or an `Option`, `$field => each` for a

@@ -451,6 +451,9 @@ pub fn schema_files() -> Vec<SchemaFile> {
     method_files::<TimePause>(&mut files);
     method_files::<TimeResume>(&mut files);
     method_files::<TimeStep>(&mut files);
+    method_files::<InputKey>(&mut files);
+    method_files::<InputTextMethod>(&mut files);
+    method_files::<InputMouse>(&mut files);
     method_files::<EventsSubscribe>(&mut files);
     method_files::<EventsUnsubscribe>(&mut files);
     method_files::<ResourcesList>(&mut files);

@@ -11,11 +11,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::FutureExt;
 use gabp_types::decode::{tools_call_members, ToolsCallMembers};
 use gabp_types::methods::{
-    CallMeta, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, Method, PingResult, ResourcesList,
-    ResourcesListResult, ResourcesRead, SessionGoodbye, SessionHello, SessionPing, StateGet,
-    StateGetParams, StateGetResult, StateSet, StateSetParams, StateSetResult, SubscribeResult,
-    TimePause, TimeResume, TimeStatus, TimeStep, ToolsCall, ToolsCancel, ToolsCancelResult,
-    ToolsList, ToolsListResult, UnsubscribeResult,
+    CallMeta, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, InputKey, InputMouse,
+    InputTextMethod, Method, PingResult, ResourcesList, ResourcesListResult, ResourcesRead,
+    SessionGoodbye, SessionHello, SessionPing, StateGet, StateGetParams, StateGetResult, StateSet,
+    StateSetParams, StateSetResult, SubscribeResult, TimePause, TimeResume, TimeStatus, TimeStep,
+    ToolsCall, ToolsCancel, ToolsCancelResult, ToolsList, ToolsListResult, UnsubscribeResult,
 };
 use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response, ResultValue};
 use serde::Serialize;
@@ -30,10 +30,11 @@ use super::context::{CallContext, StateMap};
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher, RejectedPattern};
 use super::handler::BoxedHandler;
+use super::input::{Input, InputFn};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
-use super::main_thread::MainThread;
+use super::main_thread::{Job, MainThread};
 use super::pattern::NamePattern;
 use super::progress::Progress;
 use super::registry::ToolTable;
@@ -65,6 +66,7 @@ pub(crate) struct Routes {
     pub(crate) request_timeout: Duration,
     pub(crate) content_limit: usize,
     pub(crate) clock: Option<GameClock>,
+    pub(crate) input: Option<InputFn>,
     pub(crate) state: Arc<StateMap>,
 }
 
@@ -82,6 +84,7 @@ pub(crate) struct Routes {
 /// | `resources/read` | the content; `-32300` for an unknown URI |
 /// | `state/get`, `state/set` | the author's handlers, when registered |
 /// | `time/status`, `time/pause`, `time/resume`, `time/step` | with [`ModServerBuilder::time_control`](super::ModServerBuilder::time_control): `{paused, tick}` ([`GameClock`]) |
+/// | `input/key`, `input/text`, `input/mouse` | with [`ModServerBuilder::input`](super::ModServerBuilder::input): `{}` once the game took the input |
 /// | custom methods | their handlers ([`ModServerBuilder::method`](super::ModServerBuilder::method)) |
 /// | anything else | `-32601` with `data.method` |
 ///
@@ -335,6 +338,47 @@ impl Router {
         }
     }
 
+    /// `input/*` (SPEC/1.0 extensions.md §input): queued for the game's thread like a main-thread tool call,
+    /// answered `{}` once the game took it.
+    fn give_input(
+        &self,
+        req: &ServerRequest,
+        apply: &InputFn,
+    ) -> Result<ResponseFuture, ErrorObject> {
+        let input = match req.method() {
+            InputKey::NAME => Input::Key(params::<InputKey>(req)?),
+            InputTextMethod::NAME => Input::Text(params::<InputTextMethod>(req)?),
+            _ => Input::Mouse(params::<InputMouse>(req)?),
+        };
+        let method = req.method().to_owned();
+        let limit = self.routes.request_timeout;
+        let deadline = Instant::now() + limit;
+        let apply = apply.clone();
+        self.serve(&req.session, req.id(), None, |_context| {
+            let job: Job = Box::new(move |state| {
+                apply(state, input)
+                    .map(|()| ResultValue::from(json!({})))
+                    .map_err(CallError::into_error_object)
+            });
+            let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
+                return Err(ErrorObject::new(
+                    ErrorCode::TOOL_UNAVAILABLE,
+                    format!("{method}: the game's main-thread queue is full"),
+                )
+                .with_data(json!({ "retryable": true })));
+            };
+            Ok(async move {
+                match tokio::time::timeout_at(deadline, rx).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(_)) | Err(_) => Err(ErrorObject::new(
+                        ErrorCode::TOOL_TIMEOUT,
+                        format!("{method}: the game did not take the input within {limit:?}"),
+                    )),
+                }
+            })
+        })
+    }
+
     fn subscribe(&self, req: &ServerRequest, subscribe: bool) -> Result<Value, ErrorObject> {
         let p = params::<EventsSubscribe>(req)?;
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
@@ -458,6 +502,10 @@ impl Router {
                     None => Err(method_not_found(req.method())),
                 }
             }
+            InputKey::NAME | InputTextMethod::NAME | InputMouse::NAME => match &self.routes.input {
+                Some(apply) => self.give_input(&req, apply),
+                None => Err(method_not_found(req.method())),
+            },
             method => match self.routes.methods.get(method) {
                 Some(handler) => {
                     let (session, id) = (req.session.clone(), req.id());

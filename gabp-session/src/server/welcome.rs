@@ -5,8 +5,8 @@ use std::fmt;
 
 use gabp_types::methods::{
     AppInfo, Method, ServerInfo, ToolsCancel, WelcomeResult, CANCEL_EXTENSION, CONTENT_EXTENSION,
-    MAX_STEP_TICKS, PROGRESS_CHANNEL, PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS,
-    TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION, TOOLS_CHANGED_CHANNEL,
+    INPUT_EXTENSION, MAX_INPUT_TEXT_CHARS, MAX_STEP_TICKS, PROGRESS_CHANNEL, PROGRESS_EXTENSION,
+    PROGRESS_MIN_INTERVAL_MS, TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION, TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
@@ -29,6 +29,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) channel_patterns: bool,
     pub(crate) tools_changed: bool,
     pub(crate) time_control: bool,
+    pub(crate) input: bool,
     pub(crate) extensions: Vec<(String, Map<String, Value>)>,
     pub(crate) methods: &'a [String],
     pub(crate) channels: Vec<String>,
@@ -65,6 +66,11 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, Error> {
         (parts.time_control).then(|| {
             let ext = json!({ "channel": TIME_CHANGED_CHANNEL, "maxStepTicks": MAX_STEP_TICKS });
             (TIME_CONTROL_EXTENSION, ext)
+        }),
+        (parts.input).then(|| {
+            let ext =
+                json!({ "keyNames": "KeyboardEvent.code", "maxTextChars": MAX_INPUT_TEXT_CHARS });
+            (INPUT_EXTENSION, ext)
         }),
     ];
     let builtin = builtin

@@ -3,6 +3,7 @@
 mod attention;
 mod content;
 mod events;
+mod input;
 mod resources;
 mod session;
 mod state;
@@ -18,6 +19,11 @@ pub use self::attention::{
 };
 pub use self::content::{ContentItem, ToolResult, WithContent, CONTENT_EXTENSION, CONTENT_MEMBER};
 pub use self::events::{ChannelsParams, SubscribeResult, UnsubscribeResult};
+pub use self::input::{
+    ButtonAction, CursorPosition, InputKeyParams, InputMouseParams, InputResult, InputText,
+    InputTextParams, KeyAction, KeyName, MouseButton, INPUT_EXTENSION, KEY_NAMES,
+    MAX_INPUT_TEXT_CHARS,
+};
 pub use self::resources::{
     ContentEncoding, ResourceInfo, ResourcesListParams, ResourcesListResult, ResourcesReadParams,
     ResourcesReadResult,
@@ -149,6 +155,19 @@ method!(
     TimeStep, "time/step", true, TimeStepParams, TimeState
 );
 
+method!(
+    /// `input/key`: press, release or tap a key (the `input` extension, SPEC/1.0 extensions.md §input).
+    InputKey, "input/key", true, InputKeyParams, InputResult
+);
+method!(
+    /// `input/text`: type text (the `input` extension).
+    InputTextMethod, "input/text", true, InputTextParams, InputResult
+);
+method!(
+    /// `input/mouse`: press, release or click a mouse button, moving the cursor first (the `input` extension).
+    InputMouse, "input/mouse", true, InputMouseParams, InputResult
+);
+
 /// Methods the extensions of SPEC/1.0 extensions.md define, whose params and results are typed here like
 /// those of the core methods.
 pub const EXTENSION_METHODS: &[&str] = &[
@@ -157,6 +176,9 @@ pub const EXTENSION_METHODS: &[&str] = &[
     TimePause::NAME,
     TimeResume::NAME,
     TimeStep::NAME,
+    InputKey::NAME,
+    InputTextMethod::NAME,
+    InputMouse::NAME,
 ];
 
 /// Channels the extensions of SPEC/1.0 extensions.md define, whose payloads are typed here.

@@ -171,6 +171,44 @@ export type EventsUnsubscribeResult = {
   unsubscribed: string[];
 };
 
+/** Params of `input/key` requests. */
+export type InputKeyParams = {
+  /** Press, release or tap. */
+  action: "press" | "release" | "tap";
+  /** The key. */
+  key: "KeyA" | "KeyB" | "KeyC" | "KeyD" | "KeyE" | "KeyF" | "KeyG" | "KeyH" | "KeyI" | "KeyJ" | "KeyK" | "KeyL" | "KeyM" | "KeyN" | "KeyO" | "KeyP" | "KeyQ" | "KeyR" | "KeyS" | "KeyT" | "KeyU" | "KeyV" | "KeyW" | "KeyX" | "KeyY" | "KeyZ" | "Digit0" | "Digit1" | "Digit2" | "Digit3" | "Digit4" | "Digit5" | "Digit6" | "Digit7" | "Digit8" | "Digit9" | "F1" | "F2" | "F3" | "F4" | "F5" | "F6" | "F7" | "F8" | "F9" | "F10" | "F11" | "F12" | "ArrowUp" | "ArrowDown" | "ArrowLeft" | "ArrowRight" | "Space" | "Enter" | "Escape" | "Tab" | "Backspace" | "Delete" | "Insert" | "Home" | "End" | "PageUp" | "PageDown" | "ShiftLeft" | "ShiftRight" | "ControlLeft" | "ControlRight" | "AltLeft" | "AltRight" | "SuperLeft" | "SuperRight" | "CapsLock" | "Minus" | "Equal" | "BracketLeft" | "BracketRight" | "Backslash" | "Semicolon" | "Quote" | "Backquote" | "Comma" | "Period" | "Slash" | "Numpad0" | "Numpad1" | "Numpad2" | "Numpad3" | "Numpad4" | "Numpad5" | "Numpad6" | "Numpad7" | "Numpad8" | "Numpad9" | "NumpadAdd" | "NumpadSubtract" | "NumpadMultiply" | "NumpadDivide" | "NumpadDecimal" | "NumpadEnter";
+};
+
+/** Result of successful `input/key` responses. */
+export type InputKeyResult = Record<string, never>;
+
+/** Params of `input/mouse` requests. */
+export type InputMouseParams = {
+  /** Press, release or click. */
+  action: "press" | "release" | "click";
+  /** The button. */
+  button: "left" | "right" | "middle";
+  /** Where the cursor moves first, if given. */
+  position?: {
+    /** Pixels from the left edge. */
+    x: number;
+    /** Pixels from the top edge. */
+    y: number;
+  };
+};
+
+/** Result of successful `input/mouse` responses. */
+export type InputMouseResult = Record<string, never>;
+
+/** Params of `input/text` requests. */
+export type InputTextParams = {
+  /** 1 to 1024 characters. */
+  text: string;
+};
+
+/** Result of successful `input/text` responses. */
+export type InputTextResult = Record<string, never>;
+
 /** Params of `resources/list` requests. */
 export type ResourcesListParams = {
   /** Keep resources in this namespace (`gabp://NAMESPACE/...`). */
@@ -396,6 +434,9 @@ export interface Methods {
   "attention/current": { params: AttentionCurrentParams; result: AttentionCurrentResult; paramsRequired: false };
   "events/subscribe": { params: EventsSubscribeParams; result: EventsSubscribeResult; paramsRequired: true };
   "events/unsubscribe": { params: EventsUnsubscribeParams; result: EventsUnsubscribeResult; paramsRequired: true };
+  "input/key": { params: InputKeyParams; result: InputKeyResult; paramsRequired: true };
+  "input/mouse": { params: InputMouseParams; result: InputMouseResult; paramsRequired: true };
+  "input/text": { params: InputTextParams; result: InputTextResult; paramsRequired: true };
   "resources/list": { params: ResourcesListParams; result: ResourcesListResult; paramsRequired: false };
   "resources/read": { params: ResourcesReadParams; result: ResourcesReadResult; paramsRequired: true };
   "session/goodbye": { params: SessionGoodbyeParams; result: SessionGoodbyeResult; paramsRequired: false };

@@ -9,9 +9,10 @@ use std::future::Future;
 use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
-    AttentionAck, AttentionCurrent, HelloToken, Method, ServerInfo, StateGet, StateGetParams,
-    StateSet, StateSetParams, StateSetResult, TimePause, TimeResume, TimeStatus, TimeStep,
-    ToolsCancel, CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
+    AttentionAck, AttentionCurrent, HelloToken, InputKey, InputMouse, InputTextMethod, Method,
+    ServerInfo, StateGet, StateGetParams, StateSet, StateSetParams, StateSetResult, TimePause,
+    TimeResume, TimeStatus, TimeStep, ToolsCancel, CORE_METHODS, EXTENSION_METHODS,
+    TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{ChannelName, ErrorCode, ExtraMembers, MethodName, Response, Uri};
 use serde::de::DeserializeOwned;
@@ -27,6 +28,7 @@ use super::context::{StateMap, StateType};
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher};
 use super::handler::{boxed, Handler};
+use super::input::{input_fn, Input, InputFn};
 use super::layer::user::{ErrorsAsResponses, LayerFn};
 use super::layer::{AuthLayer, CapabilityLayer, ModService, TimeoutLayer};
 use super::limits::ServerLimits;
@@ -85,6 +87,7 @@ pub struct ModServerBuilder {
     channel_patterns: bool,
     dynamic_tools: bool,
     time_control: bool,
+    input: Option<InputFn>,
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     channels: Vec<String>,
@@ -139,6 +142,7 @@ impl ModServerBuilder {
             channel_patterns: true,
             dynamic_tools: false,
             time_control: false,
+            input: None,
             tools: Vec::new(),
             resources: Vec::new(),
             channels: Vec::new(),
@@ -233,6 +237,38 @@ impl ModServerBuilder {
     #[must_use]
     pub fn time_control(mut self, enabled: bool) -> Self {
         self.time_control = enabled;
+        self
+    }
+
+    /// Lets bridges play the game as a player would (SPEC/1.0 extensions.md §input): the mod serves
+    /// `input/key`, `input/text` and `input/mouse` and advertises the `input` extension. Each input is queued
+    /// for the game's thread like a main-thread tool call, and `apply` gives it to the game's state `S` (what
+    /// the game loop hands to [`MainThread::pump_with`]); the bridge's request is answered once it returns.
+    ///
+    /// ```
+    /// use gabp_session::server::{CallError, Input, ModServer};
+    /// use gabp_types::methods::KeyAction;
+    ///
+    /// struct Game { held: Vec<&'static str> }
+    ///
+    /// let builder = ModServer::builder().input(|game: &mut Game, input: Input| {
+    ///     if let Input::Key(key) = input {
+    ///         match key.action {
+    ///             KeyAction::Press => game.held.push(key.key.as_str()),
+    ///             KeyAction::Release => game.held.retain(|k| *k != key.key.as_str()),
+    ///             _ => {} // a tap: pressed this frame, let go in the next
+    ///         }
+    ///     }
+    ///     Ok::<(), CallError>(())
+    /// });
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn input<S: 'static>(
+        mut self,
+        apply: impl Fn(&mut S, Input) -> Result<(), CallError> + Send + Sync + 'static,
+    ) -> Self {
+        self.input = Some(input_fn(apply));
         self
     }
 
@@ -505,7 +541,7 @@ impl ModServerBuilder {
             })
             .map(str::to_owned)
             .collect();
-        // SPEC/1.0 extensions.md §cancel, §time-control: the extensions' methods.
+        // SPEC/1.0 extensions.md §cancel, §time-control, §input: the extensions' methods.
         methods.push(ToolsCancel::NAME.to_owned());
         if self.time_control {
             let time = [
@@ -515,6 +551,10 @@ impl ModServerBuilder {
                 TimeStep::NAME,
             ];
             methods.extend(time.map(str::to_owned));
+        }
+        if self.input.is_some() {
+            let input = [InputKey::NAME, InputTextMethod::NAME, InputMouse::NAME];
+            methods.extend(input.map(str::to_owned));
         }
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
@@ -543,6 +583,7 @@ impl ModServerBuilder {
             channel_patterns: self.channel_patterns,
             tools_changed: self.dynamic_tools,
             time_control: self.time_control,
+            input: self.input.is_some(),
             extensions: self.extensions,
             methods: &methods,
             channels: self
@@ -583,6 +624,7 @@ impl ModServerBuilder {
             request_timeout: self.limits.request_timeout,
             content_limit: self.limits.content_limit(),
             clock,
+            input: self.input,
             state: shared,
         });
         Ok(ModServer::new(super::serve::Parts {
