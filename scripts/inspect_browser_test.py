@@ -2,10 +2,12 @@
 """Drives the `gabp inspect` page in headless Chromium (WebDriver over plain HTTP, chromedriver) against the
 demo mod: identity shown, world/place_block from its form, the world/block_change event in the log, a bad
 value's -32602 field error next to the field, world/render's picture, an attention item acknowledged from the
-page, and the page coming back after the game restarts. A screenshot of each step goes to the output
-directory; the page's load time (navigation start to ready and connected) is printed.
+page, the clock paused and stepped 3 ticks (each sheep walks exactly three blocks), and the page coming back
+after the game restarts; with --mock-mod, the clock disabled for a mod without time control. A screenshot of
+each step goes to the output directory; the page's load time (navigation start to ready and connected) is
+printed.
 
-Usage: inspect_browser_test.py GABP_BINARY [--out DIR] [--chromium PATH] [--chromedriver PATH]
+Usage: inspect_browser_test.py GABP_BINARY [--out DIR] [--chromium PATH] [--chromedriver PATH] [--mock-mod PATH]
 """
 
 import argparse
@@ -187,6 +189,73 @@ def show(driver, css):
     driver.js("document.querySelector(arguments[0]).scrollIntoView({block: 'start'})", css)
 
 
+def entities(driver):
+    """world/entities, called from the page's own origin as its forms do: (tick, {id: (x, z, moves)})."""
+    answer = driver.request("POST", "/execute/async", {"args": [], "script": """
+        const done = arguments[arguments.length - 1];
+        fetch("api/call", {method: "POST", headers: {"content-type": "application/json"},
+                           body: JSON.stringify({name: "world/entities", arguments: {}})})
+          .then((r) => r.json()).then(done, (e) => done({error: {message: String(e)}}));"""})
+    if "result" not in answer:
+        raise Failure(f"world/entities answered {answer!r}")
+    flock = {e["id"]: (e["x"], e["z"], e["moves"]) for e in answer["result"]["entities"]}
+    return answer["result"]["tick"], flock
+
+
+def clock(driver, out):
+    driver.wait("the clock enabled", "return document.querySelector('#time-section').dataset.available === 'true'"
+                " && !document.querySelector('#time-step').disabled")
+    show(driver, "#time-section")
+    driver.click("#time-pause")
+    driver.wait("time paused", "return document.querySelector('#time-state').dataset.state === 'paused'")
+    driver.wait("time/changed in the log", text_of('#log li[data-channel="time/changed"] .payload'))
+    tick = int(driver.wait("the tick counter", "return document.querySelector('#tick').dataset.tick"))
+    if not driver.js("return document.querySelector('#time-pause').disabled"
+                     " && !document.querySelector('#time-resume').disabled"):
+        raise Failure("paused, the pause button should be disabled and resume enabled")
+    paused_at, before = entities(driver)
+    if paused_at != tick or not before:
+        raise Failure(f"paused at tick {tick}, world/entities says tick {paused_at} with {before!r}")
+    driver.type("#step-ticks", "3")
+    driver.click("#time-step")
+    driver.wait("the tick counter 3 ticks on", f"return document.querySelector('#tick').dataset.tick === '{tick + 3}'")
+    stepped_at, after = entities(driver)
+    if stepped_at != tick + 3 or driver.js(text_of("#time-state")) != "paused":
+        raise Failure(f"after time/step 3 from tick {tick}: world tick {stepped_at}, "
+                      f"state {driver.js(text_of('#time-state'))!r}")
+    for sheep, (x, z, moves) in before.items():
+        x1, z1, moves1 = after[sheep]
+        # One block per tick: three blocks walked, so the sheep stands 1 or 3 blocks away (each step changes
+        # the parity of x + z).
+        if moves1 - moves != 3 or abs(x1 - x) + abs(z1 - z) not in (1, 3):
+            raise Failure(f"{sheep} went from {(x, z)} ({moves} moves) to {(x1, z1)} ({moves1}) in 3 ticks")
+    driver.screenshot(os.path.join(out, "08-clock-stepped.png"))
+    driver.click("#time-resume")
+    driver.wait("time running", "return document.querySelector('#time-state').dataset.state === 'running'")
+    print(f"clock: paused at tick {tick}, stepped 3 ticks; {len(before)} sheep walked 3 blocks each")
+
+
+def without_time_control(args, groups, driver, env):
+    """A mod without the extension (the testkit's mock mod, spawned by gabp inspect): the clock is disabled."""
+    inspect = Group("gabp inspect (mock mod)", [args.gabp, "inspect", "--spawn", args.mock_mod], env)
+    groups.append(inspect)
+    url = inspect.first_line(r"inspector at (http://127\.0\.0\.1:\d+/s/[0-9a-f]+/)").group(1)
+    driver.go(url)
+    driver.wait("the mock mod's page", "return document.documentElement.dataset.readyMs"
+                " && document.querySelector('#status').dataset.state === 'connected'")
+    enabled = driver.js("return ['#time-pause', '#time-resume', '#step-ticks', '#time-step']"
+                        ".filter((id) => !document.querySelector(id).disabled)")
+    if enabled or driver.js("return document.querySelector('#time-section').dataset.available") != "false":
+        raise Failure(f"a mod without time control left {enabled} enabled")
+    note = driver.js(text_of("#time-note"))
+    if "does not advertise time control" not in note:
+        raise Failure(f"the clock's note is {note!r}")
+    show(driver, "#time-section")
+    driver.screenshot(os.path.join(args.out, "11-no-time-control.png"))
+    inspect.stop()
+    print("clock: disabled for a mod without time control")
+
+
 def run(args, groups, driver, home):
     token = secrets.token_hex(32)
     env = dict(os.environ, XDG_CONFIG_HOME=home, HOME=home, XDG_RUNTIME_DIR=home, GABP_TOKEN=token,
@@ -304,10 +373,13 @@ def run(args, groups, driver, home):
     driver.screenshot(os.path.join(out, "07-attention-acknowledged.png"))
     print(f"attention item shown and acknowledged: {summary!r}")
 
+    # The clock: pause the demo, step 3 ticks, and every sheep has walked exactly three blocks (one per tick).
+    clock(driver, out)
+
     # The game restarts at the same place: the page shows it lost, then back.
     game.stop()
     driver.wait("the lost connection", "return document.querySelector('#status').dataset.state === 'reconnecting'")
-    driver.screenshot(os.path.join(out, "08-game-gone.png"))
+    driver.screenshot(os.path.join(out, "09-game-gone.png"))
     restarted = Group("gabp mod (restarted)",
                       [args.gabp, "mod", "--listen", endpoint, "--no-bridge-json"], env)
     groups.append(restarted)
@@ -315,7 +387,12 @@ def run(args, groups, driver, home):
     driver.wait("the connection back", "return document.querySelector('#status').dataset.state === 'connected'"
                 " && document.querySelector('#status-detail').textContent.includes('#2')")
     driver.wait("the tools again", "return document.querySelectorAll('details.tool').length >= 10")
-    driver.screenshot(os.path.join(out, "09-game-back.png"))
+    driver.screenshot(os.path.join(out, "10-game-back.png"))
+
+    if args.mock_mod:
+        without_time_control(args, groups, driver, env)
+    else:
+        print("skipped: the clock of a mod without time control (no --mock-mod)")
 
 
 def main():
@@ -324,6 +401,7 @@ def main():
     parser.add_argument("--out", default="target-ci-artifacts/inspect")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--chromedriver", default="/usr/bin/chromedriver")
+    parser.add_argument("--mock-mod", help="gabp-testkit-mock-mod, a mod without time control")
     args = parser.parse_args()
     groups = []
     driver = None

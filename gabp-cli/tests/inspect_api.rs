@@ -1,6 +1,6 @@
 //! `gabp inspect` without a browser: the real binary against `gabp mod`, spoken to in plain HTTP/1.1 over a
 //! socket. The secret and the Origin/Host checks guard every URL; the API lists tools, calls them (errors keep
-//! the mod's data), shows attention and streams events.
+//! the mod's data), shows attention, streams events and pauses, steps and resumes the game's clock.
 
 mod mod_support;
 
@@ -395,4 +395,90 @@ fn the_api_lists_calls_keeps_errors_streams_events_and_acknowledges() {
         get(&inspect, "/api/attention").json()["attention"],
         Value::Null
     );
+}
+
+/// The sheep of `world/entities` by id: (x, z, moves), and the world's tick.
+fn sheep(inspect: &Inspect) -> (u64, Vec<(String, i64, i64, u64)>) {
+    let answer = post(
+        inspect,
+        "/api/call",
+        json!({"name": "world/entities", "arguments": {}}),
+    );
+    let result = &answer["result"];
+    let mut flock: Vec<_> = result["entities"]
+        .as_array()
+        .unwrap_or_else(|| panic!("entities: {answer}"))
+        .iter()
+        .map(|e| {
+            let number = |key: &str| e[key].as_i64().unwrap_or_else(|| panic!("{key}: {e}"));
+            (
+                e["id"].as_str().expect("id").to_owned(),
+                number("x"),
+                number("z"),
+                e["moves"].as_u64().expect("moves"),
+            )
+        })
+        .collect();
+    flock.sort();
+    (result["tick"].as_u64().expect("tick"), flock)
+}
+
+#[test]
+fn the_clock_pauses_steps_and_resumes_through_the_api() {
+    let inspect = start();
+    let welcome = get(&inspect, "/api/info").json()["welcome"].clone();
+    assert_eq!(
+        welcome["capabilities"]["extensions"]["time-control"]["channel"],
+        "time/changed"
+    );
+    let paused = post(&inspect, "/api/time", json!({"method": "time/pause"}));
+    assert_eq!(paused["time"]["paused"], true, "{paused}");
+    let tick = paused["time"]["tick"].as_u64().expect("tick");
+    let (world_tick, before) = sheep(&inspect);
+    assert_eq!(world_tick, tick);
+    // Paused, the world stands still.
+    assert_eq!(
+        post(&inspect, "/api/time", json!({"method": "time/status"}))["time"],
+        json!({"paused": true, "tick": tick})
+    );
+
+    let stepped = post(
+        &inspect,
+        "/api/time",
+        json!({"method": "time/step", "ticks": 3}),
+    );
+    assert_eq!(stepped["time"], json!({"paused": true, "tick": tick + 3}));
+    let (world_tick, after) = sheep(&inspect);
+    assert_eq!(world_tick, tick + 3);
+    assert!(!before.is_empty());
+    for ((id, x0, z0, moves0), (_, x1, z1, moves1)) in before.iter().zip(&after) {
+        // Each sheep walks one block per tick: three blocks, so it stands 1 or 3 blocks away.
+        assert_eq!(moves1 - moves0, 3, "{id}");
+        let distance = (x1 - x0).abs() + (z1 - z0).abs();
+        assert!(
+            distance == 1 || distance == 3,
+            "{id} moved {distance} blocks"
+        );
+    }
+
+    // A count out of range is refused (by the bridge's own check of the params) and says why; a method that
+    // is not a time method never leaves.
+    let refused = post(
+        &inspect,
+        "/api/time",
+        json!({"method": "time/step", "ticks": 0}),
+    );
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("/params/ticks"), "{refused}");
+    let other = request(
+        &inspect,
+        "POST",
+        &format!("{}/api/time", inspect.prefix),
+        &[],
+        Some(&json!({"method": "world/place_block"})),
+    );
+    assert_eq!(other.status, 400, "{}", other.body);
+
+    let resumed = post(&inspect, "/api/time", json!({"method": "time/resume"}));
+    assert_eq!(resumed["time"]["paused"], false, "{resumed}");
 }

@@ -1,6 +1,7 @@
 //! WebSocket on loopback (SPEC/1.0 transport.md §2.5): frames both ways, one envelope per text
-//! message, the handshake checks (Origin, token, subprotocol), binary and oversized messages
-//! closed with 1003 and 1009, ping/pong liveness, loopback only.
+//! message, messages that arrive together read together, the handshake checks (Origin, token,
+//! subprotocol), binary and oversized messages closed with 1003 and 1009, ping/pong liveness,
+//! loopback only.
 
 mod common;
 
@@ -11,7 +12,7 @@ use futures::{SinkExt, StreamExt};
 use gabp_transport::{
     connect, connect_with, Endpoint, FrameCodec, Listener, Token, WsSettings, WS_SUBPROTOCOL,
 };
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
@@ -112,6 +113,52 @@ async fn each_envelope_is_one_text_message_without_a_header() {
             other => panic!("expected a text message, got {other:?}"),
         }
     }
+}
+
+/// `body` as the frame a read hands out.
+fn frame(body: &str) -> String {
+    format!(
+        "Content-Length: {}\r\nContent-Type: application/json\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// What one read of the raw stream gives, as text.
+async fn read_once(stream: &mut gabp_transport::ByteStream) -> String {
+    let mut buf = vec![0u8; 64 * 1024];
+    let n = common::within("a read", stream.read(&mut buf))
+        .await
+        .expect("read");
+    String::from_utf8(buf[..n].to_vec()).expect("UTF-8")
+}
+
+#[tokio::test]
+async fn messages_that_arrive_together_are_read_together_and_none_is_held_back() {
+    let (listener, addr) = ws_listener().await;
+    let (client, game) = tokio::join!(raw_client(addr, &[]), listener.accept_stream());
+    let ((mut ws, _), (mut game, _)) = (client.expect("handshake"), game.expect("accept"));
+
+    // Three messages in one write: one read hands out all three frames, so that their answers can leave in
+    // one write too.
+    for body in ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"] {
+        ws.feed(Message::text(body)).await.expect("feed");
+    }
+    ws.flush().await.expect("flush");
+    let mut read = read_once(&mut game).await;
+    let bodies = ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"];
+    assert_eq!(read, bodies.map(frame).concat());
+
+    // A message followed by nothing is handed out without waiting for another one.
+    ws.send(Message::text("{}")).await.expect("send");
+    read = read_once(&mut game).await;
+    assert_eq!(read, frame("{}"));
+
+    // A message and a close in one write: the message, then the end of the stream on the next read.
+    ws.feed(Message::text("[]")).await.expect("feed");
+    ws.feed(Message::Close(None)).await.expect("feed");
+    ws.flush().await.expect("flush");
+    assert_eq!(read_once(&mut game).await, frame("[]"));
+    assert_eq!(read_once(&mut game).await, "");
 }
 
 #[tokio::test]

@@ -51,6 +51,7 @@ pub fn app(inspector: Arc<Inspector>, guard: Guard) -> Router {
         .route("/api/attention", get(attention))
         .route("/api/ack", post(ack))
         .route("/api/events", get(events))
+        .route("/api/time", post(time))
         .with_state(inspector);
     Router::new().fallback(move |request: Request| {
         let inner = inner.clone();
@@ -187,6 +188,30 @@ async fn ack(State(inspector): Shared, body: Option<Json<Value>>) -> Response {
         return bad_request("the body must be JSON: {\"attentionId\": ID}");
     };
     answer(inspector.bridge.ack_attention(id).await, "ack")
+}
+
+/// The time-control methods the page may call (SPEC/1.0 extensions.md §time-control).
+const TIME_METHODS: [&str; 4] = ["time/status", "time/pause", "time/resume", "time/step"];
+
+/// `{"method": "time/step", "ticks": N}` or one of the other time methods: the mod's time state, or the
+/// error (a bad `ticks` is refused with its pointer, `/params/ticks`).
+async fn time(State(inspector): Shared, body: Option<Json<Value>>) -> Response {
+    let method = body
+        .as_ref()
+        .and_then(|b| b.get("method"))
+        .and_then(Value::as_str)
+        .filter(|m| TIME_METHODS.contains(m));
+    let Some(method) = method else {
+        return bad_request(
+            "the body must be JSON: {\"method\": \"time/status\", \"time/pause\", \"time/resume\" or \
+             \"time/step\", \"ticks\": N for time/step}",
+        );
+    };
+    let params = match body.as_ref().and_then(|b| b.get("ticks")) {
+        Some(ticks) if method == "time/step" => json!({ "ticks": ticks }),
+        _ => json!({}),
+    };
+    answer(inspector.bridge.request(method, params).await, "time")
 }
 
 async fn events(State(inspector): Shared) -> Response {

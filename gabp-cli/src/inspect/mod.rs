@@ -1,5 +1,6 @@
 //! `gabp inspect`: a web page on a loopback port that shows a mod (identity, capabilities, tools with forms,
-//! resources, attention, a live event log) and calls its tools; the page's API is served on the same port.
+//! resources, attention, a live event log, the game's clock) and calls its tools; the page's API is served on
+//! the same port.
 //!
 //! Every URL starts with `/s/SECRET/`, a fresh secret of each run, and a request whose `Origin` or `Host` is
 //! not the page's own is refused: another local page or program cannot drive the game through it.
@@ -25,8 +26,8 @@ pub use guard::Guard;
 pub const EXAMPLES: &str = "\
 Connects to the mod (the same options as gabp call), serves the inspector page on a loopback port and prints
 its URL, which holds a secret of this run: anyone who has the URL can call the mod's tools. The page shows
-the mod's identity and capabilities, a form for each tool, the resources, the attention state and a live
-event log. When the mod goes away (the game restarts) it reconnects to the same endpoint for as long as it
+the mod's identity and capabilities, a form for each tool, the resources, the attention state, a live
+event log, and the game's clock with pause, resume and step buttons when the mod has time control. When the mod goes away (the game restarts) it reconnects to the same endpoint for as long as it
 runs. Runs until Ctrl-C.
 
 Examples:

@@ -8,6 +8,8 @@ let generation = null;
 const lastSeq = new Map();
 const channels = new Set();
 let eventCount = 0;
+// The mod's time-control extension (its object in capabilities.extensions), or null without it.
+let timeControl = null;
 
 async function api(path, body) {
   const init = body === undefined ? {} : {
@@ -78,6 +80,62 @@ async function loadInfo() {
   }
   for (const channel of caps.events || []) addChannel(channel);
   document.title = `gabp inspect: ${app.name || welcome.agentId || "mod"}`;
+  await setupTime(caps.extensions || {});
+}
+
+// The clock (SPEC/1.0 extensions.md §time-control): enabled only when the mod advertises the extension.
+async function setupTime(extensions) {
+  const ext = extensions["time-control"];
+  timeControl = ext !== null && typeof ext === "object" ? ext : null;
+  $("#time-section").dataset.available = String(timeControl !== null);
+  const tick = $("#tick");
+  tick.textContent = "-";
+  delete tick.dataset.tick;
+  const state = $("#time-state");
+  state.dataset.state = "unknown";
+  state.textContent = "unknown";
+  if (timeControl === null) {
+    state.textContent = "no time control";
+    for (const id of ["#time-pause", "#time-resume", "#step-ticks", "#time-step"]) $(id).disabled = true;
+    timeNote("This mod does not advertise time control: its clock cannot be paused or stepped from here.");
+    return;
+  }
+  if (Number.isInteger(timeControl.maxStepTicks)) $("#step-ticks").max = String(timeControl.maxStepTicks);
+  $("#step-ticks").disabled = false;
+  $("#time-step").disabled = false;
+  timeNote("");
+  await callTime("time/status");
+}
+
+function timeNote(text, error) {
+  const note = $("#time-note");
+  note.textContent = text;
+  note.className = error ? "field-error" : "muted";
+}
+
+// A time state from an answer or a time/changed event. The tick never decreases (SPEC/1.0 extensions.md
+// §time-control): a state older than the one shown is left out.
+function showTime(time) {
+  if (timeControl === null || !time || typeof time.tick !== "number") return;
+  const tick = $("#tick");
+  if (tick.dataset.tick !== undefined && time.tick < Number(tick.dataset.tick)) return;
+  tick.dataset.tick = String(time.tick);
+  tick.textContent = String(time.tick);
+  const state = $("#time-state");
+  state.dataset.state = time.paused ? "paused" : "running";
+  state.textContent = time.paused ? "paused" : "running";
+  $("#time-pause").disabled = time.paused;
+  $("#time-resume").disabled = !time.paused;
+}
+
+async function callTime(method, params) {
+  const answer = await api("time", { method, ...params });
+  if (answer.error) {
+    timeNote(`${method}: ${describeError(answer.error)}`, true);
+    return;
+  }
+  timeNote("");
+  showTime(answer.time);
 }
 
 async function loadTools() {
@@ -266,6 +324,7 @@ function onEvent(event) {
     el("span", { class: "payload", text: JSON.stringify(event.payload) }));
   if (channel.startsWith("attention/")) loadAttention();
   if (channel === "tools/changed") loadTools();
+  if (channel === "time/changed") showTime(event.payload);
 }
 
 function onFeed(message) {
@@ -337,6 +396,9 @@ async function start() {
     }
   });
   $("#clear-log").addEventListener("click", () => $("#log").replaceChildren());
+  $("#time-pause").addEventListener("click", () => callTime("time/pause"));
+  $("#time-resume").addEventListener("click", () => callTime("time/resume"));
+  $("#time-step").addEventListener("click", () => callTime("time/step", { ticks: Number($("#step-ticks").value) }));
   await Promise.all([refresh(), follow()]);
   // When the page was first ready: the browser test reads it as the load time.
   document.documentElement.dataset.readyMs = String(Math.round(performance.now()));

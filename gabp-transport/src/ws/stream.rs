@@ -49,10 +49,15 @@ pub(crate) struct WsStream {
     decoder: FrameCodec,
     /// A body taken from `written` that the socket was not ready for.
     queued: Option<Message>,
+    /// What the socket gave after a read had already handed out bytes, and that cannot join them (an error, a
+    /// close): the next read takes it.
+    held: Option<Option<Result<Message, WsError>>>,
     max_body: usize,
     ping_interval: Duration,
     pong_timeout: Duration,
     last_heard: Instant,
+    /// A message arrived since `last_heard` was set: the clock is read once per read, not per message.
+    heard: bool,
     ping_sent: Option<Instant>,
     timer: Pin<Box<Sleep>>,
     eof: bool,
@@ -72,10 +77,12 @@ impl WsStream {
             written: BytesMut::new(),
             decoder: FrameCodec::new().with_max_body_size(max_body),
             queued: None,
+            held: None,
             max_body,
             ping_interval: settings.ping_interval,
             pong_timeout: settings.pong_timeout,
             last_heard: now,
+            heard: false,
             ping_sent: None,
             timer: Box::pin(tokio::time::sleep_until(now + settings.ping_interval)),
             eof: false,
@@ -103,16 +110,20 @@ impl WsStream {
         io::Error::new(io::ErrorKind::InvalidData, why)
     }
 
-    fn heard(&mut self) {
-        self.last_heard = Instant::now();
-        self.ping_sent = None;
-        self.timer
-            .as_mut()
-            .reset(self.last_heard + self.ping_interval);
+    /// Messages arrived: the peer is alive. The timer is not moved here (that costs a lock of the runtime's
+    /// timer per message); when it fires early, `poll_liveness` sets it again from `last_heard`.
+    fn note_heard(&mut self) {
+        if self.heard {
+            self.heard = false;
+            self.last_heard = Instant::now();
+            self.ping_sent = None;
+        }
     }
 
-    /// Run the liveness timer: send a Ping when due, fail when the peer is silent too long.
+    /// Run the liveness timer: send a Ping after `ping_interval` of silence, fail when the peer is silent for
+    /// `pong_timeout` after it.
     fn poll_liveness(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        self.note_heard();
         while self.timer.as_mut().poll(cx).is_ready() {
             let now = Instant::now();
             if let Some(sent) = self.ping_sent {
@@ -124,6 +135,11 @@ impl WsStream {
                     ));
                 }
                 self.timer.as_mut().reset(sent + self.pong_timeout);
+                continue;
+            }
+            let due = self.last_heard + self.ping_interval;
+            if now < due {
+                self.timer.as_mut().reset(due);
                 continue;
             }
             let mut ws = Pin::new(&mut self.ws);
@@ -195,75 +211,119 @@ fn copy_out(src: &mut Bytes, buf: &mut ReadBuf<'_>) {
     src.advance(n);
 }
 
+impl WsStream {
+    /// The next message: one read earlier but held back, else the socket's.
+    fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Message, WsError>>> {
+        match self.held.take() {
+            Some(item) => Poll::Ready(item),
+            None => Pin::new(&mut self.ws).poll_next(cx),
+        }
+    }
+
+    /// Takes one message read from the socket: a text message becomes the next frame to read out; anything that
+    /// ends the stream says so.
+    fn take_message(
+        &mut self,
+        cx: &mut Context<'_>,
+        item: Option<Result<Message, WsError>>,
+    ) -> io::Result<()> {
+        let message = match item {
+            None | Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed)) => {
+                self.eof = true;
+                return Ok(());
+            }
+            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { .. }))) => {
+                return Err(self.close_with(cx, CloseCode::Size, "message too big"));
+            }
+            Some(Err(WsError::Protocol(_) | WsError::Utf8(_))) => {
+                return Err(self.close_with(cx, CloseCode::Protocol, "WebSocket protocol error"));
+            }
+            Some(Err(e)) => {
+                self.eof = true;
+                return Err(into_io(e));
+            }
+            Some(Ok(message)) => message,
+        };
+        self.heard = true;
+        match message {
+            Message::Text(text) => {
+                let body = Bytes::from(text);
+                let mut head = BytesMut::with_capacity(HEAD_ROOM);
+                self.decoder
+                    .encode_header(body.len(), &mut head)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                self.head = head.freeze();
+                self.body = body;
+            }
+            Message::Binary(_) => {
+                return Err(self.close_with(
+                    cx,
+                    CloseCode::Unsupported,
+                    "binary messages are refused",
+                ));
+            }
+            Message::Close(_) => self.eof = true,
+            Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+        }
+        Ok(())
+    }
+}
+
+/// Whether a message read after some bytes were already handed out in the same read can join them: a text
+/// message or a control frame; an error, a close or a binary message waits for the next read.
+fn joins_batch(item: &Option<Result<Message, WsError>>) -> bool {
+    matches!(
+        item,
+        Some(Ok(Message::Text(_) | Message::Ping(_) | Message::Pong(_)))
+    )
+}
+
 impl AsyncRead for WsStream {
+    /// Hands out every message the socket has ready, as long as `buf` has room, so that requests that arrived
+    /// together are read together and their answers leave in one write (SPEC/1.0 transport.md §6); it returns
+    /// as soon as the socket has nothing more, without waiting.
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        loop {
-            if !this.head.is_empty() {
-                copy_out(&mut this.head, buf);
-                if !this.body.is_empty() && buf.remaining() > 0 {
-                    copy_out(&mut this.body, buf);
-                }
-                return Poll::Ready(Ok(()));
-            }
-            if !this.body.is_empty() {
+        let start = buf.filled().len();
+        let result = loop {
+            copy_out(&mut this.head, buf);
+            if this.head.is_empty() {
                 copy_out(&mut this.body, buf);
-                return Poll::Ready(Ok(()));
             }
-            if this.eof {
-                return Poll::Ready(Ok(()));
+            if !this.head.is_empty() || !this.body.is_empty() || this.eof {
+                break Ok(());
             }
-            this.poll_liveness(cx)?;
-            let message = match Pin::new(&mut this.ws).poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None)
-                | Poll::Ready(Some(Err(WsError::ConnectionClosed | WsError::AlreadyClosed))) => {
-                    this.eof = true;
-                    return Poll::Ready(Ok(()));
+            let handed_out = buf.filled().len() > start;
+            if handed_out && buf.remaining() == 0 {
+                break Ok(());
+            }
+            if !handed_out {
+                if let Err(e) = this.poll_liveness(cx) {
+                    break Err(e);
                 }
-                Poll::Ready(Some(Err(WsError::Capacity(CapacityError::MessageTooLong {
-                    ..
-                })))) => {
-                    let e = this.close_with(cx, CloseCode::Size, "message too big");
-                    return Poll::Ready(Err(e));
+            }
+            let item = match this.poll_message(cx) {
+                Poll::Ready(item) => item,
+                Poll::Pending if handed_out => break Ok(()),
+                Poll::Pending => {
+                    this.note_heard();
+                    return Poll::Pending;
                 }
-                Poll::Ready(Some(Err(WsError::Protocol(_) | WsError::Utf8(_)))) => {
-                    let e = this.close_with(cx, CloseCode::Protocol, "WebSocket protocol error");
-                    return Poll::Ready(Err(e));
-                }
-                Poll::Ready(Some(Err(e))) => {
-                    this.eof = true;
-                    return Poll::Ready(Err(into_io(e)));
-                }
-                Poll::Ready(Some(Ok(message))) => message,
             };
-            this.heard();
-            match message {
-                Message::Text(text) => {
-                    let body = Bytes::from(text);
-                    let mut head = BytesMut::with_capacity(HEAD_ROOM);
-                    this.decoder
-                        .encode_header(body.len(), &mut head)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                    this.head = head.freeze();
-                    this.body = body;
-                }
-                Message::Binary(_) => {
-                    let e =
-                        this.close_with(cx, CloseCode::Unsupported, "binary messages are refused");
-                    return Poll::Ready(Err(e));
-                }
-                Message::Close(_) => {
-                    this.eof = true;
-                    return Poll::Ready(Ok(()));
-                }
-                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
+            if handed_out && !joins_batch(&item) {
+                this.held = Some(item);
+                break Ok(());
             }
-        }
+            if let Err(e) = this.take_message(cx, item) {
+                break Err(e);
+            }
+        };
+        this.note_heard();
+        Poll::Ready(result)
     }
 }
 
