@@ -33,6 +33,7 @@ pub(crate) enum Kind {
     UnregisteredErrorCodes,
     InterleaveAnswers,
     NullBesideOther,
+    UpstreamMinimum,
 }
 
 impl Kind {
@@ -56,6 +57,7 @@ impl Kind {
             Kind::UnregisteredErrorCodes => "unregistered error codes",
             Kind::InterleaveAnswers => "interleave answers",
             Kind::NullBesideOther => "null beside the other member",
+            Kind::UpstreamMinimum => "upstream minimum",
         }
     }
 
@@ -254,6 +256,14 @@ impl Fault {
     #[must_use]
     pub fn null_beside_other() -> Fault {
         Fault::always_(Kind::NullBesideOther)
+    }
+
+    /// Makes the mod do only what upstream GABP 1.x asks where gabp-rs asks for more, as Lib.GAB 1.0.3 does:
+    /// its welcome lists neither `session/ping` nor `session/goodbye` and has no `capabilities.limits`, and a
+    /// wrong token is refused without closing the connection. Applies until cleared.
+    #[must_use]
+    pub fn upstream_minimum() -> Fault {
+        Fault::always_(Kind::UpstreamMinimum)
     }
 
     /// Applies `n` times instead of the default.

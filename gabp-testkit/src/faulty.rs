@@ -59,11 +59,14 @@ pub enum FaultyMod {
     /// Writes both `result` and `error` in every response, the one it does not use `null`, as Lib.GAB 1.0.3
     /// does ([`Fault::null_beside_other`]).
     WritesBothMembers,
+    /// Does only what upstream GABP 1.x asks where gabp-rs asks for more ([`Fault::upstream_minimum`]): it
+    /// passes the upstream profile and fails the gabp-rs one.
+    UpstreamMinimum,
 }
 
 impl FaultyMod {
     /// Every faulty mod.
-    pub const ALL: [FaultyMod; 12] = [
+    pub const ALL: [FaultyMod; 13] = [
         FaultyMod::AcceptsAnyToken,
         FaultyMod::AnswersBeforeHello,
         FaultyMod::WrongResponseIds,
@@ -76,6 +79,7 @@ impl FaultyMod {
         FaultyMod::UnregisteredErrorCodes,
         FaultyMod::InterleavesAnswers,
         FaultyMod::WritesBothMembers,
+        FaultyMod::UpstreamMinimum,
     ];
 
     /// What is wrong with it, in words.
@@ -96,6 +100,7 @@ impl FaultyMod {
             FaultyMod::UnregisteredErrorCodes => "answers with codes outside the registry",
             FaultyMod::InterleavesAnswers => "interleaves the frames of its answers",
             FaultyMod::WritesBothMembers => "writes both result and error",
+            FaultyMod::UpstreamMinimum => "does only what upstream asks",
         }
     }
 
@@ -128,6 +133,11 @@ impl FaultyMod {
             FaultyMod::WritesBothMembers => {
                 &["responses.one_of_result_error", "envelope.strictly_valid"]
             }
+            FaultyMod::UpstreamMinimum => &[
+                "handshake.welcome_valid",
+                "auth.wrong_token_refused",
+                "limits.advertised",
+            ],
             FaultyMod::AcceptsAnyToken => &["auth.wrong_token_refused"],
             FaultyMod::AnswersBeforeHello => &["auth.hello_required"],
             FaultyMod::WrongResponseIds => &["responses.ids_match"],
@@ -154,6 +164,7 @@ impl FaultyMod {
             FaultyMod::UnregisteredErrorCodes => Fault::unregistered_error_codes(),
             FaultyMod::InterleavesAnswers => Fault::interleave_answers(),
             FaultyMod::WritesBothMembers => Fault::null_beside_other(),
+            FaultyMod::UpstreamMinimum => Fault::upstream_minimum(),
         }
     }
 

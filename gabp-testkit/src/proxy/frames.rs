@@ -96,7 +96,15 @@ pub(super) async fn read_side(
                 | CodecError::Io(_),
             ))
             | None => {
-                link.close(direction).await;
+                // After a refused token the upstream-minimum mod's bridge side stays open until the bridge
+                // closes it.
+                let refused_open = link.state.lock().refused_open;
+                if !(refused_open && direction == Direction::ModToBridge) {
+                    link.close(direction).await;
+                }
+                if refused_open && direction == Direction::BridgeToMod {
+                    link.close(Direction::ModToBridge).await;
+                }
                 return;
             }
             Some(Err(error)) => {

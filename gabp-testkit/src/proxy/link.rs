@@ -51,6 +51,9 @@ pub(super) struct LinkState {
     pub(super) held_count: u64,
     /// Requests from the bridge not answered yet (the interleave fault).
     pub(super) in_flight: u64,
+    /// A wrong token was refused and the bridge's side stays open until the bridge closes it (the
+    /// upstream-minimum fault).
+    pub(super) refused_open: bool,
 }
 
 /// The proxy authenticated on the bridge's behalf (answer-before-hello fault).

@@ -187,6 +187,7 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
                         | Kind::UnknownEnvelopeField
                         | Kind::UnregisteredErrorCodes
                         | Kind::NullBesideOther
+                        | Kind::UpstreamMinimum
                 )
                 .then_some(())
             })
@@ -226,6 +227,7 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
             map.insert("id".into(), json!(MessageId::new_v4()));
             changed = true;
         }
+        changed |= upstream_minimum(link, &mut map);
         changed |= libgab_response(link, &mut map);
     }
 
@@ -304,4 +306,40 @@ fn libgab_response(link: &Link, map: &mut Map<String, Value>) -> bool {
         changed = true;
     }
     changed
+}
+
+/// The upstream-minimum fault on a response: a welcome without ping, goodbye and limits; a wrong token's
+/// refusal that leaves the connection open.
+fn upstream_minimum(link: &Link, map: &mut Map<String, Value>) -> bool {
+    let refusal = map
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_i64)
+        == Some(ErrorCode::AUTHENTICATION_FAILED.0);
+    let welcome = map
+        .get_mut("result")
+        .and_then(|r| r.get_mut("capabilities"))
+        .and_then(Value::as_object_mut);
+    if !refusal && welcome.is_none() {
+        return false;
+    }
+    let armed = link
+        .faults
+        .take(|k| matches!(k, Kind::UpstreamMinimum).then_some(()))
+        .is_some();
+    if !armed {
+        return false;
+    }
+    if refusal {
+        link.state.lock().refused_open = true;
+        return false;
+    }
+    let Some(capabilities) = welcome else {
+        return false;
+    };
+    capabilities.remove("limits");
+    if let Some(Value::Array(methods)) = capabilities.get_mut("methods") {
+        methods.retain(|m| m != "session/ping" && m != "session/goodbye");
+    }
+    true
 }
