@@ -243,9 +243,9 @@ impl Fault {
         Fault::always_(Kind::UnregisteredErrorCodes)
     }
 
-    /// Writes two answers from the mod that follow each other closely (within 20 ms) interleaved, header,
-    /// header, body, body, as a mod does that writes header and body separately without a lock. Applies until
-    /// cleared.
+    /// Writes the answers to concurrent requests interleaved in pairs, header, header, body, body, as a mod does
+    /// that writes header and body separately without a lock: an answer while other requests are in flight
+    /// waits for the next (at most 500 ms). Applies until cleared.
     #[must_use]
     pub fn interleave_answers() -> Fault {
         Fault::always_(Kind::InterleaveAnswers)

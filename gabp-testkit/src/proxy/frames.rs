@@ -253,11 +253,13 @@ fn concurrent(link: &Link, direction: Direction, body: &[u8]) -> bool {
     }
 }
 
-/// How long an answer is held back for the next one to interleave with (the interleave fault).
-const INTERLEAVE_WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+/// How long an answer is held back at most for the next one to interleave with (the interleave fault): a
+/// request still in flight is normally answered well before.
+const INTERLEAVE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// The interleave fault: the first of two answers is held back; when the second comes within the window the
-/// two go out as header, header, body, body; otherwise the first goes out whole when the window closes.
+/// The interleave fault: an answer while other requests are in flight is held back until the next answer,
+/// and the two go out as header, header, body, body; should no answer follow within the window, it goes out
+/// whole.
 async fn interleave_with_next(link: &Arc<Link>, body: Bytes) -> bool {
     let held = {
         let mut state = link.state.lock();
