@@ -15,11 +15,14 @@ use crate::terminal::{Palette, Progress};
 /// Long help of `gabp conformance`.
 pub const EXAMPLES: &str = "\
 Checks the mod over the wire: handshake and welcome, token refusal, -32100 before hello, method and tool
-errors, argument validation, framing robustness (split and coalesced frames, unparseable bodies, oversized
-frames, bad headers), concurrency, response ids, event seq, limits, ping and goodbye. One line per check:
-`ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason`, or `skip NAME [LEVEL]: reason` when the mod offers nothing to
-check it with (a skip is not a failure). LEVEL is MUST or SHOULD (GABP 1.x) or gabp-rs (a stricter rule of
-gabp-rs); --profile upstream skips the gabp-rs checks and details, --profile gabp-rs (the default) runs all. Then `N passed, M failed` (and `, K skipped`). Exit status 0 only when no check failed.
+errors, argument validation, framing robustness (split, coalesced and interleaved frames, Content-Length in
+bytes, unparseable bodies, oversized frames, bad headers), concurrency, response ids and members, event seq,
+limits, ping and goodbye. One line per check: `ok   NAME [LEVEL]`, `FAIL NAME [LEVEL]: reason`, or
+`skip NAME [LEVEL]: reason` when the mod offers nothing to check it with (a skip is not a failure). LEVEL is MUST
+or SHOULD (GABP 1.x) or gabp-rs (a stricter rule of gabp-rs); --profile upstream skips the gabp-rs checks and
+judges the rest by upstream's rules only (session/ping, session/goodbye and capabilities.limits optional, a wrong
+token refused without closing), --profile gabp-rs (the default) runs all. Then `N passed, M failed` (and
+`, K skipped`). Exit status 0 only when no check failed.
 With --spawn, the command is started once per connection the suite opens.
 
 Examples:

@@ -10,6 +10,7 @@ use clap::Args;
 use gabp_session::bridge::{Bridge, BridgeBuilder};
 use gabp_session::Error as SessionError;
 use gabp_transport::{BridgeConfig, Endpoint, ModProcess, Token, TransportError, GABP_TOKEN};
+use gabp_types::methods::HelloToken;
 use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -72,6 +73,22 @@ impl TargetArgs {
     ///
     /// One line naming the flag, variable or file that is wrong or missing. Never contains the token.
     pub fn resolve<F>(&self, env: F) -> Result<Target, String>
+    where
+        F: Fn(&str) -> Option<OsString>,
+    {
+        let mut target = self.resolve_target(env)?;
+        let length = target.token.expose_secret().chars().count();
+        if length < HelloToken::MIN_LEN {
+            target.warnings.push(format!(
+                "the token is {length} characters long, shorter than the {} session/hello asks for; it is sent as \
+                 the mod was given it (a mod built on gabp-rs refuses it)",
+                HelloToken::MIN_LEN
+            ));
+        }
+        Ok(target)
+    }
+
+    fn resolve_target<F>(&self, env: F) -> Result<Target, String>
     where
         F: Fn(&str) -> Option<OsString>,
     {
@@ -438,6 +455,27 @@ mod tests {
             .unwrap();
         assert!(matches!(t.reach, Reach::Endpoint(ref e) if *e == Endpoint::tcp_v4(4002)));
         assert!(t.token.verify(TOKEN));
+    }
+
+    #[test]
+    fn a_short_token_is_taken_with_a_warning_that_never_shows_it() {
+        let home = tempfile::tempdir().unwrap();
+        let short = "libgab-t0k3n";
+        let t = args(Some("tcp://127.0.0.1:4000"), None, Some(short))
+            .resolve(env(home.path(), &[]))
+            .unwrap();
+        assert!(t.token.verify(short));
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(
+            t.warnings[0].contains("12 characters long"),
+            "{:?}",
+            t.warnings
+        );
+        assert!(!t.warnings[0].contains(short));
+        let t = args(Some("tcp://127.0.0.1:4000"), None, Some(TOKEN))
+            .resolve(env(home.path(), &[]))
+            .unwrap();
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     }
 
     #[test]

@@ -28,6 +28,12 @@ pub(crate) enum Kind {
     UnknownEnvelopeField,
     StallOnMalformedHeader,
     ExecuteOversized,
+    StallOnNonAscii,
+    StallOnMissingLength,
+    UnregisteredErrorCodes,
+    InterleaveAnswers,
+    NullBesideOther,
+    UpstreamMinimum,
 }
 
 impl Kind {
@@ -46,6 +52,12 @@ impl Kind {
             Kind::UnknownEnvelopeField => "unknown envelope field",
             Kind::StallOnMalformedHeader => "stall on malformed header",
             Kind::ExecuteOversized => "execute oversized frames",
+            Kind::StallOnNonAscii => "stall on non-ASCII bodies",
+            Kind::StallOnMissingLength => "stall on a missing Content-Length",
+            Kind::UnregisteredErrorCodes => "unregistered error codes",
+            Kind::InterleaveAnswers => "interleave answers",
+            Kind::NullBesideOther => "null beside the other member",
+            Kind::UpstreamMinimum => "upstream minimum",
         }
     }
 
@@ -207,6 +219,51 @@ impl Fault {
     #[must_use]
     pub fn execute_oversized() -> Fault {
         Fault::always_(Kind::ExecuteOversized)
+    }
+
+    /// Makes the mod count `Content-Length` in characters instead of bytes, as Lib.GAB 1.0.3 does: a body from
+    /// the bridge with non-ASCII UTF-8 is never complete, so that frame and every later one on the connection
+    /// are swallowed. Applies until cleared.
+    #[must_use]
+    pub fn stall_on_non_ascii() -> Fault {
+        Fault::always_(Kind::StallOnNonAscii)
+    }
+
+    /// Makes the mod stall on a header block without `Content-Length` from the bridge (other malformed
+    /// headers are handled as before): the connection stays open and silent. Applies until cleared.
+    #[must_use]
+    pub fn stall_on_missing_length() -> Fault {
+        Fault::always_(Kind::StallOnMissingLength)
+    }
+
+    /// Rewrites the registry's codes the way Lib.GAB 1.0.3 writes them, on every error from the mod: -32101
+    /// becomes -31000, -32100 becomes -31001 and -32400 becomes -31002. Applies until cleared.
+    #[must_use]
+    pub fn unregistered_error_codes() -> Fault {
+        Fault::always_(Kind::UnregisteredErrorCodes)
+    }
+
+    /// Writes the answers to concurrent requests interleaved in pairs, header, header, body, body, as a mod does
+    /// that writes header and body separately without a lock: an answer while other requests are in flight
+    /// waits for the next (at most 500 ms). Applies until cleared.
+    #[must_use]
+    pub fn interleave_answers() -> Fault {
+        Fault::always_(Kind::InterleaveAnswers)
+    }
+
+    /// Adds the missing member as `null` to every response from the mod (`"error": null` beside a `result`,
+    /// `"result": null` beside an `error`), as Lib.GAB 1.0.3 writes them. Applies until cleared.
+    #[must_use]
+    pub fn null_beside_other() -> Fault {
+        Fault::always_(Kind::NullBesideOther)
+    }
+
+    /// Makes the mod do only what upstream GABP 1.x asks where gabp-rs asks for more, as Lib.GAB 1.0.3 does:
+    /// its welcome lists neither `session/ping` nor `session/goodbye` and has no `capabilities.limits`, and a
+    /// wrong token is refused without closing the connection. Applies until cleared.
+    #[must_use]
+    pub fn upstream_minimum() -> Fault {
+        Fault::always_(Kind::UpstreamMinimum)
     }
 
     /// Applies `n` times instead of the default.

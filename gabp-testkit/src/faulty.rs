@@ -44,11 +44,29 @@ pub enum FaultyMod {
     StallsOnMalformedHeader,
     /// Executes a request over its size limit instead of refusing it ([`Fault::execute_oversized`]).
     ExecutesOversizedFrames,
+    /// Counts `Content-Length` in characters and stalls on a body with non-ASCII UTF-8, as Lib.GAB 1.0.3 does
+    /// ([`Fault::stall_on_non_ascii`]).
+    CountsCharacters,
+    /// Stalls on a header block without `Content-Length`, as Lib.GAB 1.0.3 does
+    /// ([`Fault::stall_on_missing_length`]).
+    StallsWithoutContentLength,
+    /// Answers with Lib.GAB 1.0.3's codes -31000, -31001 and -31002 where the registry has -32101, -32100 and
+    /// -32400 ([`Fault::unregistered_error_codes`]).
+    UnregisteredErrorCodes,
+    /// Writes the header and body of answers that follow each other closely interleaved
+    /// ([`Fault::interleave_answers`]).
+    InterleavesAnswers,
+    /// Writes both `result` and `error` in every response, the one it does not use `null`, as Lib.GAB 1.0.3
+    /// does ([`Fault::null_beside_other`]).
+    WritesBothMembers,
+    /// Does only what upstream GABP 1.x asks where gabp-rs asks for more ([`Fault::upstream_minimum`]): it
+    /// passes the upstream profile and fails the gabp-rs one.
+    UpstreamMinimum,
 }
 
 impl FaultyMod {
     /// Every faulty mod.
-    pub const ALL: [FaultyMod; 7] = [
+    pub const ALL: [FaultyMod; 13] = [
         FaultyMod::AcceptsAnyToken,
         FaultyMod::AnswersBeforeHello,
         FaultyMod::WrongResponseIds,
@@ -56,6 +74,12 @@ impl FaultyMod {
         FaultyMod::UnknownEnvelopeFields,
         FaultyMod::StallsOnMalformedHeader,
         FaultyMod::ExecutesOversizedFrames,
+        FaultyMod::CountsCharacters,
+        FaultyMod::StallsWithoutContentLength,
+        FaultyMod::UnregisteredErrorCodes,
+        FaultyMod::InterleavesAnswers,
+        FaultyMod::WritesBothMembers,
+        FaultyMod::UpstreamMinimum,
     ];
 
     /// What is wrong with it, in words.
@@ -71,20 +95,56 @@ impl FaultyMod {
             FaultyMod::ExecutesOversizedFrames => {
                 "executes an oversized frame instead of refusing it"
             }
+            FaultyMod::CountsCharacters => "counts Content-Length in characters",
+            FaultyMod::StallsWithoutContentLength => "stalls on a header without Content-Length",
+            FaultyMod::UnregisteredErrorCodes => "answers with codes outside the registry",
+            FaultyMod::InterleavesAnswers => "interleaves the frames of its answers",
+            FaultyMod::WritesBothMembers => "writes both result and error",
+            FaultyMod::UpstreamMinimum => "does only what upstream asks",
         }
     }
 
-    /// The conformance check that catches it.
+    /// The conformance check written to catch it (the first of [`FaultyMod::fails`]).
     #[must_use]
     pub fn caught_by(self) -> &'static str {
+        self.fails()[0]
+    }
+
+    /// Every check it fails with the default profile, in run order after the one written to catch it: a
+    /// fault can break several checks' rules at once (a code outside the registry fails each check that
+    /// expects the registry's code).
+    #[must_use]
+    pub fn fails(self) -> &'static [&'static str] {
         match self {
-            FaultyMod::AcceptsAnyToken => "auth.wrong_token_refused",
-            FaultyMod::AnswersBeforeHello => "auth.hello_required",
-            FaultyMod::WrongResponseIds => "responses.ids_match",
-            FaultyMod::SkipsEventSeq => "events.seq_contiguous",
-            FaultyMod::UnknownEnvelopeFields => "envelope.strictly_valid",
-            FaultyMod::StallsOnMalformedHeader => "framing.bad_header_closed",
-            FaultyMod::ExecutesOversizedFrames => "framing.oversized_refused",
+            FaultyMod::CountsCharacters => &["framing.utf8_byte_length"],
+            FaultyMod::StallsWithoutContentLength => &["framing.no_content_length"],
+            FaultyMod::UnregisteredErrorCodes => &[
+                "errors.tool_not_found",
+                "auth.hello_required",
+                "auth.wrong_token_refused",
+            ],
+            FaultyMod::InterleavesAnswers => &[
+                "framing.answers_whole",
+                "framing.coalesced_frames",
+                "extensions.cancel",
+                "responses.ids_match",
+                "envelope.strictly_valid",
+            ],
+            FaultyMod::WritesBothMembers => {
+                &["responses.one_of_result_error", "envelope.strictly_valid"]
+            }
+            FaultyMod::UpstreamMinimum => &[
+                "handshake.welcome_valid",
+                "auth.wrong_token_refused",
+                "limits.advertised",
+            ],
+            FaultyMod::AcceptsAnyToken => &["auth.wrong_token_refused"],
+            FaultyMod::AnswersBeforeHello => &["auth.hello_required"],
+            FaultyMod::WrongResponseIds => &["responses.ids_match"],
+            FaultyMod::SkipsEventSeq => &["events.seq_contiguous"],
+            FaultyMod::UnknownEnvelopeFields => &["envelope.strictly_valid"],
+            FaultyMod::StallsOnMalformedHeader => &["framing.bad_header_closed"],
+            FaultyMod::ExecutesOversizedFrames => &["framing.oversized_refused"],
         }
     }
 
@@ -99,6 +159,12 @@ impl FaultyMod {
             FaultyMod::UnknownEnvelopeFields => Fault::unknown_envelope_field(),
             FaultyMod::StallsOnMalformedHeader => Fault::stall_on_malformed_header(),
             FaultyMod::ExecutesOversizedFrames => Fault::execute_oversized(),
+            FaultyMod::CountsCharacters => Fault::stall_on_non_ascii(),
+            FaultyMod::StallsWithoutContentLength => Fault::stall_on_missing_length(),
+            FaultyMod::UnregisteredErrorCodes => Fault::unregistered_error_codes(),
+            FaultyMod::InterleavesAnswers => Fault::interleave_answers(),
+            FaultyMod::WritesBothMembers => Fault::null_beside_other(),
+            FaultyMod::UpstreamMinimum => Fault::upstream_minimum(),
         }
     }
 

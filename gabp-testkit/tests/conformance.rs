@@ -26,19 +26,27 @@ fn assert_all_pass(report: &Report) {
     assert_eq!(report.checks().len(), conformance::checks().len());
 }
 
-/// Runs the suite against `faulty` and checks that exactly the check named for its fault failed.
-async fn assert_caught(faulty: FaultyMod, check: &str) {
+/// Runs the suite against `faulty` and checks that exactly the checks named for its fault failed, the one
+/// written for it first; returns the reason of that one.
+async fn assert_caught(faulty: FaultyMod, check: &str) -> String {
     assert_eq!(faulty.caught_by(), check);
     let server = faulty.build().expect("build the faulty mod");
     let report = conformance::run(&server.conformance_target()).await;
-    let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
-    assert_eq!(failed, [check], "{faulty}: unexpected failures:\n{report}");
-    let reason = report
-        .check(check)
-        .and_then(|c| c.outcome.reason())
-        .expect("a failure has a reason");
-    assert!(!reason.contains('\n'), "one-line reason: {reason}");
-    eprintln!("{faulty}: FAIL {check}: {reason}");
+    let mut failed: Vec<&str> = report.failures().map(|c| c.name).collect();
+    let mut expected = faulty.fails().to_vec();
+    failed.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(failed, expected, "{faulty}: unexpected failures:\n{report}");
+    for name in faulty.fails() {
+        let reason = report
+            .check(name)
+            .and_then(|c| c.outcome.reason())
+            .expect("a failure has a reason");
+        assert!(!reason.contains('\n'), "one-line reason: {reason}");
+        eprintln!("{faulty}: FAIL {name}: {reason}");
+    }
+    let reason = report.check(check).and_then(|c| c.outcome.reason());
+    reason.unwrap_or_default().to_owned()
 }
 
 #[tokio::test]
@@ -114,4 +122,54 @@ async fn a_mod_that_executes_an_oversized_frame_fails_framing_oversized_refused(
         "framing.oversized_refused",
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_mod_that_counts_characters_fails_framing_utf8_byte_length() {
+    let reason = assert_caught(FaultyMod::CountsCharacters, "framing.utf8_byte_length").await;
+    assert!(reason.contains("Content-Length counts bytes"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_mod_that_stalls_without_content_length_fails_framing_no_content_length() {
+    let reason = assert_caught(
+        FaultyMod::StallsWithoutContentLength,
+        "framing.no_content_length",
+    )
+    .await;
+    assert!(reason.contains("stalled"), "{reason}");
+}
+
+#[tokio::test]
+async fn codes_outside_the_registry_are_named_as_such() {
+    let reason = assert_caught(FaultyMod::UnregisteredErrorCodes, "errors.tool_not_found").await;
+    assert!(
+        reason.contains("-31002") && reason.contains("outside the error-code registry"),
+        "{reason}"
+    );
+    assert!(reason.contains("-32400 (Tool Not Found)"), "{reason}");
+}
+
+#[tokio::test]
+async fn interleaved_answers_are_reported_as_interleaving() {
+    let faulty = FaultyMod::InterleavesAnswers;
+    let reason = assert_caught(faulty, "framing.answers_whole").await;
+    assert!(reason.contains("interleave"), "{reason}");
+    // Every check it fails says so, not that a body is not JSON.
+    let report = conformance::run(&faulty.build().expect("faulty").conformance_target()).await;
+    for check in report.failures() {
+        let reason = check.outcome.reason().unwrap_or_default();
+        assert!(reason.contains("interleave"), "{check}");
+        assert!(!reason.contains("not JSON"), "{check}");
+    }
+}
+
+#[tokio::test]
+async fn both_members_are_a_deviation_and_the_answers_are_still_checked() {
+    let reason = assert_caught(
+        FaultyMod::WritesBothMembers,
+        "responses.one_of_result_error",
+    )
+    .await;
+    assert!(reason.contains("§3.5"), "{reason}");
 }

@@ -49,3 +49,45 @@ async fn a_fault_of_a_gabp_rs_rule_passes_upstream_and_fails_gabp_rs() {
     let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
     assert_eq!(failed, ["envelope.strictly_valid"], "{report}");
 }
+
+/// Upstream reserves session/ping and session/goodbye without requiring them, makes capabilities.limits
+/// optional, and requires a wrong token's refusal but not that the connection closes.
+#[tokio::test]
+async fn the_upstream_profile_judges_by_upstream_rules_only() {
+    let faulty = FaultyMod::UpstreamMinimum.build().expect("faulty");
+    let target = faulty.conformance_target();
+    let upstream = Options::default().with_profile(Profile::Upstream);
+    let report = conformance::run_with(&target, &upstream, |_| {}).await;
+    assert!(report.is_success(), "{report}");
+    for (name, why) in [
+        ("session.goodbye", "reserved upstream, not required"),
+        ("limits.advertised", "optional upstream"),
+    ] {
+        let check = report.check(name).expect(name);
+        assert!(
+            check.outcome.reason().unwrap_or_default().contains(why),
+            "{check}"
+        );
+    }
+    assert!(report
+        .check("auth.wrong_token_refused")
+        .is_some_and(|c| c.outcome.is_passed()));
+    // The gabp-rs profile asks for more.
+    let report = conformance::run_with(&target, &Options::default(), |_| {}).await;
+    let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
+    assert_eq!(failed, FaultyMod::UpstreamMinimum.fails(), "{report}");
+}
+
+/// Both members in every response: a deviation by upstream's own rule, and every other answer is still
+/// checked (its codes, its data) instead of being undecodable.
+#[tokio::test]
+async fn both_members_fail_one_upstream_check_and_hide_nothing_else() {
+    let faulty = FaultyMod::WritesBothMembers.build().expect("faulty");
+    let upstream = Options::default().with_profile(Profile::Upstream);
+    let report = conformance::run_with(&faulty.conformance_target(), &upstream, |_| {}).await;
+    let failed: Vec<&str> = report.failures().map(|c| c.name).collect();
+    assert_eq!(failed, ["responses.one_of_result_error"], "{report}");
+    assert!(report
+        .check("errors.tool_not_found")
+        .is_some_and(|c| c.outcome.is_passed()));
+}

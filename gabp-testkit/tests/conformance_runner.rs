@@ -271,7 +271,7 @@ async fn round_trips_near_40_ms_get_the_nagle_hint() {
         proxy.link(behind.serve_in_memory().0)
     });
     let report = conformance::run(&target).await;
-    let hint = "round trips near 40 ms: the mod may not set TCP_NODELAY";
+    let hint = "round trips near 40 ms: the mod may not set TCP_NODELAY (NoDelay in .NET) and may write a frame in pieces";
     assert_eq!(report.hints(), [hint], "{report}");
     assert!(report.to_string().contains(&format!("\n{hint}\n")));
 }

@@ -22,13 +22,15 @@ use gabp_testkit::conformance::nagle_hint;
 use report::{human, Ratios};
 
 mod floor;
+mod pick;
 mod report;
 
 /// Long help of `gabp bench`.
 pub const EXAMPLES: &str = "\
 Makes CALLS calls (after a short warm-up), CONCURRENCY at a time on one connection, and prints the median
 (p50) and 99th-percentile (p99) latency and the calls per second. Without --tool it calls demo/echo when the
-mod has it, else session/ping. With --self it starts the demo game in-process on loopback TCP, and also
+mod has it, else session/ping when the mod lists it, else a tool tagged read-only that needs no arguments; with
+none of these it stops at once and lists the tools that need no arguments for --tool. With --self it starts the demo game in-process on loopback TCP, and also
 measures a raw framed echo over the same transport with frames of the same size: the floor, with the ratio
 of GABP to it. The two take turns in ROUNDS short rounds, and each ratio is the median of the rounds' ratios,
 so that a machine that slows down or speeds up for a while moves both sides alike. --json prints one object
@@ -54,7 +56,8 @@ pub struct BenchArgs {
     /// How many calls are in flight at once.
     #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub concurrency: u64,
-    /// The tool to call (default: demo/echo if the mod has it, else session/ping is measured).
+    /// The tool to call (default: demo/echo if the mod has it, else session/ping if it lists it, else a read-only
+    /// tool that needs no arguments).
     #[arg(long, value_name = "NAME")]
     pub tool: Option<String>,
     /// The tool's arguments, a JSON object (default: {"value": "gabp"} for demo/echo, else {}).
@@ -247,14 +250,8 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
                 .list_tools()
                 .await
                 .map_err(|e| format!("tools/list: {}", describe_call_error(&e)))?;
-            if tools.iter().any(|t| t.name.as_str() == "demo/echo") {
-                Invocation::Tool {
-                    name: "demo/echo".into(),
-                    arguments: json!({ "value": "gabp" }),
-                }
-            } else {
-                Invocation::Ping
-            }
+            let serves_ping = bridge.welcome().capabilities.has_method("session/ping");
+            pick::default_invocation(&tools, serves_ping)?
         }
     };
 

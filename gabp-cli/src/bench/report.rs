@@ -179,7 +179,7 @@ mod tests {
         };
         assert_eq!(
             advice(&stats(44_000)),
-            "round trips near 40 ms: the mod may not set TCP_NODELAY\n"
+            "round trips near 40 ms: the mod may not set TCP_NODELAY (NoDelay in .NET) and may write a frame in pieces\n"
         );
         assert_eq!(advice(&stats(250)), "");
     }

@@ -165,14 +165,28 @@ pub(super) async fn establish(
     }
 }
 
+/// The token as `session/hello` carries it. One shorter than the 32 characters the schema asks for is sent
+/// anyway, with a warning: it is the token the mod was given, and some mods (Lib.GAB) accept any.
+fn hello_token(secret: &str) -> Result<HelloToken, Error> {
+    if let Ok(token) = HelloToken::new(secret) {
+        return Ok(token);
+    }
+    tracing::warn!(
+        length = secret.chars().count(),
+        "the token is shorter than the {} characters session/hello asks for; sending it as the mod was given it",
+        HelloToken::MIN_LEN
+    );
+    HelloToken::new_short(secret)
+        .map_err(|e| Error::invalid_request(format!("the token cannot be sent: {e}")))
+}
+
 pub(super) async fn handshake(
     shared: &Arc<Shared>,
     link: &Arc<Link>,
     settings: &Settings,
     reconnect: bool,
 ) -> Result<Arc<WelcomeResult>, Error> {
-    let token = HelloToken::new(shared.token.expose_secret())
-        .map_err(|e| Error::invalid_request(format!("the token cannot be sent: {e}")))?;
+    let token = hello_token(shared.token.expose_secret())?;
     let bridge_version = NonEmptyString::new(env!("CARGO_PKG_VERSION"))
         .map_err(|e| Error::invalid_request(e.to_string()))?;
     let hello = HelloParams {

@@ -471,12 +471,11 @@ impl<P: Role> Engine<P> {
     }
 
     /// A frame that is not a usable message (SPEC/1.0 transport.md §7). One that carries the id of a call
-    /// waiting here was meant as its answer: read more liberally still (`"result": null` beside an `error`),
-    /// else the call fails with a protocol error rather than waiting for its time limit. Responses and events
-    /// are never answered; anything else goes to the role.
+    /// waiting here was meant as its answer: the call fails with a protocol error rather than waiting for its
+    /// time limit. Responses and events are never answered; anything else goes to the role.
     fn on_invalid(&mut self, body: Bytes, error: DecodeError) {
         if let Some(id) = error.id().filter(|id| self.calls.contains(id)) {
-            self.answer(id, result::invalid(&body, &error));
+            self.answer(id, result::invalid(&error));
             return;
         }
         if let Some(kind @ (MessageKind::Response | MessageKind::Event)) = error.kind() {

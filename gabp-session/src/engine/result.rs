@@ -4,7 +4,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use gabp_types::decode::{decode, result_reads, success_result, DecodeError, DecodeMode};
-use gabp_types::{ErrorObject, Message, Outcome, Response};
+use gabp_types::{ErrorObject, Message, Outcome};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -99,32 +99,14 @@ fn settle(body: Bytes) -> Result<CallResult, Failure> {
             "a {} where a response was expected",
             message.kind().as_str()
         ))),
-        Err(error) => invalid(&body, &error),
+        Err(error) => invalid(&error),
     }
 }
 
-/// A frame with a waiting call's id that the decoder refused: read more liberally still (`"result": null`
-/// beside an `error`), else it fails the call with the decoder's reason.
-pub(crate) fn invalid(body: &Bytes, error: &DecodeError) -> Result<CallResult, Failure> {
-    match null_result_beside_error(body) {
-        Some(response) => answer(response.outcome),
-        None => Err(Failure::Invalid(error.to_string())),
-    }
-}
-
-/// Lib.GAB writes `"result": null` beside an `error`; read it as the error (SPEC/1.0 gabp.md §3.5).
-fn null_result_beside_error(body: &Bytes) -> Option<Response> {
-    let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(body) else {
-        return None;
-    };
-    if map.get("result") != Some(&Value::Null) || !map.get("error").is_some_and(Value::is_object) {
-        return None;
-    }
-    map.remove("result");
-    match gabp_types::decode::decode_value(Value::Object(map), DecodeMode::Lenient) {
-        Ok(Message::Response(response)) => Some(response),
-        _ => None,
-    }
+/// A frame with a waiting call's id that the decoder refused, even reading liberally (SPEC/1.0 gabp.md §3.5): it
+/// fails the call with the decoder's reason.
+pub(crate) fn invalid(error: &DecodeError) -> Result<CallResult, Failure> {
+    Err(Failure::Invalid(error.to_string()))
 }
 
 fn text<'a>(body: &'a Bytes, range: &Range<usize>) -> &'a [u8] {

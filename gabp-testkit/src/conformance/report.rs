@@ -240,7 +240,7 @@ impl fmt::Display for Report {
 ///
 /// assert_eq!(
 ///     nagle_hint(Duration::from_millis(44)),
-///     Some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+///     Some("round trips near 40 ms: the mod may not set TCP_NODELAY (NoDelay in .NET) and may write a frame in pieces")
 /// );
 /// assert_eq!(nagle_hint(Duration::from_micros(250)), None);
 /// ```
@@ -248,7 +248,7 @@ impl fmt::Display for Report {
 pub fn nagle_hint(p50: Duration) -> Option<&'static str> {
     let near = Duration::from_millis(35)..=Duration::from_millis(50);
     near.contains(&p50)
-        .then_some("round trips near 40 ms: the mod may not set TCP_NODELAY")
+        .then_some("round trips near 40 ms: the mod may not set TCP_NODELAY (NoDelay in .NET) and may write a frame in pieces")
 }
 
 #[cfg(test)]

@@ -38,6 +38,7 @@ struct JournalInner {
     check: &'static str,
     received: Vec<Received>,
     id_violations: Vec<String>,
+    both_members: Vec<String>,
     round_trips: Vec<Duration>,
 }
 
@@ -66,6 +67,21 @@ impl Journal {
         let mut inner = self.inner.lock();
         let what = format!("{what} (in {})", inner.check);
         inner.id_violations.push(what);
+    }
+
+    /// A response that carries both `result` and `error` (one of them `null`, or it would not have decoded).
+    fn both_members(&self, answers: Option<&str>) {
+        let mut inner = self.inner.lock();
+        let what = match answers {
+            Some(method) => format!("the answer to {method} (in {})", inner.check),
+            None => format!("a response (in {})", inner.check),
+        };
+        inner.both_members.push(what);
+    }
+
+    /// Every response that carried both `result` and `error`, in words.
+    pub(crate) fn both_members_seen(&self) -> Vec<String> {
+        self.inner.lock().both_members.clone()
     }
 
     fn round_trip(&self, took: Duration) {
@@ -97,6 +113,10 @@ impl Journal {
                 None => "a message".to_owned(),
             };
             match checked {
+                Err(_) if begins_with_header(&frame.body) => out.push(format!(
+                    "{what} in {}: its body begins with another frame's header (the frames interleave)",
+                    frame.check
+                )),
                 Err(e) => out.push(format!("{what} in {}: {e}", frame.check)),
                 Ok(Message::Request(r)) => out.push(format!(
                     "a request ({}) in {}: a mod sends no requests",
@@ -122,6 +142,8 @@ pub(crate) enum WireError {
     Write(String),
     /// An answer arrived but does not decode: why.
     Undecodable(String),
+    /// A frame's body begins with a header: the mod wrote the header and body of two frames interleaved.
+    Interleaved(String),
 }
 
 impl fmt::Display for WireError {
@@ -132,6 +154,11 @@ impl fmt::Display for WireError {
             WireError::Broken(e) => write!(f, "the mod sent a malformed frame: {e}"),
             WireError::Write(e) => write!(f, "writing to the mod failed: {e}"),
             WireError::Undecodable(why) => write!(f, "undecodable answer: {why}"),
+            WireError::Interleaved(start) => write!(
+                f,
+                "the mod's frames interleave: a body begins with another frame's header ({start:?}); header and \
+                 body of concurrent answers are written separately instead of as one frame"
+            ),
         }
     }
 }
@@ -337,6 +364,13 @@ impl Wire {
         };
         let message = match decode(&body, DecodeMode::Lenient) {
             Ok(message) => message,
+            Err(_) if begins_with_header(&body) => {
+                self.journal.record(None, body.clone());
+                // The stream cannot be followed past interleaved frames.
+                self.closed = true;
+                let start = String::from_utf8_lossy(&body[..body.len().min(24)]).into_owned();
+                return Err(WireError::Interleaved(start));
+            }
             Err(e) => {
                 let answers = self.undecodable_answers(&body);
                 self.journal.record(None, body);
@@ -356,6 +390,9 @@ impl Wire {
                 let method = answers
                     .and_then(|id| self.sent.get(&id))
                     .map(|s| s.method.clone());
+                if carries_both(&body) {
+                    self.journal.both_members(method.as_deref());
+                }
                 self.journal.record(method, body);
                 Ok(Incoming::Response { response, answers })
             }
@@ -470,6 +507,25 @@ impl Wire {
             }
         }
     }
+}
+
+/// Whether `body` starts as a header block does (`Content-Length:`, any case), not as JSON.
+fn begins_with_header(body: &[u8]) -> bool {
+    const NAME: &[u8] = b"content-length:";
+    body.len() >= NAME.len() && body[..NAME.len()].eq_ignore_ascii_case(NAME)
+}
+
+/// Whether a response `body` the lenient decoder accepted has both `result` and `error` members (SPEC/1.0
+/// gabp.md §3.5 reads one of them when the other is `null`).
+fn carries_both(body: &[u8]) -> bool {
+    let has = |member: &[u8]| body.windows(member.len()).any(|w| w == member);
+    if !(has(br#""result""#) && has(br#""error""#)) {
+        return false;
+    }
+    matches!(
+        serde_json::from_slice::<Value>(body),
+        Ok(Value::Object(map)) if map.contains_key("result") && map.contains_key("error")
+    )
 }
 
 /// Strictly valid `session/hello` params with `token`.

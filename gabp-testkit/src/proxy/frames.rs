@@ -96,15 +96,28 @@ pub(super) async fn read_side(
                 | CodecError::Io(_),
             ))
             | None => {
-                link.close(direction).await;
+                // After a refused token the upstream-minimum mod's bridge side stays open until the bridge
+                // closes it.
+                let refused_open = link.state.lock().refused_open;
+                if !(refused_open && direction == Direction::ModToBridge) {
+                    link.close(direction).await;
+                }
+                if refused_open && direction == Direction::BridgeToMod {
+                    link.close(Direction::ModToBridge).await;
+                }
                 return;
             }
             Some(Err(error)) => {
                 tracing::debug!(%error, %direction, "malformed header through the proxy");
+                let missing = matches!(error, CodecError::MissingContentLength);
                 let stall = direction == Direction::BridgeToMod
                     && link
                         .faults
-                        .take(|k| matches!(k, Kind::StallOnMalformedHeader).then_some(()))
+                        .take(|k| match k {
+                            Kind::StallOnMalformedHeader if !missing => Some(()),
+                            Kind::StallOnMissingLength if missing => Some(()),
+                            _ => None,
+                        })
                         .is_some();
                 if !stall {
                     link.forward(direction, Bytes::from_static(MALFORMED_HEADER))
@@ -192,7 +205,17 @@ async fn on_body(link: &Arc<Link>, direction: Direction, body: Bytes) -> bool {
     } else {
         body
     };
-    if !link.forward(direction, frame(&body)).await {
+    let interleave = link
+        .faults
+        .peek(|k| matches!(k, Kind::InterleaveAnswers).then_some(()))
+        .is_some()
+        && concurrent(link, direction, &body);
+    let sent = if interleave {
+        interleave_with_next(link, body).await
+    } else {
+        link.forward(direction, frame(&body)).await
+    };
+    if !sent {
         return false;
     }
     if link.faults.count_message() {
@@ -207,4 +230,73 @@ pub(super) fn corrupt(body: &[u8]) -> Bytes {
     let mut out = vec![b'!'; body.len().max(1)];
     out[0] = b'{';
     Bytes::from(out)
+}
+
+/// For the interleave fault: counts the requests in flight; whether `body`, from the mod, is an answer with
+/// others still to come (or one held back is waiting for it).
+fn concurrent(link: &Link, direction: Direction, body: &[u8]) -> bool {
+    let kind = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned));
+    let mut state = link.state.lock();
+    match (direction, kind.as_deref()) {
+        (Direction::BridgeToMod, Some("request")) => {
+            state.in_flight += 1;
+            false
+        }
+        (Direction::ModToBridge, Some("response")) => {
+            state.in_flight = state.in_flight.saturating_sub(1);
+            state.in_flight > 0 || state.held.is_some()
+        }
+        (Direction::ModToBridge, _) => state.held.is_some(),
+        _ => false,
+    }
+}
+
+/// How long an answer is held back at most for the next one to interleave with (the interleave fault): a
+/// request still in flight is normally answered well before.
+const INTERLEAVE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The interleave fault: an answer while other requests are in flight is held back until the next answer,
+/// and the two go out as header, header, body, body; should no answer follow within the window, it goes out
+/// whole.
+async fn interleave_with_next(link: &Arc<Link>, body: Bytes) -> bool {
+    let held = {
+        let mut state = link.state.lock();
+        match state.held.take() {
+            Some((_, first)) => Some(first),
+            None => {
+                state.held_count += 1;
+                state.held = Some((state.held_count, body.clone()));
+                let number = state.held_count;
+                let link = link.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(INTERLEAVE_WINDOW).await;
+                    let alone = {
+                        let mut state = link.state.lock();
+                        match &state.held {
+                            Some((n, _)) if *n == number => state.held.take().map(|(_, b)| b),
+                            _ => None,
+                        }
+                    };
+                    if let Some(alone) = alone {
+                        link.forward(Direction::ModToBridge, frame(&alone)).await;
+                    }
+                });
+                None
+            }
+        }
+    };
+    let Some(first) = held else {
+        return true;
+    };
+    let (one, two) = (frame(&first), frame(&body));
+    let split = |f: &Bytes, body: &Bytes| f.len() - body.len();
+    let (h1, h2) = (split(&one, &first), split(&two, &body));
+    let mut out = Vec::with_capacity(one.len() + two.len());
+    out.extend_from_slice(&one[..h1]);
+    out.extend_from_slice(&two[..h2]);
+    out.extend_from_slice(&first);
+    out.extend_from_slice(&body);
+    link.forward(Direction::ModToBridge, Bytes::from(out)).await
 }

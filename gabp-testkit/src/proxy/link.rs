@@ -44,6 +44,16 @@ pub(super) struct Link {
 pub(super) struct LinkState {
     pub(super) preauth: Option<PreAuth>,
     pub(super) seq_offsets: HashMap<String, u64>,
+    /// Nothing more from the bridge is read (the stall-on-non-ASCII fault).
+    pub(super) stalled: bool,
+    /// An answer from the mod held back to be interleaved with the next (the interleave fault), and its number.
+    pub(super) held: Option<(u64, Bytes)>,
+    pub(super) held_count: u64,
+    /// Requests from the bridge not answered yet (the interleave fault).
+    pub(super) in_flight: u64,
+    /// A wrong token was refused and the bridge's side stays open until the bridge closes it (the
+    /// upstream-minimum fault).
+    pub(super) refused_open: bool,
 }
 
 /// The proxy authenticated on the bridge's behalf (answer-before-hello fault).

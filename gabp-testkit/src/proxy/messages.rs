@@ -46,6 +46,11 @@ pub(super) async fn hello_first(link: &Link) {
     link.forward(Direction::BridgeToMod, frame(&body)).await;
 }
 
+/// Whether `body` is fewer characters (UTF-16 units, as .NET counts them) than bytes: non-ASCII UTF-8.
+fn counted_short(body: &[u8]) -> bool {
+    !body.is_ascii() && String::from_utf8_lossy(body).encode_utf16().count() < body.len()
+}
+
 fn parse_object(body: &[u8]) -> Option<Map<String, Value>> {
     match serde_json::from_slice(body) {
         Ok(Value::Object(map)) => Some(map),
@@ -60,6 +65,19 @@ fn encode(map: &Map<String, Value>) -> Bytes {
 /// Applies the faults on a frame from the bridge; `None` when it must not be forwarded.
 pub(super) async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes> {
     let mut body = body;
+    if link.state.lock().stalled {
+        return None;
+    }
+    if counted_short(&body)
+        && link
+            .faults
+            .take(|k| matches!(k, Kind::StallOnNonAscii).then_some(()))
+            .is_some()
+    {
+        // Counted in characters, the body never completes: nothing after it is read either.
+        link.state.lock().stalled = true;
+        return None;
+    }
     let is_hello = |map: &Map<String, Value>| {
         map.get("type").and_then(Value::as_str) == Some("request")
             && map.get("method").and_then(Value::as_str) == Some("session/hello")
@@ -164,7 +182,12 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
             .peek(|k| {
                 matches!(
                     k,
-                    Kind::WrongResponseId | Kind::SkipEventSeq | Kind::UnknownEnvelopeField
+                    Kind::WrongResponseId
+                        | Kind::SkipEventSeq
+                        | Kind::UnknownEnvelopeField
+                        | Kind::UnregisteredErrorCodes
+                        | Kind::NullBesideOther
+                        | Kind::UpstreamMinimum
                 )
                 .then_some(())
             })
@@ -204,6 +227,8 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
             map.insert("id".into(), json!(MessageId::new_v4()));
             changed = true;
         }
+        changed |= upstream_minimum(link, &mut map);
+        changed |= libgab_response(link, &mut map);
     }
 
     if kind == "event" {
@@ -241,4 +266,80 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
         changed = true;
     }
     Some(if changed { encode(&map) } else { body })
+}
+
+/// Lib.GAB's way with a response, when a fault says so: its own error codes, and both members always.
+fn libgab_response(link: &Link, map: &mut Map<String, Value>) -> bool {
+    let mut changed = false;
+    let code = map
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_i64);
+    let libgab = match code.map(ErrorCode) {
+        Some(ErrorCode::AUTHENTICATION_FAILED) => Some(-31000),
+        Some(ErrorCode::AUTHENTICATION_REQUIRED) => Some(-31001),
+        Some(ErrorCode::TOOL_NOT_FOUND) => Some(-31002),
+        _ => None,
+    };
+    if let Some(libgab) = libgab {
+        let armed = link
+            .faults
+            .take(|k| matches!(k, Kind::UnregisteredErrorCodes).then_some(()))
+            .is_some();
+        if let (true, Some(Value::Object(error))) = (armed, map.get_mut("error")) {
+            error.insert("code".into(), json!(libgab));
+            changed = true;
+        }
+    }
+    let missing = if map.contains_key("result") {
+        "error"
+    } else {
+        "result"
+    };
+    if !map.contains_key(missing)
+        && link
+            .faults
+            .take(|k| matches!(k, Kind::NullBesideOther).then_some(()))
+            .is_some()
+    {
+        map.insert(missing.into(), Value::Null);
+        changed = true;
+    }
+    changed
+}
+
+/// The upstream-minimum fault on a response: a welcome without ping, goodbye and limits; a wrong token's
+/// refusal that leaves the connection open.
+fn upstream_minimum(link: &Link, map: &mut Map<String, Value>) -> bool {
+    let refusal = map
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_i64)
+        == Some(ErrorCode::AUTHENTICATION_FAILED.0);
+    let welcome = map
+        .get_mut("result")
+        .and_then(|r| r.get_mut("capabilities"))
+        .and_then(Value::as_object_mut);
+    if !refusal && welcome.is_none() {
+        return false;
+    }
+    let armed = link
+        .faults
+        .take(|k| matches!(k, Kind::UpstreamMinimum).then_some(()))
+        .is_some();
+    if !armed {
+        return false;
+    }
+    if refusal {
+        link.state.lock().refused_open = true;
+        return false;
+    }
+    let Some(capabilities) = welcome else {
+        return false;
+    };
+    capabilities.remove("limits");
+    if let Some(Value::Array(methods)) = capabilities.get_mut("methods") {
+        methods.retain(|m| m != "session/ping" && m != "session/goodbye");
+    }
+    true
 }

@@ -44,10 +44,22 @@ pub enum DecodeMode {
     Strict,
     /// Liberal reading of peers (SPEC/1.0/gabp.md §3.5): unknown top-level fields are ignored;
     /// `tools/call` may carry `parameters` instead of `arguments` (`arguments` wins when both are present);
-    /// `"error": null` beside a `result` is ignored; `launchId` may be any string; channel names need only be
-    /// non-empty; an invalid event `timestamp` is dropped; the payload of a `tools/changed` event is not
-    /// checked.
+    /// `"error": null` beside a `result` and `"result": null` beside an `error` are ignored; `launchId` may be any
+    /// string; channel names need only be non-empty; an invalid event `timestamp` is dropped; the payload of a
+    /// `tools/changed` event is not checked.
     Lenient,
+}
+
+/// The liberal reading of a response that carries both members (SPEC/1.0 gabp.md §3.5): `"error": null` beside
+/// a `result` is dropped, and so is `"result": null` beside an `error` object.
+fn drop_null_beside_other(map: &mut Map<String, Value>) {
+    if map.get("error") == Some(&Value::Null) && map.contains_key("result") {
+        map.remove("error");
+    } else if map.get("result") == Some(&Value::Null)
+        && map.get("error").is_some_and(Value::is_object)
+    {
+        map.remove("result");
+    }
 }
 
 /// Decodes one message body.
@@ -250,12 +262,8 @@ fn envelope(
         }
     };
     let type_name = ["request", "response", "event"][kind];
-    if mode == DecodeMode::Lenient
-        && kind == 1
-        && map.get("error") == Some(&Value::Null)
-        && map.contains_key("result")
-    {
-        map.remove("error");
+    if mode == DecodeMode::Lenient && kind == 1 {
+        drop_null_beside_other(map);
     }
     if map.len() > allowed.len() || map.keys().any(|k| !allowed.contains(&k.as_str())) {
         let mut unknown = Vec::new();

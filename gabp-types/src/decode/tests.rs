@@ -287,3 +287,33 @@ fn tools_call_members_are_read_where_the_check_found_them() {
         Some(r#"{"x":1}"#)
     );
 }
+
+/// SPEC/1.0 gabp.md §3.5: a null member beside the other one is read as absent, leniently only; two real members
+/// are refused either way.
+#[test]
+fn a_null_member_beside_the_other_is_read_liberally() {
+    let id = "6f1c2b9e-6a4f-4c1e-9d7a-2b8e5f0c3a11";
+    let body = |rest: &str| format!(r#"{{"v":"gabp/1","id":"{id}","type":"response",{rest}}}"#);
+    let error = body(r#""result":null,"error":{"code":-31002,"message":"Tool not found"}"#);
+    let Ok(Message::Response(r)) = decode(error.as_bytes(), DecodeMode::Lenient) else {
+        panic!("lenient reads {error}");
+    };
+    assert_eq!(r.error_object().map(|e| e.code.0), Some(-31002));
+    let success = body(r#""result":{"ok":true},"error":null"#);
+    let Ok(Message::Response(r)) = decode(success.as_bytes(), DecodeMode::Lenient) else {
+        panic!("lenient reads {success}");
+    };
+    assert_eq!(r.result(), Some(&serde_json::json!({"ok": true})));
+    for refused in [
+        error,
+        success,
+        body(r#""result":1,"error":{"code":-1,"message":"m"}"#),
+    ] {
+        assert!(
+            decode(refused.as_bytes(), DecodeMode::Strict).is_err(),
+            "{refused}"
+        );
+    }
+    let both = body(r#""result":1,"error":{"code":-1,"message":"m"}"#);
+    assert!(decode(both.as_bytes(), DecodeMode::Lenient).is_err());
+}

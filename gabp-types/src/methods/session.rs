@@ -51,6 +51,17 @@ impl HelloToken {
         }
     }
 
+    /// Wraps a token of any length, for a bridge presenting a short token a mod was given (Lib.GAB accepts any
+    /// token; SPEC/1.0 gabp.md §3.5): what it sends is then not strictly valid, and a mod built on gabp-rs
+    /// refuses it. An empty token is refused.
+    pub fn new_short(token: impl Into<String>) -> Result<Self, Error> {
+        let token = token.into();
+        if token.is_empty() {
+            return Err(Error::ShortToken);
+        }
+        Ok(Self(token))
+    }
+
     /// The secret. Handle with care: never log it.
     pub fn expose_secret(&self) -> &str {
         &self.0

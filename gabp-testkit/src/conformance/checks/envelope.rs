@@ -64,6 +64,18 @@ pub(super) async fn responses_ids_match(ctx: &mut Ctx) -> CheckResult {
     }
 }
 
+pub(super) async fn responses_one_of_result_error(ctx: &mut Ctx) -> CheckResult {
+    let both = ctx.journal.both_members_seen();
+    match both.first() {
+        None => Ok(()),
+        Some(first) => fail!(
+            "{} of the mod's responses carry both result and error (one of them null), where exactly one of \
+             them is allowed; read liberally (SPEC/1.0 gabp.md §3.5) and checked on; first, {first}",
+            both.len()
+        ),
+    }
+}
+
 pub(super) async fn envelope_strictly_valid(ctx: &mut Ctx) -> CheckResult {
     let violations = ctx.journal.strict_violations();
     match violations.first() {

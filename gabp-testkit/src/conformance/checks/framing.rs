@@ -62,6 +62,68 @@ pub(super) async fn framing_coalesced_frames(ctx: &mut Ctx) -> CheckResult {
     Ok(())
 }
 
+pub(super) async fn framing_answers_whole(ctx: &mut Ctx) -> CheckResult {
+    const REQUESTS: usize = 8;
+    let mut wire = ctx.session().await?;
+    let list = ctx.advertises("tools/list");
+    let mut bytes = Vec::new();
+    for n in 0..REQUESTS {
+        // Answers of different sizes, as a mod's concurrent answers are.
+        let method = if list && n % 2 == 1 {
+            "tools/list"
+        } else {
+            ctx.probe()
+        };
+        let body = wire.request_body(MessageId::new_v4(), method, Some(json!({})), true);
+        bytes.extend_from_slice(&frame(&body));
+    }
+    wire.write(&bytes).await?;
+    let deadline = ctx.deadline();
+    let mut answered = 0;
+    while answered < REQUESTS {
+        match wire.next(deadline, ctx.answer()).await {
+            Ok(Incoming::Response { response, .. }) if !response.id.is_nil() => answered += 1,
+            Ok(Incoming::Event(event)) => wire.events.push(event),
+            Ok(_) => {}
+            Err(WireError::Timeout(t)) => fail!(
+                "only {answered} of {REQUESTS} requests written at once were answered within {}",
+                seconds(t)
+            ),
+            Err(e) => fail!("{REQUESTS} requests written at once: {e}"),
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn framing_utf8_byte_length(ctx: &mut Ctx) -> CheckResult {
+    const TEXT: &str = "h\u{e9}llo w\u{f6}rld \u{2713} \u{1f3ae} \u{fc}n\u{ef}c\u{f6}d\u{e9}";
+    let mut wire = ctx.session().await?;
+    let (method, params) = if ctx.advertises("tools/call") {
+        let args = json!({ "name": "conformance/no_such_tool", "arguments": { "text": TEXT } });
+        ("tools/call", args)
+    } else {
+        (ctx.probe(), json!({ "conformance": TEXT }))
+    };
+    let id = MessageId::new_v4();
+    let body = wire.request_body(id, method, Some(params), true);
+    let chars = String::from_utf8_lossy(&body).chars().count();
+    wire.send_body(&body).await?;
+    let what = format!(
+        "a {method} whose body holds non-ASCII UTF-8 ({} bytes, {chars} characters)",
+        body.len()
+    );
+    match wire.response_to(id, ctx.deadline(), ctx.answer()).await {
+        Ok(_) => {}
+        Err(WireError::Timeout(t)) => fail!(
+            "{what} got no answer within {}: Content-Length counts bytes, and a mod that counts characters \
+             waits for bytes that never come",
+            seconds(t)
+        ),
+        Err(e) => return Err(kept_open(e, &what)),
+    }
+    still_works(&mut wire, ctx, &what).await
+}
+
 pub(super) async fn framing_unparseable_body(ctx: &mut Ctx) -> CheckResult {
     let mut wire = ctx.session().await?;
     let bodies: [(&str, &[u8]); 2] = [
@@ -179,15 +241,47 @@ pub(super) async fn framing_oversized_refused(ctx: &mut Ctx) -> CheckResult {
     still_works(&mut wire, ctx, "refusing an oversized frame").await
 }
 
+pub(super) async fn framing_no_content_length(ctx: &mut Ctx) -> CheckResult {
+    let what = "a header block without Content-Length";
+    let bytes = b"Content-Type: application/json\r\n\r\n{}";
+    let mut wire = ctx.session().await?;
+    let _ = wire.write(bytes).await;
+    let stall = ctx.options.stall_timeout;
+    match wire.wait_closed(stall).await {
+        Ok(()) => Ok(()),
+        // Upstream does not say the connection closes: a -32700 answer is enough there.
+        Err(WireError::Timeout(_)) if !ctx.strict() && parse_error_answered(&wire.stray) => Ok(()),
+        Err(WireError::Timeout(_)) => match wire.stray.first() {
+            Some(r) => fail!(
+                "after {what} the mod answered {} but kept the connection open for {} \
+                 (the next frame cannot be found: it must close)",
+                describe(r).trim_start_matches("with "),
+                seconds(stall)
+            ),
+            None => fail!(
+                "the mod stalled after {what}: it neither answered -32700 nor closed the connection within {}",
+                seconds(stall)
+            ),
+        },
+        Err(e) => fail!("after {what}: {e}"),
+    }
+}
+
+/// Whether one of `answers` is -32700 with the nil id.
+fn parse_error_answered(answers: &[gabp_types::Response]) -> bool {
+    answers.iter().any(|r| {
+        r.id.is_nil()
+            && r.error_object()
+                .is_some_and(|e| e.code == ErrorCode::PARSE_ERROR)
+    })
+}
+
 pub(super) async fn framing_bad_header_closed(ctx: &mut Ctx) -> CheckResult {
     let mut long_header = b"X-Padding: ".to_vec();
     long_header.resize(64 * 1024, b'a');
     long_header.extend_from_slice(b"\r\n\r\n{}");
-    let variants: [(&str, Vec<u8>); 4] = [
-        (
-            "a header block without Content-Length",
-            b"Content-Type: application/json\r\n\r\n{}".to_vec(),
-        ),
+    // A header block without Content-Length is framing.no_content_length's.
+    let variants: [(&str, Vec<u8>); 3] = [
         (
             "a negative Content-Length",
             b"Content-Length: -5\r\n\r\n{}".to_vec(),

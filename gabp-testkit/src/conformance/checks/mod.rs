@@ -46,15 +46,16 @@ mod limits;
 mod session;
 mod tools;
 
-use self::envelope::{envelope_strictly_valid, responses_ids_match};
+use self::envelope::{envelope_strictly_valid, responses_ids_match, responses_one_of_result_error};
 use self::errors::{errors_invalid_params, errors_method_not_found, errors_responses_not_answered};
 use self::events::events_seq_contiguous;
 use self::extensions::{
     extensions_cancel, extensions_content, extensions_progress, extensions_time_control,
 };
 use self::framing::{
-    framing_bad_header_closed, framing_coalesced_frames, framing_invalid_envelope,
-    framing_oversized_refused, framing_split_frames, framing_unparseable_body,
+    framing_answers_whole, framing_bad_header_closed, framing_coalesced_frames,
+    framing_invalid_envelope, framing_no_content_length, framing_oversized_refused,
+    framing_split_frames, framing_unparseable_body, framing_utf8_byte_length,
 };
 use self::limits::{
     concurrency_no_head_of_line_blocking, limits_advertised, limits_max_message_size_accepted,
@@ -107,11 +108,11 @@ suite! {
     transport_connect: "transport.connect", Must, Nothing,
         "a connection to the mod can be opened";
     handshake_welcome_valid: "handshake.welcome_valid", Must, Connection,
-        "session/hello with the right token is answered with a welcome that matches its schema and lists the session methods";
+        "session/hello with the right token is answered with a welcome that matches its schema and lists the session methods (upstream profile: session/hello)";
     auth_hello_required: "auth.hello_required", Must, Connection,
         "a request before session/hello is refused with -32100 and the connection stays open";
     auth_wrong_token_refused: "auth.wrong_token_refused", Must, Connection,
-        "session/hello with a wrong token is refused with -32101, without echoing the token, and the connection is closed";
+        "session/hello with a wrong token is refused with -32101, without echoing the token, and (gabp-rs profile) the connection is closed";
     handshake_second_hello_refused: "handshake.second_hello_refused", GabpRs, Session,
         "a second session/hello on an established session is refused with -32600 and the connection stays open";
     session_ping: "session.ping", Should, Session,
@@ -132,18 +133,24 @@ suite! {
         "a frame written in small pieces is read whole";
     framing_coalesced_frames: "framing.coalesced_frames", Must, Session,
         "several frames written at once are all read";
+    framing_answers_whole: "framing.answers_whole", Must, Session,
+        "the answers to eight requests written at once each arrive as one frame, header then body, never interleaved";
+    framing_utf8_byte_length: "framing.utf8_byte_length", Must, Session,
+        "a body with non-ASCII UTF-8, its Content-Length counted in bytes, is read whole and answered";
     framing_unparseable_body: "framing.unparseable_body", GabpRs, Session,
         "a body that is not JSON or not UTF-8 is answered -32700 with the nil id and the stream goes on";
     framing_invalid_envelope: "framing.invalid_envelope", GabpRs, Session,
         "JSON that is not a valid envelope is answered -32600/-32202/-32203 with the message's id and the stream goes on";
     limits_advertised: "limits.advertised", Should, Session,
-        "the welcome advertises capabilities.limits.maxMessageSize";
+        "the welcome advertises capabilities.limits.maxMessageSize (optional upstream: skipped there when absent)";
     limits_max_message_size_accepted: "limits.max_message_size_accepted", Must, Session,
         "a message of exactly the advertised maxMessageSize is accepted";
     framing_oversized_refused: "framing.oversized_refused", GabpRs, Session,
         "a frame one byte over maxMessageSize is refused with -32600, the nil id and data.maxMessageSize, and the next frame works";
     framing_bad_header_closed: "framing.bad_header_closed", GabpRs, Session,
         "a malformed header block is answered -32700 (or not at all) and the connection is closed without stalling";
+    framing_no_content_length: "framing.no_content_length", Should, Session,
+        "a header block without Content-Length is answered -32700 or the connection is closed, not left to stall";
     concurrency_no_head_of_line_blocking: "concurrency.no_head_of_line_blocking", Should, Session,
         "a fast call is answered while a slow one is still running (needs a slow and a fast tool: demo/sleep and demo/echo by default)";
     events_seq_contiguous: "events.seq_contiguous", Must, Session,
@@ -157,7 +164,9 @@ suite! {
     extensions_content: "extensions.content", GabpRs, Session,
         "with the content extension: maxBytes is advertised, and world/render's picture is a valid content item within it";
     session_goodbye: "session.goodbye", Must, Session,
-        "session/goodbye is answered, then the connection is closed";
+        "session/goodbye is answered, then the connection is closed (upstream profile: when the mod advertises it)";
+    responses_one_of_result_error: "responses.one_of_result_error", Must, Session,
+        "every response of the run carries exactly one of result and error (a null beside the other is read, SPEC/1.0 gabp.md §3.5, but breaks this rule)";
     responses_ids_match: "responses.ids_match", Must, Session,
         "every request is answered exactly once, with its own id echoed byte for byte, throughout the run";
     envelope_strictly_valid: "envelope.strictly_valid", GabpRs, Connection,
@@ -365,6 +374,13 @@ fn expect_error<'r>(
 ) -> Result<&'r ErrorObject, Verdict> {
     match r.error_object() {
         Some(e) if e.code == code => Ok(e),
+        // Implementation-defined codes are allowed, but not where the registry has one for the case.
+        Some(e) if e.code.name().is_none() => fail!(
+            "{what} was answered with error {} ({}), a code outside the error-code registry, instead of {code}, \
+             the registry's code for it",
+            e.code.0,
+            e.message
+        ),
         _ => fail!(
             "{what} was answered {} instead of error {}",
             describe(r),
