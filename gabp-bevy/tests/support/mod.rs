@@ -1,4 +1,8 @@
 //! Shared setup: a headless app served on a free loopback port with a fixed token, and a bridge to it.
+// Each test binary uses a part of it.
+#![allow(dead_code)]
+
+pub mod world;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
