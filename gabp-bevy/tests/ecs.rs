@@ -6,7 +6,8 @@ mod support;
 
 use serde_json::json;
 use support::world::{
-    call, ids, refused, rows, start, world, FROZEN, LEVEL, PLAYER, POSITION, SCORE, VELOCITY,
+    call, ids, refused, rows, start, world, FROZEN, LEVEL, PLAYER, POSITION, SCORE, SEALED,
+    VELOCITY,
 };
 use support::Game;
 
@@ -162,6 +163,25 @@ async fn ecs_get_and_list_components_read_an_entity() {
         json!({ "name": "ada", "lives": 3, "team": "Blue", "shield": null })
     );
     assert_eq!(got["components"][POSITION], json!({ "x": 0.0, "y": 0.0 }));
+    assert!(got.get("unreadable").is_none(), "{got}");
+
+    // A component that does not serialize is named, not returned; the others still are.
+    let frozen = ids(&bridge, json!({ "with": [FROZEN] })).await[0];
+    let sealed = call(&bridge, "ecs/get", json!({ "entity": frozen })).await;
+    assert_eq!(sealed["unreadable"], json!([SEALED]), "{sealed}");
+    assert_eq!(sealed["components"][POSITION]["x"], 3.0, "{sealed}");
+    let refused_sealed = bridge
+        .call_tool(
+            "ecs/get",
+            json!({ "entity": frozen, "components": [SEALED] }),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused_sealed.to_string().contains(SEALED),
+        "{refused_sealed}"
+    );
+
     let one = call(
         &bridge,
         "ecs/get",

@@ -68,6 +68,9 @@ struct Row {
     entity: u64,
     /// Component values by type path.
     components: Map<String, Value>,
+    /// Reflected components that do not serialize (an opaque field without `Serialize`), when all were asked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unreadable: Vec<String>,
 }
 
 /// Result of `ecs/query`.
@@ -137,6 +140,7 @@ fn query(world: &mut World, args: QueryArgs) -> Result<Rows, CallError> {
         rows.push(Row {
             entity: id.to_bits(),
             components,
+            unreadable: Vec::new(),
         });
     }
     Ok(Rows {
@@ -176,6 +180,7 @@ fn get(world: &mut World, args: GetArgs) -> Result<Row, CallError> {
         .get_entity(id)
         .map_err(|_| super::invalid(format!("entity: no entity {} in the world", args.entity)))?;
     let mut components = Map::new();
+    let mut unreadable = Vec::new();
     if args.components.is_empty() {
         for &component_id in entity.archetype().components() {
             let type_id = world
@@ -189,8 +194,12 @@ fn get(world: &mut World, args: GetArgs) -> Result<Row, CallError> {
                 continue;
             };
             let path = registration.type_info().type_path();
-            if let Some(value) = component_json(entity, reflect, &registry, path) {
-                components.insert(path.to_owned(), value?);
+            match component_json(entity, reflect, &registry, path) {
+                Some(Ok(value)) => {
+                    components.insert(path.to_owned(), value);
+                }
+                Some(Err(_)) => unreadable.push(path.to_owned()),
+                None => {}
             }
         }
     }
@@ -207,6 +216,7 @@ fn get(world: &mut World, args: GetArgs) -> Result<Row, CallError> {
     Ok(Row {
         entity: args.entity,
         components,
+        unreadable,
     })
 }
 

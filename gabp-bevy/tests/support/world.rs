@@ -18,6 +18,7 @@ pub const PLAYER: &str = "game::Player";
 pub const SCORE: &str = "game::Score";
 pub const LEVEL: &str = "game::Level";
 pub const BADGE: &str = "game::Badge";
+pub const SEALED: &str = "game::Sealed";
 
 #[derive(Component, Reflect, Default)]
 #[reflect(Component, Default)]
@@ -67,6 +68,19 @@ struct Score {
 #[type_path = "game"]
 struct Level(u32);
 
+/// A value bevy_reflect cannot serialize (opaque, without `Serialize`).
+#[derive(Reflect, Clone)]
+#[reflect(opaque)]
+#[type_path = "game"]
+struct Key;
+
+#[derive(Component, Reflect)]
+#[reflect(Component)]
+#[type_path = "game"]
+struct Sealed {
+    key: Key,
+}
+
 /// Set once, never changed in place.
 #[derive(Component, Reflect)]
 #[component(immutable)]
@@ -74,7 +88,7 @@ struct Level(u32);
 #[type_path = "game"]
 struct Badge(u32);
 
-/// Three entities with a `Position`, one of them `Frozen`, one a `Player` with an immutable `Badge`; a `Score`; `Level` registered
+/// Three entities with a `Position`, one of them `Frozen` and `Sealed`, one a `Player` with an immutable `Badge`; a `Score`; `Level` registered
 /// but not inserted.
 pub fn world(app: &mut App) {
     app.register_type::<Position>()
@@ -84,10 +98,11 @@ pub fn world(app: &mut App) {
         .register_type::<Score>()
         .register_type::<Level>()
         .register_type::<Badge>()
+        .register_type::<Sealed>()
         .insert_resource(Score { points: 3, best: 9 });
     let world = app.world_mut();
     world.spawn((Position { x: 1.0, y: 2.0 }, Velocity(0.5, 0.0)));
-    world.spawn((Position { x: 3.0, y: 4.0 }, Frozen));
+    world.spawn((Position { x: 3.0, y: 4.0 }, Frozen, Sealed { key: Key }));
     world.spawn((
         Position::default(),
         Player {
