@@ -9,7 +9,7 @@ use gabp_session::server::{CallError, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{component, component_id, entity, from_json, invalid, registry, set_field, to_json};
+use super::{component, entity, from_json, invalid, mutable, registry, set_field, to_json};
 
 pub(super) fn tools() -> [Tool; 5] {
     [
@@ -189,30 +189,19 @@ fn mutate(world: &mut World, args: MutateArgs) -> Result<Mutated, CallError> {
     let registry = registry(world)?;
     let registry = registry.read();
     let (registration, reflect) = component(&registry, "component", &args.component)?;
-    let mutable = component_id(world, registration.type_id())
-        .and_then(|c| world.components().get_info(c))
-        .map(|info| info.mutable());
-    match mutable {
-        Some(true) => {}
-        Some(false) => {
-            return Err(invalid(format!(
-                "component: `{}` is immutable",
-                args.component
-            )))
-        }
-        None => {
-            return Err(invalid(format!(
-                "component: entity {} has no `{}`",
-                args.entity, args.component
-            )))
-        }
-    }
-    let mut value = reflect.reflect_mut(world.entity_mut(id)).ok_or_else(|| {
+    let absent = || {
         invalid(format!(
             "component: entity {} has no `{}`",
             args.entity, args.component
         ))
-    })?;
+    };
+    if !mutable(world, registration.type_id()).ok_or_else(absent)? {
+        let path = &args.component;
+        return Err(invalid(format!("component: `{path}` is immutable")));
+    }
+    let mut value = reflect
+        .reflect_mut(world.entity_mut(id))
+        .ok_or_else(absent)?;
     set_field(
         &mut *value,
         &args.component,

@@ -92,6 +92,12 @@ fn component_id(world: &World, type_id: TypeId) -> Option<ComponentId> {
     world.components().get_valid_id(type_id)
 }
 
+/// Whether components of type `type_id` may change in place (`None`: the world has never seen one).
+fn mutable(world: &World, type_id: TypeId) -> Option<bool> {
+    let id = component_id(world, type_id)?;
+    world.components().get_info(id).map(|info| info.mutable())
+}
+
 /// A reflected value as JSON, as bevy_reflect serializes it.
 fn to_json(
     value: &dyn PartialReflect,

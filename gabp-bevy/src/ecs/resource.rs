@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    component_id, from_json, invalid, registration, registry, set_field, to_json, READ_ONLY,
+    component_id, from_json, invalid, mutable, registration, registry, set_field, to_json,
+    READ_ONLY,
 };
 
 pub(super) fn tools() -> [Tool; 3] {
@@ -132,10 +133,7 @@ fn set_resource(world: &mut World, args: SetResourceArgs) -> Result<ResourceValu
     let held = holder(world, registration);
     match (&args.path, held) {
         (Some(path), Some(entity)) => {
-            let mutable = component_id(world, registration.type_id())
-                .and_then(|c| world.components().get_info(c))
-                .is_some_and(|info| info.mutable());
-            if !mutable {
+            if mutable(world, registration.type_id()) != Some(true) {
                 return Err(invalid(format!(
                     "resource: `{}` is immutable",
                     args.resource
