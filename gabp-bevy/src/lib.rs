@@ -26,8 +26,10 @@
 //! ([`GabpAppExt::add_gabp_tool`]); they run on the app's thread with the world, drained each frame up to a
 //! budget. [`GabpRunnerPlugin`] is a headless runner that wakes at once when a call arrives, so an idle or
 //! paused app answers without waiting for its next frame. Time control (SPEC/1.0 extensions.md §time-control)
-//! drives `Time<Virtual>` and steps `FixedMain` exactly.
+//! drives `Time<Virtual>` and steps `FixedMain` exactly. ECS tools (`ecs/query`, `ecs/get`, `ecs/mutate`, ...)
+//! read and change any reflected component or resource by its type path, with no game code.
 
+mod ecs;
 mod events;
 mod plugin;
 mod runner;

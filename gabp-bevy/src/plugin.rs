@@ -9,10 +9,10 @@ use gabp_session::ModServer;
 use gabp_transport::ModSettings;
 
 use crate::server::{pump, GabpServer, Pending};
-use crate::time;
+use crate::{ecs, time};
 
-/// Serves the app as a GABP mod: its tools ([`GabpAppExt`](crate::GabpAppExt)), its events, and time control
-/// when `bevy_time`'s `TimePlugin` is there.
+/// Serves the app as a GABP mod: its tools ([`GabpAppExt`](crate::GabpAppExt)), its events, the ECS tools, and
+/// time control when `bevy_time`'s `TimePlugin` is there.
 #[derive(Debug, Clone)]
 pub struct GabpPlugin {
     name: String,
@@ -20,6 +20,7 @@ pub struct GabpPlugin {
     settings: Option<ModSettings>,
     budget: Duration,
     time_control: bool,
+    ecs_tools: bool,
 }
 
 impl GabpPlugin {
@@ -33,6 +34,7 @@ impl GabpPlugin {
             settings: None,
             budget: Duration::from_millis(2),
             time_control: true,
+            ecs_tools: true,
         }
     }
 
@@ -50,6 +52,14 @@ impl GabpPlugin {
         self
     }
 
+    /// Whether the ECS tools are served (`ecs/query`, `ecs/get`, `ecs/mutate`, ...: on by default): they read
+    /// and change any reflected component or resource of the world.
+    #[must_use]
+    pub fn ecs_tools(mut self, on: bool) -> Self {
+        self.ecs_tools = on;
+        self
+    }
+
     /// Whether bridges may pause, resume and step the game (on by default; needs `TimePlugin`).
     #[must_use]
     pub fn time_control(mut self, on: bool) -> Self {
@@ -61,6 +71,11 @@ impl GabpPlugin {
 impl Plugin for GabpPlugin {
     fn build(&self, app: &mut App) {
         Pending::init(app.world_mut());
+        if self.ecs_tools {
+            for tool in ecs::tools() {
+                Pending::add_tool(app.world_mut(), tool);
+            }
+        }
         app.add_systems(First, pump.after(bevy_time::TimeSystems));
     }
 
