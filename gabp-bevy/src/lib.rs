@@ -31,12 +31,14 @@
 
 mod ecs;
 mod events;
+mod input;
 mod plugin;
 mod runner;
 mod server;
 mod time;
 mod tools;
 
+pub use input::AgentCursor;
 pub use plugin::GabpPlugin;
 pub use runner::GabpRunnerPlugin;
 pub use server::GabpServer;

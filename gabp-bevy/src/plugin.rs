@@ -9,7 +9,7 @@ use gabp_session::ModServer;
 use gabp_transport::ModSettings;
 
 use crate::server::{pump, GabpServer, Pending};
-use crate::{ecs, time};
+use crate::{ecs, input, time};
 
 /// Serves the app as a GABP mod: its tools ([`GabpAppExt`](crate::GabpAppExt)), its events, the ECS tools, and
 /// time control when `bevy_time`'s `TimePlugin` is there.
@@ -21,6 +21,7 @@ pub struct GabpPlugin {
     budget: Duration,
     time_control: bool,
     ecs_tools: bool,
+    input: bool,
 }
 
 impl GabpPlugin {
@@ -35,6 +36,7 @@ impl GabpPlugin {
             budget: Duration::from_millis(2),
             time_control: true,
             ecs_tools: true,
+            input: true,
         }
     }
 
@@ -49,6 +51,14 @@ impl GabpPlugin {
     #[must_use]
     pub fn budget(mut self, budget: Duration) -> Self {
         self.budget = budget;
+        self
+    }
+
+    /// Whether bridges may press keys, type text and click (the `input` extension, SPEC/1.0 extensions.md
+    /// §input): on by default; needs bevy_input's `InputPlugin`. Inputs become Bevy's own input messages.
+    #[must_use]
+    pub fn input(mut self, on: bool) -> Self {
+        self.input = on;
         self
     }
 
@@ -86,9 +96,18 @@ impl Plugin for GabpPlugin {
                 "gabp-bevy: time control is off: add bevy_time's TimePlugin before GabpPlugin"
             );
         }
-        let builder = Pending::take(app.world_mut())
+        let input = self.input && input::available(app.world());
+        if self.input && !input {
+            tracing::warn!(
+                "gabp-bevy: input is off: add bevy_input's InputPlugin before GabpPlugin"
+            );
+        }
+        let mut builder = Pending::take(app.world_mut())
             .into_builder(ModServer::builder().app(self.name.clone(), self.version.clone()))
             .time_control(time_control);
+        if input {
+            builder = builder.input(input::apply);
+        }
         let settings = match self.settings.clone() {
             Some(settings) => Ok(settings),
             None => ModSettings::for_game(self.name.clone()),
@@ -102,6 +121,9 @@ impl Plugin for GabpPlugin {
                 app.insert_resource(server);
                 if time_control {
                     time::add_systems(app);
+                }
+                if input {
+                    input::add_systems(app);
                 }
             }
             // A game keeps running without its agents' way in; the reason is logged, never a panic.
