@@ -505,6 +505,16 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
         }
     }
 
+    // Input (SPEC/1.0 extensions.md §input): a tap of ArrowRight walks the player a block (its player/move is
+    // no longer subscribed to).
+    exchange(
+        &mut c,
+        "input/067_input-key.req.json",
+        "input/068_input-key.res.json",
+        &[],
+        d,
+    );
+
     exchange(
         &mut c,
         "session/003_session-ping.req.json",

@@ -17,7 +17,8 @@
 //!
 //! Time control (SPEC/1.0 extensions.md §time-control): `time/status`, `time/pause`, `time/resume` and
 //! `time/step {ticks}` freeze and step the game clock, and with it the sheep; `time/changed` announces each pause
-//! and resume.
+//! and resume. Input (SPEC/1.0 extensions.md §input): `input/key` with the arrow keys or WASD walks the player one
+//! block and publishes `player/move`.
 //!
 //! Channels `player/move`, `world/block_change` and `tools/changed` (the tools change at run time: SPEC/1.0
 //! extensions.md §tools-changed); resources `gabp://game/world` (JSON text) and
@@ -62,6 +63,7 @@
 mod bonus;
 mod error;
 mod in_process;
+mod input;
 mod render;
 mod resources;
 mod sheep;
@@ -222,6 +224,11 @@ impl DemoGame {
         builder
             .dynamic_tools(true)
             .time_control(true)
+            .input({
+                let game = self.clone();
+                let events = events.clone();
+                move |_: &mut (), input| game.take_input(input, &events)
+            })
             .tool(self.get_block_tool())
             .tool(self.place_block_tool(events.clone()))
             .tool(self.inventory_tool())

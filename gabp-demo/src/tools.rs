@@ -183,7 +183,7 @@ struct Raised {
 }
 
 /// A world error as the tool's `-32402` answer, with details in `data`.
-fn tool_error(e: &DemoError) -> CallError {
+pub(crate) fn tool_error(e: &DemoError) -> CallError {
     let data = match e {
         DemoError::BlockOutOfBounds { axis, value } => {
             json!({ "field": axis, "value": value, "min": 0, "max": WORLD_SIZE - 1 })

@@ -25,7 +25,7 @@ const TOOLS: [&str; 11] = [
     "world/render",
 ];
 
-const METHODS: [&str; 18] = [
+const METHODS: [&str; 21] = [
     "session/hello",
     "session/ping",
     "session/goodbye",
@@ -42,6 +42,9 @@ const METHODS: [&str; 18] = [
     "time/pause",
     "time/resume",
     "time/step",
+    "input/key",
+    "input/text",
+    "input/mouse",
     "attention/current",
     "attention/ack",
 ];
