@@ -2,23 +2,21 @@
 //! forwarded message, time control over `Time<Virtual>` and `FixedMain`, the runner waking for calls.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+mod support;
+
 use std::time::{Duration, Instant};
 
-use bevy_app::{App, AppExit, FixedUpdate, Update};
+use bevy_app::FixedUpdate;
 use bevy_ecs::prelude::*;
-use bevy_time::{Fixed, Time, TimePlugin};
+use bevy_time::{Fixed, Time};
 use futures::StreamExt;
 use gabp_bevy::schemars::JsonSchema;
-use gabp_bevy::{GabpAppExt, GabpPlugin, GabpRunnerPlugin};
+use gabp_bevy::GabpAppExt;
 use gabp_session::bridge::SubscriptionItem;
 use gabp_session::Bridge;
-use gabp_transport::{Endpoint, ExplicitSettings, ModSettings, Token};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-
-const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+use support::Game;
 
 /// The game: a ball that moves one step each fixed tick.
 #[derive(Resource, Default)]
@@ -30,9 +28,6 @@ struct Ball {
 struct Bounced {
     x: i64,
 }
-
-#[derive(Resource)]
-struct Stop(Arc<AtomicBool>);
 
 #[derive(Deserialize, JsonSchema)]
 struct Place {
@@ -60,60 +55,20 @@ fn place_ball(In(place): In<Place>, mut ball: ResMut<'_, Ball>) -> Where {
     Where { x: ball.x }
 }
 
-fn stop_when_told(stop: Res<'_, Stop>, mut exit: MessageWriter<'_, AppExit>) {
-    if stop.0.load(Ordering::Acquire) {
-        exit.write(AppExit::Success);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
-/// Runs the game on a thread of its own at `frame` per frame; the returned flag stops it.
-fn start_game(port: u16, frame: Duration) -> (Arc<AtomicBool>, std::thread::JoinHandle<AppExit>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let game = std::thread::spawn(move || {
-        let explicit = ExplicitSettings {
-            endpoint: Some(Endpoint::tcp_v4(port)),
-            token: Some(Token::new(TOKEN).unwrap()),
-            ..ExplicitSettings::default()
-        };
-        let home = tempfile::tempdir().unwrap();
-        let home_path = home.path().as_os_str().to_owned();
-        let env =
-            |name: &str| (name == "HOME" || name == "XDG_CONFIG_HOME").then(|| home_path.clone());
-        let settings = ModSettings::resolve_or_default(explicit, env).unwrap();
-        let mut app = App::new();
-        app.add_plugins((TimePlugin, GabpRunnerPlugin::new(frame)))
-            .add_plugins(GabpPlugin::new("bevy-test", "1.0.0").settings(settings))
-            .insert_resource(Time::<Fixed>::from_hz(60.0))
-            .init_resource::<Ball>()
-            .insert_resource(Stop(flag))
-            .add_gabp_read_only_tool("ball/get", "Where the ball is", get_ball)
-            .add_gabp_tool("ball/place", place_ball)
-            .add_gabp_event::<Bounced>("ball/bounced")
-            .add_systems(FixedUpdate, roll)
-            .add_systems(Update, stop_when_told);
-        app.run()
-    });
-    (stop, game)
-}
-
-async fn connect(port: u16) -> Bridge {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match Bridge::connect(&Endpoint::tcp_v4(port), Token::new(TOKEN).unwrap()).await {
-            Ok(bridge) => return bridge,
-            Err(e) if Instant::now() > deadline => panic!("the game did not start serving: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    }
+/// The ball game on a thread of its own, at `frame` per frame.
+fn start_game(frame: Duration) -> Game {
+    Game::start_at(
+        frame,
+        |plugin| plugin,
+        |app| {
+            app.insert_resource(Time::<Fixed>::from_hz(60.0))
+                .init_resource::<Ball>()
+                .add_gabp_read_only_tool("ball/get", "Where the ball is", get_ball)
+                .add_gabp_tool("ball/place", place_ball)
+                .add_gabp_event::<Bounced>("ball/bounced")
+                .add_systems(FixedUpdate, roll);
+        },
+    )
 }
 
 async fn x(bridge: &Bridge) -> i64 {
@@ -124,9 +79,8 @@ async fn x(bridge: &Bridge) -> i64 {
 
 #[tokio::test]
 async fn a_bevy_app_serves_tools_events_and_time_control() {
-    let port = free_port();
-    let (stop, game) = start_game(port, Duration::from_millis(16));
-    let bridge = connect(port).await;
+    let game = start_game(Duration::from_millis(16));
+    let bridge = game.connect().await;
 
     let tools = bridge.tools().await.unwrap();
     let get = tools
@@ -198,17 +152,14 @@ async fn a_bevy_app_serves_tools_events_and_time_control() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    stop.store(true, Ordering::Release);
-    bridge.close().await;
-    assert_eq!(game.join().unwrap(), AppExit::Success);
+    game.stop(bridge).await;
 }
 
 #[tokio::test]
 async fn the_runner_wakes_for_a_call_on_an_idle_app() {
     // A frame every 30 s: only the runner's wake can answer within the test's bound.
-    let port = free_port();
-    let (stop, game) = start_game(port, Duration::from_secs(30));
-    let bridge = connect(port).await;
+    let game = start_game(Duration::from_secs(30));
+    let bridge = game.connect().await;
     let started = Instant::now();
     for _ in 0..5 {
         x(&bridge).await;
@@ -218,9 +169,8 @@ async fn the_runner_wakes_for_a_call_on_an_idle_app() {
         "calls waited for frames: {:?}",
         started.elapsed()
     );
-    stop.store(true, Ordering::Release);
+    game.ask_to_stop();
     // The stop flag is read in the next frame, which this call starts.
     let _ = x(&bridge).await;
-    bridge.close().await;
-    assert_eq!(game.join().unwrap(), AppExit::Success);
+    game.stop(bridge).await;
 }

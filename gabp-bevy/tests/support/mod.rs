@@ -47,6 +47,15 @@ impl Game {
         plugin: impl FnOnce(GabpPlugin) -> GabpPlugin + Send + 'static,
         setup: impl FnOnce(&mut App) + Send + 'static,
     ) -> Game {
+        Game::start_at(Duration::from_millis(16), plugin, setup)
+    }
+
+    /// As [`Game::start`], with a frame every `frame`.
+    pub fn start_at(
+        frame: Duration,
+        plugin: impl FnOnce(GabpPlugin) -> GabpPlugin + Send + 'static,
+        setup: impl FnOnce(&mut App) + Send + 'static,
+    ) -> Game {
         let port = free_port();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -64,7 +73,7 @@ impl Game {
             };
             let settings = ModSettings::resolve_or_default(explicit, env).unwrap();
             let mut app = App::new();
-            app.add_plugins((TimePlugin, GabpRunnerPlugin::new(Duration::from_millis(16))))
+            app.add_plugins((TimePlugin, GabpRunnerPlugin::new(frame)))
                 .add_plugins(plugin(
                     GabpPlugin::new("bevy-test", "1.0.0").settings(settings),
                 ))
@@ -88,6 +97,11 @@ impl Game {
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
+    }
+
+    /// Tells the game to exit in its next frame.
+    pub fn ask_to_stop(&self) {
+        self.stop.store(true, Ordering::Release);
     }
 
     /// Stops the game and waits for it to exit.

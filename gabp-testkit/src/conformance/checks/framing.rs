@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::{
     describe, expect_error, expect_result, kept_open, still_works, CheckResult, Ctx, Verdict,
 };
-use crate::conformance::wire::{seconds, Incoming, WireError};
+use crate::conformance::wire::{seconds, Incoming, Wire, WireError};
 use crate::proxy::padded_request;
 use gabp_codec::encode_frame as frame;
 
@@ -45,18 +45,23 @@ pub(super) async fn framing_coalesced_frames(ctx: &mut Ctx) -> CheckResult {
         bytes.extend_from_slice(&frame(&body));
     }
     wire.write(&bytes).await?;
+    all_answered(&mut wire, ctx, 3, "frames").await
+}
+
+/// Waits for `count` answers to as many requests written at once (`what`, such as "frames").
+async fn all_answered(wire: &mut Wire, ctx: &Ctx, count: usize, what: &str) -> CheckResult {
     let deadline = ctx.deadline();
     let mut answered = 0;
-    while answered < 3 {
+    while answered < count {
         match wire.next(deadline, ctx.answer()).await {
             Ok(Incoming::Response { response, .. }) if !response.id.is_nil() => answered += 1,
             Ok(Incoming::Event(event)) => wire.events.push(event),
             Ok(_) => {}
             Err(WireError::Timeout(t)) => fail!(
-                "only {answered} of 3 frames written at once were answered within {}",
+                "only {answered} of {count} {what} written at once were answered within {}",
                 seconds(t)
             ),
-            Err(e) => fail!("3 frames written at once: {e}"),
+            Err(e) => fail!("{count} {what} written at once: {e}"),
         }
     }
     Ok(())
@@ -78,21 +83,7 @@ pub(super) async fn framing_answers_whole(ctx: &mut Ctx) -> CheckResult {
         bytes.extend_from_slice(&frame(&body));
     }
     wire.write(&bytes).await?;
-    let deadline = ctx.deadline();
-    let mut answered = 0;
-    while answered < REQUESTS {
-        match wire.next(deadline, ctx.answer()).await {
-            Ok(Incoming::Response { response, .. }) if !response.id.is_nil() => answered += 1,
-            Ok(Incoming::Event(event)) => wire.events.push(event),
-            Ok(_) => {}
-            Err(WireError::Timeout(t)) => fail!(
-                "only {answered} of {REQUESTS} requests written at once were answered within {}",
-                seconds(t)
-            ),
-            Err(e) => fail!("{REQUESTS} requests written at once: {e}"),
-        }
-    }
-    Ok(())
+    all_answered(&mut wire, ctx, REQUESTS, "requests").await
 }
 
 pub(super) async fn framing_utf8_byte_length(ctx: &mut Ctx) -> CheckResult {
