@@ -183,17 +183,17 @@ typedef void (*GabpEventFn)(void *user, const struct GabpEvent *event);
 typedef void (*GabpToolFn)(void *user, uint64_t call, const char *args, size_t args_len);
 
 /**
+ * Called when a main-thread call is queued, from the library's thread: wake the game loop so that it calls
+ * [`gabp_mod_pump`]. Keep it short; do not call into the library from it.
+ */
+typedef void (*GabpWakeFn)(void *user);
+
+/**
  * A resource's callback: `user` as given with the resource, and the read's handle. Answer with
  * [`gabp_call_reply_resource`] (or [`gabp_call_fail`]) at once or later from any thread; it may ask
  * [`gabp_call_is_cancelled`].
  */
 typedef void (*GabpResourceFn)(void *user, uint64_t call);
-
-/**
- * Called when a main-thread call is queued, from the library's thread: wake the game loop so that it calls
- * [`gabp_mod_pump`]. Keep it short; do not call into the library from it.
- */
-typedef void (*GabpWakeFn)(void *user);
 
 #ifdef __cplusplus
 extern "C" {
@@ -520,35 +520,6 @@ enum GabpStatus gabp_mod_add_tool(uint64_t m,
                                   void *user);
 
 /**
- * Adds resource `uri` (such as `gabp://game/world`) to mod `m`, listed by `resources/list` as `name` with
- * `description` and MIME type `mime` (each may be empty) and read by `callback` with `user` on each
- * `resources/read`, on the library's threads. `flags`: [`GABP_RESOURCE_BINARY`] for bytes, else UTF-8 text.
- *
- * Errors: `GABP_STATUS_NULL` (no callback), `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an empty URI or name,
- * unknown flags), `GABP_STATUS_STATE` (the mod has started), `GABP_STATUS_HANDLE`. A URI that is not valid,
- * or one added twice, fails [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
- *
- * Thread-safety: any thread.
- *
- * # Safety
- *
- * Each string points to its length in readable bytes (or is NULL with length 0). `user` is passed to
- * `callback` on the library's threads.
- */
-enum GabpStatus gabp_mod_add_resource(uint64_t m,
-                                      const char *uri,
-                                      size_t uri_len,
-                                      const char *resource_name,
-                                      size_t resource_name_len,
-                                      const char *description,
-                                      size_t description_len,
-                                      const char *mime,
-                                      size_t mime_len,
-                                      uint32_t flags,
-                                      GabpResourceFn callback,
-                                      void *user);
-
-/**
  * Adds event channel `channel` to mod `m`, for [`gabp_mod_publish`].
  *
  * Errors: `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (empty), `GABP_STATUS_STATE` (the mod has started).
@@ -698,6 +669,35 @@ enum GabpStatus gabp_mod_stop(uint64_t m);
  * Thread-safety: any thread but the library's own.
  */
 enum GabpStatus gabp_mod_free(uint64_t m);
+
+/**
+ * Adds resource `uri` (such as `gabp://game/world`) to mod `m`, listed by `resources/list` as `name` with
+ * `description` and MIME type `mime` (each may be empty) and read by `callback` with `user` on each
+ * `resources/read`, on the library's threads. `flags`: [`GABP_RESOURCE_BINARY`] for bytes, else UTF-8 text.
+ *
+ * Errors: `GABP_STATUS_NULL` (no callback), `GABP_STATUS_UTF8`, `GABP_STATUS_INVALID` (an empty URI or name,
+ * unknown flags), `GABP_STATUS_STATE` (the mod has started), `GABP_STATUS_HANDLE`. A URI that is not valid,
+ * or one added twice, fails [`gabp_mod_start`] with `GABP_STATUS_INVALID`.
+ *
+ * Thread-safety: any thread.
+ *
+ * # Safety
+ *
+ * Each string points to its length in readable bytes (or is NULL with length 0). `user` is passed to
+ * `callback` on the library's threads.
+ */
+enum GabpStatus gabp_mod_add_resource(uint64_t m,
+                                      const char *uri,
+                                      size_t uri_len,
+                                      const char *resource_name,
+                                      size_t resource_name_len,
+                                      const char *description,
+                                      size_t description_len,
+                                      const char *mime,
+                                      size_t mime_len,
+                                      uint32_t flags,
+                                      GabpResourceFn callback,
+                                      void *user);
 
 /**
  * The message of the last failed call on this thread, UTF-8 and NUL-terminated; `*len` (when not NULL)

@@ -20,6 +20,7 @@ mod bridge;
 mod call;
 mod handles;
 mod mod_server;
+mod resource;
 mod status;
 mod text;
 
@@ -35,11 +36,12 @@ pub use call::{
     gabp_call_reply_content, gabp_call_reply_resource, GabpResourceFn, GabpToolFn,
 };
 pub use mod_server::{
-    gabp_mod_add_channel, gabp_mod_add_resource, gabp_mod_add_tool, gabp_mod_enable_time_control,
-    gabp_mod_endpoint, gabp_mod_free, gabp_mod_new, gabp_mod_publish, gabp_mod_pump,
-    gabp_mod_set_wake, gabp_mod_start, gabp_mod_stop, gabp_mod_tick, gabp_mod_wait, gabp_mod_wake,
-    GabpWakeFn, GABP_RESOURCE_BINARY, GABP_TOOL_MAIN_THREAD, GABP_TOOL_READ_ONLY,
+    gabp_mod_add_channel, gabp_mod_add_tool, gabp_mod_enable_time_control, gabp_mod_endpoint,
+    gabp_mod_free, gabp_mod_new, gabp_mod_publish, gabp_mod_pump, gabp_mod_set_wake,
+    gabp_mod_start, gabp_mod_stop, gabp_mod_tick, gabp_mod_wait, gabp_mod_wake, GabpWakeFn,
+    GABP_TOOL_MAIN_THREAD, GABP_TOOL_READ_ONLY,
 };
+pub use resource::{gabp_mod_add_resource, GABP_RESOURCE_BINARY};
 pub use status::{gabp_last_error, GabpStatus};
 
 use std::ffi::c_char;

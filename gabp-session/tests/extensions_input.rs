@@ -9,9 +9,8 @@ use std::time::Duration;
 
 use gabp_session::server::{CallError, Input, ModServer};
 use gabp_types::methods::{ButtonAction, KeyAction};
-use gabp_types::Response;
-use serde_json::{json, Value};
-use server_support::{code, connect_hello, request, result, RawClient, PATIENCE};
+use serde_json::json;
+use server_support::{ask, code, connect_hello, result};
 
 /// The game's state: what it saw, in order.
 #[derive(Default)]
@@ -36,14 +35,6 @@ fn server() -> ModServer {
         })
         .build()
         .expect("build")
-}
-
-async fn ask(client: &mut RawClient, method: &str, params: Option<Value>) -> Response {
-    let (id, message) = request(method, params);
-    client.send_value(&message).await;
-    tokio::time::timeout(PATIENCE, client.response(id))
-        .await
-        .expect("no answer")
 }
 
 /// The game loop, pumping the game's state until stopped; returns it.

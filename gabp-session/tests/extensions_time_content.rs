@@ -14,9 +14,8 @@ use gabp_types::methods::{
     ContentItem, StepTicks, TimeParams, TimePause, TimeStep, TimeStepParams, ToolResult,
     WithContent,
 };
-use gabp_types::Response;
 use serde_json::{json, Value};
-use server_support::{code, connect_hello, data, request, result, RawClient, PATIENCE};
+use server_support::{ask, code, connect_hello, data, result};
 
 /// A mod with time control and two tools that return pictures: `art/small` (3 bytes) and `art/big` (`n`
 /// bytes), and `art/broken`, which sends a `_content` that is not valid.
@@ -86,14 +85,6 @@ impl Drop for GameLoop {
             thread.join().expect("the game loop panicked");
         }
     }
-}
-
-async fn ask(client: &mut RawClient, method: &str, params: Option<Value>) -> Response {
-    let (id, message) = request(method, params);
-    client.send_value(&message).await;
-    tokio::time::timeout(PATIENCE, client.response(id))
-        .await
-        .expect("no answer")
 }
 
 #[tokio::test]

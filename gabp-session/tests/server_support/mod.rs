@@ -288,3 +288,12 @@ pub async fn try_hello(stream: &mut tokio::net::TcpStream) -> bool {
         _ => false,
     }
 }
+
+/// Sends `method` with `params` and waits (up to [`PATIENCE`]) for its answer.
+pub async fn ask(client: &mut RawClient, method: &str, params: Option<Value>) -> Response {
+    let (id, message) = request(method, params);
+    client.send_value(&message).await;
+    tokio::time::timeout(PATIENCE, client.response(id))
+        .await
+        .expect("no answer")
+}

@@ -242,19 +242,30 @@ pub(super) async fn framing_no_content_length(ctx: &mut Ctx) -> CheckResult {
         Ok(()) => Ok(()),
         // Upstream does not say the connection closes: a -32700 answer is enough there.
         Err(WireError::Timeout(_)) if !ctx.strict() && parse_error_answered(&wire.stray) => Ok(()),
-        Err(WireError::Timeout(_)) => match wire.stray.first() {
-            Some(r) => fail!(
-                "after {what} the mod answered {} but kept the connection open for {} \
-                 (the next frame cannot be found: it must close)",
-                describe(r).trim_start_matches("with "),
-                seconds(stall)
-            ),
-            None => fail!(
-                "the mod stalled after {what}: it neither answered -32700 nor closed the connection within {}",
-                seconds(stall)
-            ),
-        },
+        Err(WireError::Timeout(_)) => left_open(&wire.stray, what, stall, "answered -32700"),
         Err(e) => fail!("after {what}: {e}"),
+    }
+}
+
+/// The failure of a mod that kept the connection open for `stall` after `what`, which it must close on
+/// (`expected`: what it might have answered instead of stalling).
+fn left_open(
+    stray: &[gabp_types::Response],
+    what: &str,
+    stall: Duration,
+    expected: &str,
+) -> CheckResult {
+    match stray.first() {
+        Some(r) => fail!(
+            "after {what} the mod answered {} but kept the connection open for {} \
+             (the next frame cannot be found: it must close)",
+            describe(r).trim_start_matches("with "),
+            seconds(stall)
+        ),
+        None => fail!(
+            "the mod stalled after {what}: it neither {expected} nor closed the connection within {}",
+            seconds(stall)
+        ),
     }
 }
 
@@ -290,18 +301,7 @@ pub(super) async fn framing_bad_header_closed(ctx: &mut Ctx) -> CheckResult {
         let _ = wire.write(&bytes).await;
         match wire.wait_closed(stall).await {
             Ok(()) => {}
-            Err(WireError::Timeout(_)) => match wire.stray.first() {
-                Some(r) => fail!(
-                    "after {what} the mod answered {} but kept the connection open for {} \
-                     (the next frame cannot be found: it must close)",
-                    describe(r).trim_start_matches("with "),
-                    seconds(stall)
-                ),
-                None => fail!(
-                    "the mod stalled after {what}: it neither answered nor closed the connection within {}",
-                    seconds(stall)
-                ),
-            },
+            Err(WireError::Timeout(_)) => left_open(&wire.stray, what, stall, "answered")?,
             Err(e) => fail!("after {what}: {e}"),
         }
         for r in &wire.stray {
