@@ -202,6 +202,27 @@ async fn every_core_method_over_tcp() {
 }
 
 #[tokio::test]
+async fn a_pattern_subscribes_to_the_channels_it_matches() {
+    let handle = server().serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
+    let bridge = Bridge::connect(handle.endpoint(), token()).await.unwrap();
+    let mut moves = bridge.subscribe(["player/*"]).await.unwrap();
+    assert_eq!(moves.channels(), ["player/move"]);
+    bridge
+        .call_tool("player/teleport", json!({"x": 7, "y": 0, "z": 0}))
+        .await
+        .unwrap();
+    match soon(moves.next()).await {
+        Some(Ok(SubscriptionItem::Event(e))) => {
+            assert_eq!(e.channel.as_str(), "player/move");
+            assert_eq!(e.payload["x"], 7);
+        }
+        other => panic!("{other:?}"),
+    }
+    moves.unsubscribe().await.unwrap();
+    bridge.goodbye(None).await.unwrap();
+}
+
+#[tokio::test]
 async fn wrong_token_is_refused_by_the_server() {
     let handle = server().serve(Listener::bind(&Endpoint::tcp_v4(0)).await.unwrap());
     let wrong = Token::new("f".repeat(64)).unwrap();

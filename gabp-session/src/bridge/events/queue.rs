@@ -101,6 +101,13 @@ impl SubQueue {
     pub(crate) fn remove_channel(&self, channel: &str) {
         self.inner.lock().channels.retain(|c| c != channel);
     }
+
+    pub(crate) fn add_channel(&self, channel: &str) {
+        let mut inner = self.inner.lock();
+        if !inner.channels.iter().any(|c| c == channel) {
+            inner.channels.push(channel.to_owned());
+        }
+    }
 }
 
 impl QueueInner {

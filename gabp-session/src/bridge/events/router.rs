@@ -87,7 +87,19 @@ impl Router {
         let Some(queue) = self.subs.get(&id).cloned() else {
             return;
         };
-        for channel in queue.channels() {
+        // A pattern asked for (SPEC/1.0 extensions.md §channel-patterns) is granted as the channels it
+        // matched: those are routed here, the pattern itself is not.
+        let asked = queue.channels();
+        for channel in granted {
+            if !asked.iter().any(|a| a == channel) {
+                queue.add_channel(channel);
+                let route = self.channels.entry((*channel).to_owned()).or_default();
+                if !route.subscribers.contains(&id) {
+                    route.subscribers.push(id);
+                }
+            }
+        }
+        for channel in asked {
             if granted.contains(channel.as_str()) {
                 continue;
             }
