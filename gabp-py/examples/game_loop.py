@@ -64,8 +64,13 @@ def main() -> int:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    # A launcher that closes our stdin is done with us.
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+
+    def until_stdin_closes() -> None:
+        # A launcher that closes our stdin is done with us.
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
     try:
         next_tick = time.monotonic()
         while not stop.is_set():
