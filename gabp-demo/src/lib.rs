@@ -95,8 +95,8 @@ use self::resources::mod_info_resource;
 
 pub use env::{env_spec, ENV_ACTIONS, ENV_MAX_STEPS, ENV_TICKS_PER_STEP};
 pub use error::DemoError;
-pub use pen::{in_pen, FLEE_DISTANCE, FLOCK_SIZE, PEN_MIN};
 pub use in_process::InProcessGame;
+pub use pen::{in_pen, FLEE_DISTANCE, FLOCK_SIZE, PEN_MIN};
 pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
 pub use sheep::Entity;
 pub use world::{BlockType, Position, Slot, World, PLAYER_ID, WORLD_SIZE};

@@ -133,7 +133,11 @@ mod tests {
     fn a_sheep_flees_the_player_and_stays_in_the_pen() {
         let mut world = World::herding(1);
         world.sheep = vec![Sheep::at(1, 10, 10, 3)];
-        world.position = Position { x: 9.5, y: 5.0, z: 9.5 };
+        world.position = Position {
+            x: 9.5,
+            y: 5.0,
+            z: 9.5,
+        };
         world.tick();
         let (x, z) = world.sheep[0].position();
         assert!(x + z == 21, "fled one block away from the player: {x}, {z}");

@@ -2,7 +2,9 @@
 //! The demo game as a reinforcement-learning environment (SPEC/1.0 extensions.md §env): herding sheep into the
 //! pen, through a real Bridge over loopback TCP.
 
-use gabp_demo::{in_pen, InProcessGame, ENV_ACTIONS, ENV_MAX_STEPS, ENV_TICKS_PER_STEP, FLOCK_SIZE};
+use gabp_demo::{
+    in_pen, InProcessGame, ENV_ACTIONS, ENV_MAX_STEPS, ENV_TICKS_PER_STEP, FLOCK_SIZE,
+};
 use gabp_session::bridge::Bridge;
 use gabp_session::Error;
 use gabp_types::methods::{
@@ -25,7 +27,11 @@ async fn reset(bridge: &Bridge, seed: Option<u64>) -> Value {
         seed,
         options: None,
     };
-    bridge.call::<EnvReset>(&params).await.expect("reset").observation
+    bridge
+        .call::<EnvReset>(&params)
+        .await
+        .expect("reset")
+        .observation
 }
 
 async fn step(bridge: &Bridge, action: Value) -> Result<EnvStepResult, Error> {
@@ -71,10 +77,17 @@ async fn spaces_and_the_same_seed_starts_the_same_episode() {
     for action in [2, 2, 3, 0, 1] {
         walk.push(step(&bridge, json!(action)).await.unwrap().observation);
     }
-    assert_eq!(reset(&bridge, Some(7)).await, first, "same seed, same start");
+    assert_eq!(
+        reset(&bridge, Some(7)).await,
+        first,
+        "same seed, same start"
+    );
     for (action, seen) in [2, 2, 3, 0, 1].into_iter().zip(&walk) {
         let again = step(&bridge, json!(action)).await.unwrap();
-        assert_eq!(&again.observation, seen, "same seed and actions, same episode");
+        assert_eq!(
+            &again.observation, seen,
+            "same seed and actions, same episode"
+        );
     }
     assert_ne!(reset(&bridge, Some(8)).await, first, "another seed");
     assert_ne!(
@@ -89,7 +102,10 @@ async fn steps_out_of_the_space_or_out_of_turn_are_refused() {
     let (_game, bridge) = connect().await;
     let e = step(&bridge, json!(0)).await.unwrap_err();
     assert_eq!(code(&e), Some(ErrorCode::TOOL_UNAVAILABLE), "{e}");
-    assert_eq!(e.error_object().unwrap().data.as_ref().unwrap()["reason"], "reset_needed");
+    assert_eq!(
+        e.error_object().unwrap().data.as_ref().unwrap()["reason"],
+        "reset_needed"
+    );
 
     let start = reset(&bridge, Some(1)).await;
     for bad in [json!(5), json!(-1), json!("north"), json!(1.5), json!([1])] {
@@ -142,7 +158,11 @@ async fn a_random_run_stays_in_its_spaces_and_is_truncated_at_the_limit() {
             (steps, total) = (0, 0.0);
         }
     }
-    assert!(episodes >= 1, "{} steps and no episode ended", ENV_MAX_STEPS + 50);
+    assert!(
+        episodes >= 1,
+        "{} steps and no episode ended",
+        ENV_MAX_STEPS + 50
+    );
 }
 
 /// Walks to the side of the nearest free sheep away from the pen, so that it flees towards the pen.
@@ -160,7 +180,11 @@ fn herding_action(cells: &[i64]) -> u64 {
     // Coming from the pen's side would drive the sheep away: go round it, keeping out of its reach.
     let (dx, dz) = if ahead && close {
         if px >= sx && pz >= sz {
-            if (px - sx) >= (pz - sz) { (0, -1) } else { (-1, 0) }
+            if (px - sx) >= (pz - sz) {
+                (0, -1)
+            } else {
+                (-1, 0)
+            }
         } else if px >= sx {
             (-1, 0)
         } else {

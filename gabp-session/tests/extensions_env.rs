@@ -33,9 +33,12 @@ fn spec() -> EnvSpec {
         shape: vec![2],
         dtype: Dtype::Int64,
     });
-    EnvSpec::new(observation, Space::Discrete(gabp_types::methods::DiscreteSpace { n: 3, start: -1 }))
-        .ticks_per_step(TICKS)
-        .max_episode_steps(4)
+    EnvSpec::new(
+        observation,
+        Space::Discrete(gabp_types::methods::DiscreteSpace { n: 3, start: -1 }),
+    )
+    .ticks_per_step(TICKS)
+    .max_episode_steps(4)
 }
 
 fn server() -> ModServer {
@@ -68,7 +71,9 @@ fn server() -> ModServer {
 /// The game loop: runs the ticks a step owes at once, and the queued work with the game's state.
 fn game_loop(server: &ModServer, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Game> {
     let main_thread = server.main_thread();
-    let clock = main_thread.clock().expect("env with ticks turns time control on");
+    let clock = main_thread
+        .clock()
+        .expect("env with ticks turns time control on");
     std::thread::spawn(move || {
         let mut game = Game::default();
         while !stop.load(Ordering::Acquire) {
@@ -110,12 +115,18 @@ async fn episodes_step_the_paused_clock_and_refuse_what_is_out_of_turn_or_space(
     let mut client = connect_hello(&server).await;
 
     let spaces = result(&ask(&mut client, "env/spaces", None).await);
-    assert_eq!(spaces["action"], json!({"type": "Discrete", "n": 3, "start": -1}));
+    assert_eq!(
+        spaces["action"],
+        json!({"type": "Discrete", "n": 3, "start": -1})
+    );
     assert_eq!(spaces["observation"]["dtype"], "int64");
 
     let early = ask(&mut client, "env/step", Some(json!({"action": 0}))).await;
     assert_eq!(code(&early), Some(-32401), "{early:?}");
-    assert_eq!(data(&early), json!({"reason": "reset_needed", "retryable": false}));
+    assert_eq!(
+        data(&early),
+        json!({"reason": "reset_needed", "retryable": false})
+    );
 
     let reset = result(&ask(&mut client, "env/reset", Some(json!({"seed": 1}))).await);
     assert_eq!(reset, json!({"observation": [1, 0], "info": {}}));
@@ -141,11 +152,21 @@ async fn episodes_step_the_paused_clock_and_refuse_what_is_out_of_turn_or_space(
         json!({"observation": [2, 3], "reward": 2.0, "terminated": false, "truncated": false, "info": {}})
     );
     let step = result(&ask(&mut client, "env/step", Some(json!({"action": 1}))).await);
-    assert_eq!((step["observation"].clone(), step["terminated"].clone()), (json!([3, 6]), json!(true)));
+    assert_eq!(
+        (step["observation"].clone(), step["terminated"].clone()),
+        (json!([3, 6]), json!(true))
+    );
     let after = ask(&mut client, "env/step", Some(json!({"action": 0}))).await;
-    assert_eq!(code(&after), Some(-32401), "a step after the end: {after:?}");
+    assert_eq!(
+        code(&after),
+        Some(-32401),
+        "a step after the end: {after:?}"
+    );
     let time = result(&ask(&mut client, "time/status", None).await);
-    assert_eq!((time["paused"].clone(), time["tick"].clone()), (json!(true), json!(6)));
+    assert_eq!(
+        (time["paused"].clone(), time["tick"].clone()),
+        (json!(true), json!(6))
+    );
 
     // Four steps, the limit: the fourth is truncated.
     ask(&mut client, "env/reset", Some(json!({"seed": 0}))).await;
@@ -189,16 +210,27 @@ async fn episodes_step_the_paused_clock_and_refuse_what_is_out_of_turn_or_space(
     let locked = ask(&mut client, "env/reset", Some(json!({"seed": 99}))).await;
     assert_eq!(code(&locked), Some(-32402), "{locked:?}");
     let refused = ask(&mut client, "env/step", Some(json!({"action": 0}))).await;
-    assert_eq!(code(&refused), Some(-32401), "a failed reset leaves no episode");
+    assert_eq!(
+        code(&refused),
+        Some(-32401),
+        "a failed reset leaves no episode"
+    );
     ask(&mut client, "env/reset", Some(json!({"seed": 0}))).await;
     ask(&mut client, "env/step", Some(json!({"action": -1}))).await;
     let broken = ask(&mut client, "env/step", Some(json!({"action": -1}))).await;
-    assert_eq!(code(&broken), Some(-32603), "x -2 is outside the space: {broken:?}");
+    assert_eq!(
+        code(&broken),
+        Some(-32603),
+        "x -2 is outside the space: {broken:?}"
+    );
 
     stop.store(true, Ordering::Release);
     let game = game.join().unwrap();
     assert!(
-        !game.seen.iter().any(|s| s.contains("act 2") || s.contains("left")),
+        !game
+            .seen
+            .iter()
+            .any(|s| s.contains("act 2") || s.contains("left")),
         "the game never saw an action outside the space: {:?}",
         game.seen
     );

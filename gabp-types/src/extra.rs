@@ -6,10 +6,10 @@ use serde_json::{Map, Value};
 use crate::decode::escape_pointer;
 use crate::methods::{
     AppInfo, AttentionAckResult, AttentionCurrentResult, EnvResetResult, EnvSpacesResult,
-    EnvStepResult, GoodbyeResult, InputResult, PingResult,
-    ResourceInfo, ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult,
-    StateSetError, StateSetResult, SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult,
-    UnsubscribeResult, WelcomeResult,
+    EnvStepResult, GoodbyeResult, InputResult, PingResult, ResourceInfo, ResourcesListResult,
+    ResourcesReadResult, ServerInfo, StateGetResult, StateSetError, StateSetResult,
+    SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult, UnsubscribeResult,
+    WelcomeResult,
 };
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
 

@@ -214,9 +214,7 @@ impl Env {
             let (pointer, reason) = match &e {
                 gabp_types::Error::OutsideSpace {
                     pointer, reason, ..
-                } => {
-                    (format!("/params/action{pointer}"), reason.clone())
-                }
+                } => (format!("/params/action{pointer}"), reason.clone()),
                 other => ("/params/action".to_owned(), other.to_string()),
             };
             let message = format!("the action is not in the action space: {reason}");
@@ -287,10 +285,9 @@ impl Env {
         let (act, clock_on_thread) = (self.act.clone(), clock.cloned());
         let job: Job = Box::new(move |state| {
             act(state, action).map_err(CallError::into_error_object)?;
-            if let (Some(clock), Ok(ticks)) = (
-                clock_on_thread,
-                gabp_types::methods::StepTicks::new(ticks),
-            ) {
+            if let (Some(clock), Ok(ticks)) =
+                (clock_on_thread, gabp_types::methods::StepTicks::new(ticks))
+            {
                 let _ = ticks_tx.send(clock.step(ticks));
             }
             Ok(Value::Null.into())
@@ -371,7 +368,10 @@ mod tests {
         assert_eq!(ok.problem(), None);
         assert_eq!(ok.extension(), json!({"ticksPerStep": 1}));
         assert_eq!(
-            ok.clone().ticks_per_step(0).max_episode_steps(9).extension(),
+            ok.clone()
+                .ticks_per_step(0)
+                .max_episode_steps(9)
+                .extension(),
             json!({"ticksPerStep": 0, "maxEpisodeSteps": 9})
         );
         let bad_space = EnvSpec::new(Space::discrete(0), Space::discrete(3));
@@ -381,7 +381,11 @@ mod tests {
             Space::bounded(1.0, 0.0, vec![1], Dtype::Float32),
         );
         assert!(bad_action.problem().unwrap().contains("action"));
-        assert!(ok.clone().ticks_per_step(MAX_STEP_TICKS + 1).problem().is_some());
+        assert!(ok
+            .clone()
+            .ticks_per_step(MAX_STEP_TICKS + 1)
+            .problem()
+            .is_some());
         assert!(ok.max_episode_steps(0).problem().is_some());
     }
 

@@ -11,11 +11,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::FutureExt;
 use gabp_types::decode::{tools_call_members, ToolsCallMembers};
 use gabp_types::methods::{
-    CallMeta, EnvReset, EnvSpaces, EnvStep, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, InputKey, InputMouse,
-    InputTextMethod, Method, PingResult, ResourcesList, ResourcesListResult, ResourcesRead,
-    SessionGoodbye, SessionHello, SessionPing, StateGet, StateGetParams, StateGetResult, StateSet,
-    StateSetParams, StateSetResult, SubscribeResult, TimePause, TimeResume, TimeStatus, TimeStep,
-    ToolsCall, ToolsCancel, ToolsCancelResult, ToolsList, ToolsListResult, UnsubscribeResult,
+    CallMeta, EnvReset, EnvSpaces, EnvStep, EventsSubscribe, EventsUnsubscribe, GoodbyeResult,
+    InputKey, InputMouse, InputTextMethod, Method, PingResult, ResourcesList, ResourcesListResult,
+    ResourcesRead, SessionGoodbye, SessionHello, SessionPing, StateGet, StateGetParams,
+    StateGetResult, StateSet, StateSetParams, StateSetResult, SubscribeResult, TimePause,
+    TimeResume, TimeStatus, TimeStep, ToolsCall, ToolsCancel, ToolsCancelResult, ToolsList,
+    ToolsListResult, UnsubscribeResult,
 };
 use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response, ResultValue};
 use serde::Serialize;
@@ -27,9 +28,9 @@ use tower::Service;
 use super::arguments::Arguments;
 use super::clock::GameClock;
 use super::context::{CallContext, StateMap};
+use super::env::Env;
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher, RejectedPattern};
-use super::env::Env;
 use super::handler::BoxedHandler;
 use super::input::{Input, InputFn};
 use super::layer::capability::method_not_found;
@@ -384,7 +385,11 @@ impl Router {
 
     /// `env/*` (SPEC/1.0 extensions.md §env): the spaces at once; resets and steps one at a time in the order
     /// read, their game code on the game's thread.
-    fn serve_env(&self, req: &ServerRequest, env: &Arc<Env>) -> Result<ResponseFuture, ErrorObject> {
+    fn serve_env(
+        &self,
+        req: &ServerRequest,
+        env: &Arc<Env>,
+    ) -> Result<ResponseFuture, ErrorObject> {
         let (main_thread, clock) = (self.routes.main_thread.clone(), self.routes.clock.clone());
         let limit = self.routes.request_timeout;
         let env = env.clone();
@@ -419,7 +424,8 @@ impl Router {
                         if let Some(before) = before {
                             let _ = before.await;
                         }
-                        env.step(p.action, &main_thread, clock.as_ref(), limit).await
+                        env.step(p.action, &main_thread, clock.as_ref(), limit)
+                            .await
                     })
                 })
             }

@@ -19,7 +19,12 @@ const WALK_END: i64 = 10;
 /// The seed picks the start; steps run no ticks; episodes are truncated after 50 steps.
 pub(super) fn add(builder: ModServerBuilder) -> ModServerBuilder {
     let at = Arc::new(Mutex::new(0_i64));
-    let observation = Space::bounded(0.0, WALK_END as f64, vec![1], gabp_types::methods::Dtype::Int64);
+    let observation = Space::bounded(
+        0.0,
+        WALK_END as f64,
+        vec![1],
+        gabp_types::methods::Dtype::Int64,
+    );
     let action = Space::Discrete(DiscreteSpace { n: 3, start: -1 });
     let spec = EnvSpec::new(observation, action)
         .ticks_per_step(0)
@@ -39,7 +44,8 @@ pub(super) fn add(builder: ModServerBuilder) -> ModServerBuilder {
         },
         move |_: &mut ()| {
             let at = *observe_at.lock();
-            let mut outcome = EnvStepResult::new(json!([at]), if at == WALK_END { 1.0 } else { 0.0 });
+            let mut outcome =
+                EnvStepResult::new(json!([at]), if at == WALK_END { 1.0 } else { 0.0 });
             outcome.terminated = at == WALK_END;
             Ok(outcome)
         },

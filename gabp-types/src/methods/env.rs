@@ -198,6 +198,12 @@ fn outside(pointer: &str, reason: impl Into<String>) -> Error {
     }
 }
 
+/// A failure while walking nested arrays: the pointer and why.
+type WalkError = (String, String);
+
+/// What [`elements`] calls on each element: `(element, index, pointer)`.
+type Visit<'a> = dyn FnMut(&Value, usize, &str) -> Result<(), WalkError> + 'a;
+
 /// A bound of a `Box`, flattened: one for every element, or one per element in row-major order.
 enum Bound {
     All(Option<f64>),
@@ -220,8 +226,8 @@ fn elements(
     shape: &[u64],
     pointer: &mut String,
     index: &mut usize,
-    visit: &mut dyn FnMut(&Value, usize, &str) -> Result<(), (String, String)>,
-) -> Result<(), (String, String)> {
+    visit: &mut Visit<'_>,
+) -> Result<(), WalkError> {
     let Some((&len, rest)) = shape.split_first() else {
         let i = *index;
         *index += 1;
@@ -264,16 +270,16 @@ impl BoxSpace {
         let mut count: u64 = 1;
         for (i, &dim) in self.shape.iter().enumerate() {
             if dim == 0 {
-                return Err(invalid(format!("/shape/{i}"), "a dimension must be at least 1"));
+                return Err(invalid(
+                    format!("/shape/{i}"),
+                    "a dimension must be at least 1",
+                ));
             }
             count = count
                 .checked_mul(dim)
                 .filter(|c| *c <= MAX_SPACE_ELEMENTS)
                 .ok_or_else(|| {
-                    invalid(
-                        "/shape",
-                        format!("more than {MAX_SPACE_ELEMENTS} elements"),
-                    )
+                    invalid("/shape", format!("more than {MAX_SPACE_ELEMENTS} elements"))
                 })?;
         }
         Ok(count)
@@ -309,27 +315,27 @@ impl BoxSpace {
         }
         let mut each = Vec::new();
         let mut pointer = base;
-        elements(
-            bound,
-            &self.shape,
-            &mut pointer,
-            &mut 0,
-            &mut |v, _, at| {
-                each.push(number(v, at)?);
-                Ok(())
-            },
-        )
+        elements(bound, &self.shape, &mut pointer, &mut 0, &mut |v, _, at| {
+            each.push(number(v, at)?);
+            Ok(())
+        })
         .map_err(|(p, r)| invalid(p, r))?;
         Ok(Bound::Each(each))
     }
 
     fn bounds(&self) -> Result<(Bound, Bound), Error> {
         let count = self.elements()?;
-        let (low, high) = (self.bound("low", &self.low)?, self.bound("high", &self.high)?);
+        let (low, high) = (
+            self.bound("low", &self.low)?,
+            self.bound("high", &self.high)?,
+        );
         for i in 0..usize::try_from(count).unwrap_or(usize::MAX) {
             if let (Some(l), Some(h)) = (low.at(i), high.at(i)) {
                 if l > h {
-                    return Err(invalid("/low", format!("element {i}: {l} is above high {h}")));
+                    return Err(invalid(
+                        "/low",
+                        format!("element {i}: {l} is above high {h}"),
+                    ));
                 }
             }
         }
@@ -386,13 +392,16 @@ fn in_range(value: &Value, start: i128, n: u64, at: &str) -> Result<(), Error> {
         Some(_) => Err(outside(at, format!("{value} is outside {start}..={end}"))),
         None => Err(outside(
             at,
-            format!("must be an integer from {start} to {end}, not {}", kind(value)),
+            format!(
+                "must be an integer from {start} to {end}, not {}",
+                kind(value)
+            ),
         )),
     }
 }
 
 /// `value` as an array of `len` items.
-fn array_of<'v>(value: &'v Value, len: usize) -> Result<&'v [Value], Error> {
+fn array_of(value: &Value, len: usize) -> Result<&[Value], Error> {
     match value {
         Value::Array(items) if items.len() == len => Ok(items),
         Value::Array(items) => Err(outside(
@@ -486,7 +495,10 @@ impl Space {
 
     fn check_depth(&self, depth: usize) -> Result<(), Error> {
         if depth > MAX_SPACE_DEPTH {
-            return Err(invalid("", format!("Dict spaces nest more than {MAX_SPACE_DEPTH} deep")));
+            return Err(invalid(
+                "",
+                format!("Dict spaces nest more than {MAX_SPACE_DEPTH} deep"),
+            ));
         }
         self.check_here()?;
         if let Space::Dict(dict) = self {
@@ -528,7 +540,10 @@ impl Space {
                     return Err(invalid(format!("/nvec/{i}"), "must be at least 1"));
                 }
                 if u64::try_from(m.nvec.len()).map_or(true, |l| l > MAX_SPACE_ELEMENTS) {
-                    return Err(invalid("/nvec", format!("more than {MAX_SPACE_ELEMENTS} elements")));
+                    return Err(invalid(
+                        "/nvec",
+                        format!("more than {MAX_SPACE_ELEMENTS} elements"),
+                    ));
                 }
                 if let Some(start) = &m.start {
                     if start.len() != m.nvec.len() {
@@ -547,7 +562,10 @@ impl Space {
             }
             Space::MultiBinary(m) => {
                 if m.n == 0 || m.n > MAX_SPACE_ELEMENTS {
-                    return Err(invalid("/n", format!("must be from 1 to {MAX_SPACE_ELEMENTS}")));
+                    return Err(invalid(
+                        "/n",
+                        format!("must be from 1 to {MAX_SPACE_ELEMENTS}"),
+                    ));
                 }
                 Ok(())
             }
@@ -583,7 +601,12 @@ impl Space {
             Space::MultiDiscrete(m) => {
                 let items = array_of(value, m.nvec.len())?;
                 for (i, (item, n)) in items.iter().zip(&m.nvec).enumerate() {
-                    let start = m.start.as_ref().and_then(|s| s.get(i)).copied().unwrap_or(0);
+                    let start = m
+                        .start
+                        .as_ref()
+                        .and_then(|s| s.get(i))
+                        .copied()
+                        .unwrap_or(0);
                     in_range(item, start.into(), *n, &format!("/{i}"))?;
                 }
                 Ok(())
@@ -598,7 +621,10 @@ impl Space {
             }
             Space::Dict(dict) => {
                 let Value::Object(members) = value else {
-                    return Err(outside("", format!("must be an object, not {}", kind(value))));
+                    return Err(outside(
+                        "",
+                        format!("must be an object, not {}", kind(value)),
+                    ));
                 };
                 if let Some(extra) = members.keys().find(|k| !dict.spaces.contains_key(*k)) {
                     return Err(deeper(extra, outside("", "is not a space of the Dict")));
@@ -630,13 +656,18 @@ impl Space {
     pub fn sample(&self, next: &mut dyn FnMut() -> u64) -> Value {
         let mut below = |n: u64| -> u64 { next() % n.max(1) };
         match self {
-            Space::Discrete(d) => Value::from(i128_json(i128::from(d.start) + i128::from(below(d.n)))),
+            Space::Discrete(d) => i128_json(i128::from(d.start) + i128::from(below(d.n))),
             Space::MultiDiscrete(m) => Value::Array(
                 m.nvec
                     .iter()
                     .enumerate()
                     .map(|(i, n)| {
-                        let start = m.start.as_ref().and_then(|s| s.get(i)).copied().unwrap_or(0);
+                        let start = m
+                            .start
+                            .as_ref()
+                            .and_then(|s| s.get(i))
+                            .copied()
+                            .unwrap_or(0);
                         i128_json(i128::from(start) + i128::from(below(*n)))
                     })
                     .collect(),
@@ -851,18 +882,45 @@ mod tests {
             (json!({"type": "Discrete", "n": 0}), "/n"),
             (json!({"type": "Discrete", "n": 2, "extra": 1}), "extra"),
             (json!({"type": "Tuple", "spaces": []}), "Tuple"),
-            (json!({"type": "Box", "low": 0, "high": 1, "shape": [0]}), "/shape/0"),
-            (json!({"type": "Box", "low": [0, 0], "high": 1, "shape": [3]}), "/low"),
-            (json!({"type": "Box", "low": 2, "high": 1, "shape": [1]}), "above"),
-            (json!({"type": "Box", "low": 0.5, "high": 1, "shape": [1], "dtype": "int8"}), "/low"),
-            (json!({"type": "Box", "low": 0, "high": 300, "shape": [1], "dtype": "uint8"}), "/high"),
-            (json!({"type": "Box", "low": "0", "high": 1, "shape": [1]}), "/low"),
-            (json!({"type": "Box", "low": 0, "high": 1, "shape": [1048577]}), "/shape"),
+            (
+                json!({"type": "Box", "low": 0, "high": 1, "shape": [0]}),
+                "/shape/0",
+            ),
+            (
+                json!({"type": "Box", "low": [0, 0], "high": 1, "shape": [3]}),
+                "/low",
+            ),
+            (
+                json!({"type": "Box", "low": 2, "high": 1, "shape": [1]}),
+                "above",
+            ),
+            (
+                json!({"type": "Box", "low": 0.5, "high": 1, "shape": [1], "dtype": "int8"}),
+                "/low",
+            ),
+            (
+                json!({"type": "Box", "low": 0, "high": 300, "shape": [1], "dtype": "uint8"}),
+                "/high",
+            ),
+            (
+                json!({"type": "Box", "low": "0", "high": 1, "shape": [1]}),
+                "/low",
+            ),
+            (
+                json!({"type": "Box", "low": 0, "high": 1, "shape": [1048577]}),
+                "/shape",
+            ),
             (json!({"type": "MultiDiscrete", "nvec": []}), "/nvec"),
             (json!({"type": "MultiDiscrete", "nvec": [2, 0]}), "/nvec/1"),
-            (json!({"type": "MultiDiscrete", "nvec": [2], "start": [0, 0]}), "/start"),
+            (
+                json!({"type": "MultiDiscrete", "nvec": [2], "start": [0, 0]}),
+                "/start",
+            ),
             (json!({"type": "MultiBinary", "n": 0}), "/n"),
-            (json!({"type": "Dict", "spaces": {"a": {"type": "Discrete", "n": 0}}}), "/n"),
+            (
+                json!({"type": "Dict", "spaces": {"a": {"type": "Discrete", "n": 0}}}),
+                "/n",
+            ),
         ] {
             let e = space(bad.clone()).expect_err(&bad.to_string());
             assert!(e.contains(needle), "{bad}: {e}");
@@ -900,7 +958,9 @@ mod tests {
 
         let m = Space::multi_discrete(vec![2, 3]);
         assert!(m.contains(&json!([1, 2])).is_ok());
-        assert!(matches!(m.contains(&json!([1, 3])), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/1"));
+        assert!(
+            matches!(m.contains(&json!([1, 3])), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/1")
+        );
         assert!(m.contains(&json!([1])).is_err());
 
         let b = Space::multi_binary(2);
@@ -909,17 +969,26 @@ mod tests {
 
         let dict = Space::dict([("a~b", Space::discrete(2))]);
         assert!(dict.contains(&json!({"a~b": 1})).is_ok());
-        assert!(matches!(dict.contains(&json!({"a~b": 2})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/a~0b"));
-        assert!(matches!(dict.contains(&json!({})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/a~0b"));
-        assert!(matches!(dict.contains(&json!({"a~b": 1, "c": 0})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/c"));
+        assert!(
+            matches!(dict.contains(&json!({"a~b": 2})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/a~0b")
+        );
+        assert!(
+            matches!(dict.contains(&json!({})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/a~0b")
+        );
+        assert!(
+            matches!(dict.contains(&json!({"a~b": 1, "c": 0})), Err(Error::OutsideSpace { pointer, .. }) if pointer == "/c")
+        );
     }
 
     #[test]
     fn samples_are_in_their_space() {
         let spaces = [
-            space(json!({"type": "Box", "low": [-5, null], "high": [5, null], "shape": [2]})).unwrap(),
-            space(json!({"type": "Box", "low": 0, "high": 255, "shape": [2, 3], "dtype": "uint8"})).unwrap(),
-            space(json!({"type": "Box", "low": null, "high": null, "shape": [], "dtype": "int64"})).unwrap(),
+            space(json!({"type": "Box", "low": [-5, null], "high": [5, null], "shape": [2]}))
+                .unwrap(),
+            space(json!({"type": "Box", "low": 0, "high": 255, "shape": [2, 3], "dtype": "uint8"}))
+                .unwrap(),
+            space(json!({"type": "Box", "low": null, "high": null, "shape": [], "dtype": "int64"}))
+                .unwrap(),
             space(json!({"type": "Discrete", "n": 3, "start": -1})).unwrap(),
             space(json!({"type": "MultiDiscrete", "nvec": [3, 2], "start": [0, -5]})).unwrap(),
             Space::multi_binary(5),
@@ -927,7 +996,9 @@ mod tests {
         ];
         let mut state = 1_u64;
         let mut next = || {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             state
         };
         for s in &spaces {
@@ -960,7 +1031,10 @@ mod tests {
         )
         .unwrap();
         assert!(r.truncated && r.reward == -0.5);
-        assert!(serde_json::from_value::<EnvStepResult>(json!({"observation": 1, "reward": 0})).is_err());
+        assert!(
+            serde_json::from_value::<EnvStepResult>(json!({"observation": 1, "reward": 0}))
+                .is_err()
+        );
         assert!(serde_json::from_value::<EnvSpacesParams>(json!({"x": 1})).is_err());
     }
 }

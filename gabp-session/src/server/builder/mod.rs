@@ -10,10 +10,10 @@ use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
     AttentionAck, AttentionCurrent, EnvReset, EnvResetParams, EnvResetResult, EnvSpaces, EnvStep,
-    EnvStepResult, HelloToken, InputKey, InputMouse, InputTextMethod, Method,
-    ServerInfo, StateGet, StateGetParams, StateSet, StateSetParams, StateSetResult, TimePause,
-    TimeResume, TimeStatus, TimeStep, ToolsCancel, CORE_METHODS, EXTENSION_METHODS,
-    TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
+    EnvStepResult, HelloToken, InputKey, InputMouse, InputTextMethod, Method, ServerInfo, StateGet,
+    StateGetParams, StateSet, StateSetParams, StateSetResult, TimePause, TimeResume, TimeStatus,
+    TimeStep, ToolsCancel, CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL,
+    TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{ChannelName, ErrorCode, ExtraMembers, MethodName, Response, Uri};
 use serde::de::DeserializeOwned;
@@ -26,9 +26,9 @@ use super::admission::Admission;
 use super::catalog::ToolCatalog;
 use super::clock::GameClock;
 use super::context::{StateMap, StateType};
+use super::env::{Env, EnvSpec};
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher};
-use super::env::{Env, EnvSpec};
 use super::handler::{boxed, Handler};
 use super::input::{input_fn, Input, InputFn};
 use super::layer::user::{ErrorsAsResponses, LayerFn};

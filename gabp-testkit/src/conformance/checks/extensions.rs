@@ -289,7 +289,10 @@ fn in_space(space: &Space, value: &Value, what: &str) -> CheckResult {
 pub(super) async fn extensions_env(ctx: &mut Ctx) -> CheckResult {
     let ext = extension(ctx, "env")?;
     if !ext["ticksPerStep"].is_u64() {
-        fail!("the env extension has no integer ticksPerStep ({})", short(&ext));
+        fail!(
+            "the env extension has no integer ticksPerStep ({})",
+            short(&ext)
+        );
     }
     for method in ["env/spaces", "env/reset", "env/step"] {
         if !ctx.advertises(method) {
@@ -305,17 +308,30 @@ pub(super) async fn extensions_env(ctx: &mut Ctx) -> CheckResult {
         serde_json::from_value::<Space>(spaces["observation"].clone()),
         serde_json::from_value::<Space>(spaces["action"].clone()),
     ) else {
-        fail!("env/spaces answered spaces that break their rules: {}", short(&spaces));
+        fail!(
+            "env/spaces answered spaces that break their rules: {}",
+            short(&spaces)
+        );
     };
     let seeded = json!({"seed": 7});
     let first = env_result(
-        &wire.call("env/reset", Some(seeded.clone()), ctx.answer()).await?,
+        &wire
+            .call("env/reset", Some(seeded.clone()), ctx.answer())
+            .await?,
         "env/reset",
     )?;
-    in_space(&observation, &first["observation"], "the observation of env/reset")?;
+    in_space(
+        &observation,
+        &first["observation"],
+        "the observation of env/reset",
+    )?;
     let outside = json!({"action": "conformance: no space holds a string"});
     let r = wire.call("env/step", Some(outside), ctx.answer()).await?;
-    let e = expect_error(&r, ErrorCode::INVALID_PARAMS, "env/step of an action outside the space")?;
+    let e = expect_error(
+        &r,
+        ErrorCode::INVALID_PARAMS,
+        "env/step of an action outside the space",
+    )?;
     let path = e
         .data
         .as_ref()
@@ -339,7 +355,11 @@ pub(super) async fn extensions_env(ctx: &mut Ctx) -> CheckResult {
             &wire.call("env/step", Some(params), ctx.answer()).await?,
             "env/step",
         )?;
-        in_space(&observation, &step["observation"], "the observation of env/step")?;
+        in_space(
+            &observation,
+            &step["observation"],
+            "the observation of env/step",
+        )?;
         if step["terminated"] == true || step["truncated"] == true {
             ended = true;
             break;
@@ -347,9 +367,17 @@ pub(super) async fn extensions_env(ctx: &mut Ctx) -> CheckResult {
     }
     if ended {
         let r = wire
-            .call("env/step", Some(json!({"action": action.sample(&mut next)})), ctx.answer())
+            .call(
+                "env/step",
+                Some(json!({"action": action.sample(&mut next)})),
+                ctx.answer(),
+            )
             .await?;
-        expect_error(&r, ErrorCode::TOOL_UNAVAILABLE, "env/step after the episode ended")?;
+        expect_error(
+            &r,
+            ErrorCode::TOOL_UNAVAILABLE,
+            "env/step after the episode ended",
+        )?;
     }
     let again = env_result(
         &wire.call("env/reset", Some(seeded), ctx.answer()).await?,
