@@ -4,7 +4,7 @@
 //!
 //! The session runs in this order (the file numbers group the examples by kind, not by time): hello,
 //! tools/list, events/subscribe, every tool call, time control with the sheep and the picture, the three events
-//! the tool calls cause, events/unsubscribe, resources, state, attention, ping, goodbye.
+//! the tool calls cause, events/unsubscribe, resources, state, attention, input, env, ping, goodbye.
 //!
 //! After a deliberate change of the demo game, rewrite the responses and events from a real run with
 //! `GABP_BLESS_EXAMPLES=1 cargo test -p gabp-cli --test examples_demo` and review the diff. Blessing keeps
@@ -514,6 +514,15 @@ fn example_requests_sent_to_the_demo_game_produce_the_example_responses() {
         &[],
         d,
     );
+
+    // Env (SPEC/1.0 extensions.md §env): the herding task's spaces, an episode seeded 42, and a step east.
+    for (request, response) in [
+        ("env/069_env-spaces.req.json", "env/070_env-spaces.res.json"),
+        ("env/071_env-reset.req.json", "env/072_env-reset.res.json"),
+        ("env/073_env-step.req.json", "env/074_env-step.res.json"),
+    ] {
+        exchange(&mut c, request, response, &[], d);
+    }
 
     exchange(
         &mut c,

@@ -18,7 +18,12 @@
 //! Time control (SPEC/1.0 extensions.md §time-control): `time/status`, `time/pause`, `time/resume` and
 //! `time/step {ticks}` freeze and step the game clock, and with it the sheep; `time/changed` announces each pause
 //! and resume. Input (SPEC/1.0 extensions.md §input): `input/key` with the arrow keys or WASD walks the player one
-//! block and publishes `player/move`.
+//! block and publishes `player/move`. Env (SPEC/1.0 extensions.md §env): a herding task for reinforcement
+//! learning. `env/reset {seed}` makes a world with a sand pen in the south-east corner (x and z 12..=15) and three
+//! sheep placed by the seed; `env/step {action}` walks the player (`Discrete(5)`: stay, north, east, south, west),
+//! then runs two ticks, in which a sheep within two blocks of the player flees it and a penned sheep stays
+//! penned. Observations are `[player x, player z, sheep x, sheep z, ...]`; the reward is the sheep newly penned;
+//! the episode terminates when all three are, and is truncated after 500 steps.
 //!
 //! Channels `player/move`, `world/block_change` and `tools/changed` (the tools change at run time: SPEC/1.0
 //! extensions.md §tools-changed); resources `gabp://game/world` (JSON text) and
@@ -61,9 +66,11 @@
 //! ```
 
 mod bonus;
+mod env;
 mod error;
 mod in_process;
 mod input;
+mod pen;
 mod render;
 mod resources;
 mod sheep;
@@ -86,8 +93,10 @@ use serde_json::json;
 
 use self::resources::mod_info_resource;
 
+pub use env::{env_spec, ENV_ACTIONS, ENV_MAX_STEPS, ENV_TICKS_PER_STEP};
 pub use error::DemoError;
 pub use in_process::InProcessGame;
+pub use pen::{in_pen, FLEE_DISTANCE, FLOCK_SIZE, PEN_MIN};
 pub use render::{Picture, DEFAULT_SCALE, MAX_SCALE, PLAYER_COLOUR, SHEEP_COLOUR};
 pub use sheep::Entity;
 pub use world::{BlockType, Position, Slot, World, PLAYER_ID, WORLD_SIZE};
@@ -146,6 +155,7 @@ pub struct DemoGame {
     /// The attention manager the game serves itself (installed by [`DemoGame::register`]).
     manager: Option<AttentionManager>,
     tool_calls: Arc<AtomicU64>,
+    herd: Arc<Mutex<env::Herd>>,
 }
 
 impl std::fmt::Debug for DemoGame {
@@ -229,6 +239,22 @@ impl DemoGame {
                 let events = events.clone();
                 move |_: &mut (), input| game.take_input(input, &events)
             })
+            .env(
+                env_spec(),
+                {
+                    let game = self.clone();
+                    move |_: &mut (), params| Ok(game.env_reset(&params))
+                },
+                {
+                    let game = self.clone();
+                    let events = events.clone();
+                    move |_: &mut (), action| game.env_act(&action, &events)
+                },
+                {
+                    let game = self.clone();
+                    move |_: &mut ()| Ok(game.env_observe())
+                },
+            )
             .tool(self.get_block_tool())
             .tool(self.place_block_tool(events.clone()))
             .tool(self.inventory_tool())

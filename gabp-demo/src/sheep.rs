@@ -64,10 +64,50 @@ impl Sheep {
             .collect()
     }
 
+    /// Sheep number `n` (from 1) standing at `(x, z)`, wandering by `seed`.
+    pub fn at(n: usize, x: i64, z: i64, seed: u64) -> Sheep {
+        Sheep {
+            id: format!("sheep-{n}"),
+            x,
+            z,
+            heading: usize::try_from(seed % 4).unwrap_or(0),
+            moves: 0,
+            rng: seed,
+        }
+    }
+
     /// Where it stands, `(x, z)`.
-    #[cfg(test)]
-    fn position(&self) -> (i64, i64) {
+    pub fn position(&self) -> (i64, i64) {
         (self.x, self.z)
+    }
+
+    /// True one time in `n`, by the sheep's own pseudo-random numbers.
+    pub fn chance(&mut self, n: u64) -> bool {
+        self.next() % n.max(1) == 0
+    }
+
+    /// One tick of fleeing the player at `from`: walks one block to the free neighbour farthest from it
+    /// (ties broken by the sheep's heading), unless no neighbour is farther than where it stands.
+    pub fn flee(&mut self, from: (i64, i64), free: impl Fn(i64, i64) -> bool) {
+        let distance = |x: i64, z: i64| (x - from.0).pow(2) + (z - from.1).pow(2);
+        let mut best = (distance(self.x, self.z), None);
+        for turn in 0..4 {
+            let heading = (self.heading + turn) % 4;
+            let (dx, dz) = HEADINGS[heading];
+            let (x, z) = (self.x + dx, self.z + dz);
+            if (0..WORLD_SIZE).contains(&x) && (0..WORLD_SIZE).contains(&z) && free(x, z) {
+                let d = distance(x, z);
+                if d > best.0 {
+                    best = (d, Some((heading, x, z)));
+                }
+            }
+        }
+        if let (_, Some((heading, x, z))) = best {
+            self.heading = heading;
+            self.x = x;
+            self.z = z;
+            self.moves += 1;
+        }
     }
 
     /// The next pseudo-random number (a 64-bit LCG: the same world always wanders the same way).

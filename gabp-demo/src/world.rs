@@ -103,11 +103,13 @@ pub struct Slot {
 #[derive(Debug, Clone)]
 pub struct World {
     blocks: Vec<BlockType>,
-    position: Position,
+    pub(super) position: Position,
     inventory: Vec<Slot>,
     block_changes: u64,
     ticks: u64,
-    sheep: Vec<Sheep>,
+    pub(super) sheep: Vec<Sheep>,
+    /// Whether the world has a pen the sheep are herded into (made by [`World::herding`]).
+    pub(super) herding: bool,
 }
 
 impl Default for World {
@@ -156,6 +158,7 @@ impl World {
             block_changes: 0,
             ticks: 0,
             sheep: Sheep::flock(),
+            herding: false,
         };
         for x in 0..WORLD_SIZE {
             for z in 0..WORLD_SIZE {
@@ -175,7 +178,7 @@ impl World {
         world
     }
 
-    fn set(&mut self, x: i64, y: i64, z: i64, block: BlockType) {
+    pub(super) fn set(&mut self, x: i64, y: i64, z: i64, block: BlockType) {
         if let Some(cell) = index(x, y, z).ok().and_then(|i| self.blocks.get_mut(i)) {
             *cell = block;
         }
@@ -285,9 +288,22 @@ impl World {
         self.block_changes
     }
 
-    /// Advances the game clock by one tick: each sheep walks one block.
+    /// Whether a sheep may stand at `(x, z)`.
+    pub(super) fn walkable(&self, x: i64, z: i64) -> bool {
+        index(x, SHEEP_Y, z)
+            .ok()
+            .and_then(|i| self.blocks.get(i))
+            .is_some_and(|b| walkable(*b))
+    }
+
+    /// Advances the game clock by one tick: each sheep walks one block (in a herding world, as
+    /// [`World::herd`] says).
     pub fn tick(&mut self) {
         self.ticks = self.ticks.wrapping_add(1);
+        if self.herding {
+            self.herd();
+            return;
+        }
         let blocks = &self.blocks;
         for sheep in &mut self.sheep {
             sheep.step(|x, z| {

@@ -34,6 +34,8 @@ pub(crate) enum Kind {
     InterleaveAnswers,
     NullBesideOther,
     UpstreamMinimum,
+    UncheckedInput,
+    UncheckedActions,
 }
 
 impl Kind {
@@ -58,6 +60,8 @@ impl Kind {
             Kind::InterleaveAnswers => "interleave answers",
             Kind::NullBesideOther => "null beside the other member",
             Kind::UpstreamMinimum => "upstream minimum",
+            Kind::UncheckedInput => "unchecked input",
+            Kind::UncheckedActions => "unchecked actions",
         }
     }
 
@@ -264,6 +268,21 @@ impl Fault {
     #[must_use]
     pub fn upstream_minimum() -> Fault {
         Fault::always_(Kind::UpstreamMinimum)
+    }
+
+    /// Makes the mod take input it must refuse (SPEC/1.0 extensions.md §input): an `input/*` request whose
+    /// params its method refuses (an unknown key name, say) reaches the mod as a harmless valid one (a release of
+    /// `ShiftLeft`, the text `x`, a release of the left button), and is answered `{}`. Applies until cleared.
+    #[must_use]
+    pub fn unchecked_input() -> Fault {
+        Fault::always_(Kind::UncheckedInput)
+    }
+
+    /// Makes the mod take actions outside its action space (SPEC/1.0 extensions.md §env): its -32602 refusal
+    /// of an `env/step` action is answered as a step instead. Applies until cleared.
+    #[must_use]
+    pub fn unchecked_actions() -> Fault {
+        Fault::always_(Kind::UncheckedActions)
     }
 
     /// Applies `n` times instead of the default.

@@ -62,11 +62,15 @@ pub enum FaultyMod {
     /// Does only what upstream GABP 1.x asks where gabp-rs asks for more ([`Fault::upstream_minimum`]): it
     /// passes the upstream profile and fails the gabp-rs one.
     UpstreamMinimum,
+    /// Takes input it must refuse, such as unknown key names ([`Fault::unchecked_input`]).
+    TakesUnknownKeys,
+    /// Takes actions outside its action space ([`Fault::unchecked_actions`]).
+    TakesActionsOutsideTheSpace,
 }
 
 impl FaultyMod {
     /// Every faulty mod.
-    pub const ALL: [FaultyMod; 13] = [
+    pub const ALL: [FaultyMod; 15] = [
         FaultyMod::AcceptsAnyToken,
         FaultyMod::AnswersBeforeHello,
         FaultyMod::WrongResponseIds,
@@ -80,6 +84,8 @@ impl FaultyMod {
         FaultyMod::InterleavesAnswers,
         FaultyMod::WritesBothMembers,
         FaultyMod::UpstreamMinimum,
+        FaultyMod::TakesUnknownKeys,
+        FaultyMod::TakesActionsOutsideTheSpace,
     ];
 
     /// What is wrong with it, in words.
@@ -101,6 +107,8 @@ impl FaultyMod {
             FaultyMod::InterleavesAnswers => "interleaves the frames of its answers",
             FaultyMod::WritesBothMembers => "writes both result and error",
             FaultyMod::UpstreamMinimum => "does only what upstream asks",
+            FaultyMod::TakesUnknownKeys => "takes unknown key names",
+            FaultyMod::TakesActionsOutsideTheSpace => "takes actions outside its action space",
         }
     }
 
@@ -145,6 +153,8 @@ impl FaultyMod {
             FaultyMod::UnknownEnvelopeFields => &["envelope.strictly_valid"],
             FaultyMod::StallsOnMalformedHeader => &["framing.bad_header_closed"],
             FaultyMod::ExecutesOversizedFrames => &["framing.oversized_refused"],
+            FaultyMod::TakesUnknownKeys => &["extensions.input"],
+            FaultyMod::TakesActionsOutsideTheSpace => &["extensions.env"],
         }
     }
 
@@ -165,6 +175,8 @@ impl FaultyMod {
             FaultyMod::InterleavesAnswers => Fault::interleave_answers(),
             FaultyMod::WritesBothMembers => Fault::null_beside_other(),
             FaultyMod::UpstreamMinimum => Fault::upstream_minimum(),
+            FaultyMod::TakesUnknownKeys => Fault::unchecked_input(),
+            FaultyMod::TakesActionsOutsideTheSpace => Fault::unchecked_actions(),
         }
     }
 

@@ -173,3 +173,15 @@ async fn both_members_are_a_deviation_and_the_answers_are_still_checked() {
     .await;
     assert!(reason.contains("§3.5"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_mod_that_takes_unknown_key_names_fails_extensions_input() {
+    let reason = assert_caught(FaultyMod::TakesUnknownKeys, "extensions.input").await;
+    assert!(reason.contains("Spacebar"), "{reason}");
+}
+
+#[tokio::test]
+async fn a_mod_that_takes_actions_outside_its_space_fails_extensions_env() {
+    let reason = assert_caught(FaultyMod::TakesActionsOutsideTheSpace, "extensions.env").await;
+    assert!(reason.contains("outside the space"), "{reason}");
+}

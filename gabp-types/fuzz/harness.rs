@@ -119,6 +119,9 @@ cases! {
         InputKey => result,
         InputTextMethod => result,
         InputMouse => result,
+        EnvSpaces => result,
+        EnvReset => result,
+        EnvStep => result,
     }
     channels {
         "attention/opened" => attention_payload,

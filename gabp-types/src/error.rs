@@ -94,6 +94,24 @@ pub enum Error {
     /// A capability extension key that does not match `^[a-z][a-z0-9_-]*$`.
     #[error("extension key {0:?} does not match ^[a-z][a-z0-9_-]*$")]
     InvalidExtensionKey(String),
+    /// A space of the `env` extension that breaks its own rules (a bound of the wrong shape, `n` of 0, ...).
+    #[non_exhaustive]
+    #[error("invalid space at {pointer:?}: {reason}")]
+    InvalidSpace {
+        /// The JSON pointer of the offending member, relative to the space.
+        pointer: String,
+        /// Why.
+        reason: String,
+    },
+    /// A value outside a space of the `env` extension (an action the action space does not contain).
+    #[non_exhaustive]
+    #[error("{pointer:?}: {reason}")]
+    OutsideSpace {
+        /// The JSON pointer of the offending element, relative to the value (`""` for the value itself).
+        pointer: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// A numeric GABP error code.

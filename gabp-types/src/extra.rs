@@ -5,10 +5,11 @@ use serde_json::{Map, Value};
 
 use crate::decode::escape_pointer;
 use crate::methods::{
-    AppInfo, AttentionAckResult, AttentionCurrentResult, GoodbyeResult, InputResult, PingResult,
-    ResourceInfo, ResourcesListResult, ResourcesReadResult, ServerInfo, StateGetResult,
-    StateSetError, StateSetResult, SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult,
-    UnsubscribeResult, WelcomeResult,
+    AppInfo, AttentionAckResult, AttentionCurrentResult, EnvResetResult, EnvSpacesResult,
+    EnvStepResult, GoodbyeResult, InputResult, PingResult, ResourceInfo, ResourcesListResult,
+    ResourcesReadResult, ServerInfo, StateGetResult, StateSetError, StateSetResult,
+    SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult, UnsubscribeResult,
+    WelcomeResult,
 };
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
 
@@ -98,6 +99,9 @@ flat!(
     ToolsCancelResult,
     TimeState,
     InputResult,
+    EnvSpacesResult,
+    EnvResetResult,
+    EnvStepResult,
 );
 
 /// Types that hold other such types: `$field => inside` for a value or an `Option`, `$field => each` for a

@@ -343,11 +343,10 @@ fn event_schema() -> Value {
 
 fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
     let stem = M::NAME.replace('/', ".");
-    let request = request_schema(
-        json!({ "const": M::NAME }),
-        with_description(schema_of::<M::Params>(), "Method parameters."),
-        M::PARAMS_REQUIRED,
-    );
+    let mut params = with_description(schema_of::<M::Params>(), "Method parameters.");
+    let params_definitions = take_definitions(&mut params);
+    let mut request = request_schema(json!({ "const": M::NAME }), params, M::PARAMS_REQUIRED);
+    put_definitions(&mut request, params_definitions);
     files.push(file(
         &format!("methods/{stem}.request.json"),
         &format!("{} request", M::NAME),
@@ -359,7 +358,10 @@ fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
     } else {
         stem
     };
-    let result = with_description(schema_of::<M::Result>(), "The method's result.");
+    let mut result = with_description(schema_of::<M::Result>(), "The method's result.");
+    let result_definitions = take_definitions(&mut result);
+    let mut response = response_schema(result);
+    put_definitions(&mut response, result_definitions);
     files.push(file(
         &format!("methods/{response_stem}.response.json"),
         &format!("{} response", M::NAME),
@@ -367,8 +369,28 @@ fn method_files<M: Method>(files: &mut Vec<SchemaFile>) {
             "A response to a `{}` request: its result, or an error.",
             M::NAME
         ),
-        response_schema(result),
+        response,
     ));
+}
+
+/// The `definitions` of a schema that is embedded in a file (those of a recursive type such as the `env`
+/// extension's `Space`, which cannot be inlined): its `$ref`s point at the file's root.
+fn take_definitions(schema: &mut Value) -> Option<Value> {
+    schema.as_object_mut()?.remove("definitions")
+}
+
+/// Puts `definitions` at the root of a file's `schema`, beside those it has.
+fn put_definitions(schema: &mut Value, definitions: Option<Value>) {
+    let (Some(Value::Object(definitions)), Some(root)) = (definitions, schema.as_object_mut())
+    else {
+        return;
+    };
+    let slot = root
+        .entry("definitions")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(existing) = slot {
+        existing.extend(definitions);
+    }
 }
 
 /// The schema file at `path` (relative to `SCHEMA/1.0/`) for a type defined outside gabp-types (the recording
@@ -454,6 +476,9 @@ pub fn schema_files() -> Vec<SchemaFile> {
     method_files::<InputKey>(&mut files);
     method_files::<InputTextMethod>(&mut files);
     method_files::<InputMouse>(&mut files);
+    method_files::<EnvSpaces>(&mut files);
+    method_files::<EnvReset>(&mut files);
+    method_files::<EnvStep>(&mut files);
     method_files::<EventsSubscribe>(&mut files);
     method_files::<EventsUnsubscribe>(&mut files);
     method_files::<ResourcesList>(&mut files);

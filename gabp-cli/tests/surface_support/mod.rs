@@ -25,7 +25,7 @@ const TOOLS: [&str; 11] = [
     "world/render",
 ];
 
-const METHODS: [&str; 21] = [
+const METHODS: [&str; 24] = [
     "session/hello",
     "session/ping",
     "session/goodbye",
@@ -45,6 +45,9 @@ const METHODS: [&str; 21] = [
     "input/key",
     "input/text",
     "input/mouse",
+    "env/spaces",
+    "env/reset",
+    "env/step",
     "attention/current",
     "attention/ack",
 ];

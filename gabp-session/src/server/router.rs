@@ -11,11 +11,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::FutureExt;
 use gabp_types::decode::{tools_call_members, ToolsCallMembers};
 use gabp_types::methods::{
-    CallMeta, EventsSubscribe, EventsUnsubscribe, GoodbyeResult, InputKey, InputMouse,
-    InputTextMethod, Method, PingResult, ResourcesList, ResourcesListResult, ResourcesRead,
-    SessionGoodbye, SessionHello, SessionPing, StateGet, StateGetParams, StateGetResult, StateSet,
-    StateSetParams, StateSetResult, SubscribeResult, TimePause, TimeResume, TimeStatus, TimeStep,
-    ToolsCall, ToolsCancel, ToolsCancelResult, ToolsList, ToolsListResult, UnsubscribeResult,
+    CallMeta, EnvReset, EnvSpaces, EnvStep, EventsSubscribe, EventsUnsubscribe, GoodbyeResult,
+    InputKey, InputMouse, InputTextMethod, Method, PingResult, ResourcesList, ResourcesListResult,
+    ResourcesRead, SessionGoodbye, SessionHello, SessionPing, StateGet, StateGetParams,
+    StateGetResult, StateSet, StateSetParams, StateSetResult, SubscribeResult, TimePause,
+    TimeResume, TimeStatus, TimeStep, ToolsCall, ToolsCancel, ToolsCancelResult, ToolsList,
+    ToolsListResult, UnsubscribeResult,
 };
 use gabp_types::{quoted_name, ErrorCode, ErrorObject, MessageId, Response, ResultValue};
 use serde::Serialize;
@@ -27,6 +28,7 @@ use tower::Service;
 use super::arguments::Arguments;
 use super::clock::GameClock;
 use super::context::{CallContext, StateMap};
+use super::env::Env;
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher, RejectedPattern};
 use super::handler::BoxedHandler;
@@ -67,6 +69,7 @@ pub(crate) struct Routes {
     pub(crate) content_limit: usize,
     pub(crate) clock: Option<GameClock>,
     pub(crate) input: Option<InputFn>,
+    pub(crate) env: Option<Arc<Env>>,
     pub(crate) state: Arc<StateMap>,
 }
 
@@ -85,6 +88,7 @@ pub(crate) struct Routes {
 /// | `state/get`, `state/set` | the author's handlers, when registered |
 /// | `time/status`, `time/pause`, `time/resume`, `time/step` | with [`ModServerBuilder::time_control`](super::ModServerBuilder::time_control): `{paused, tick}` ([`GameClock`]) |
 /// | `input/key`, `input/text`, `input/mouse` | with [`ModServerBuilder::input`](super::ModServerBuilder::input): `{}` once the game took the input |
+/// | `env/spaces`, `env/reset`, `env/step` | with [`ModServerBuilder::env`](super::ModServerBuilder::env): the spaces, an episode's first observation, a step's outcome |
 /// | custom methods | their handlers ([`ModServerBuilder::method`](super::ModServerBuilder::method)) |
 /// | anything else | `-32601` with `data.method` |
 ///
@@ -379,6 +383,55 @@ impl Router {
         })
     }
 
+    /// `env/*` (SPEC/1.0 extensions.md §env): the spaces at once; resets and steps one at a time in the order
+    /// read, their game code on the game's thread.
+    fn serve_env(
+        &self,
+        req: &ServerRequest,
+        env: &Arc<Env>,
+    ) -> Result<ResponseFuture, ErrorObject> {
+        let (main_thread, clock) = (self.routes.main_thread.clone(), self.routes.clock.clone());
+        let limit = self.routes.request_timeout;
+        let env = env.clone();
+        match req.method() {
+            EnvSpaces::NAME => {
+                params::<EnvSpaces>(req)?;
+                let spaces = to_value(env.spaces());
+                self.serve(&req.session, req.id(), None, |_| {
+                    Ok(futures::future::ready(spaces))
+                })
+            }
+            EnvReset::NAME => {
+                let p = params::<EnvReset>(req)?;
+                let (before, mine) = env.turn();
+                self.serve(&req.session, req.id(), None, |_| {
+                    Ok(async move {
+                        let _mine = mine;
+                        if let Some(before) = before {
+                            let _ = before.await;
+                        }
+                        env.reset(p, &main_thread, clock.as_ref(), limit).await
+                    })
+                })
+            }
+            _ => {
+                let p = params::<EnvStep>(req)?;
+                env.check_action(&p.action)?;
+                let (before, mine) = env.turn();
+                self.serve(&req.session, req.id(), None, |_| {
+                    Ok(async move {
+                        let _mine = mine;
+                        if let Some(before) = before {
+                            let _ = before.await;
+                        }
+                        env.step(p.action, &main_thread, clock.as_ref(), limit)
+                            .await
+                    })
+                })
+            }
+        }
+    }
+
     fn subscribe(&self, req: &ServerRequest, subscribe: bool) -> Result<Value, ErrorObject> {
         let p = params::<EventsSubscribe>(req)?;
         let names: Vec<String> = p.channels.iter().map(|c| c.as_str().to_owned()).collect();
@@ -504,6 +557,10 @@ impl Router {
             }
             InputKey::NAME | InputTextMethod::NAME | InputMouse::NAME => match &self.routes.input {
                 Some(apply) => self.give_input(&req, apply),
+                None => Err(method_not_found(req.method())),
+            },
+            EnvSpaces::NAME | EnvReset::NAME | EnvStep::NAME => match &self.routes.env {
+                Some(env) => self.serve_env(&req, env),
                 None => Err(method_not_found(req.method())),
             },
             method => match self.routes.methods.get(method) {

@@ -5,8 +5,9 @@ use std::fmt;
 
 use gabp_types::methods::{
     AppInfo, Method, ServerInfo, ToolsCancel, WelcomeResult, CANCEL_EXTENSION, CONTENT_EXTENSION,
-    INPUT_EXTENSION, MAX_INPUT_TEXT_CHARS, MAX_STEP_TICKS, PROGRESS_CHANNEL, PROGRESS_EXTENSION,
-    PROGRESS_MIN_INTERVAL_MS, TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION, TOOLS_CHANGED_CHANNEL,
+    ENV_EXTENSION, INPUT_EXTENSION, MAX_INPUT_TEXT_CHARS, MAX_STEP_TICKS, PROGRESS_CHANNEL,
+    PROGRESS_EXTENSION, PROGRESS_MIN_INTERVAL_MS, TIME_CHANGED_CHANNEL, TIME_CONTROL_EXTENSION,
+    TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{Capabilities, Extensions, MethodName, NonEmptyString, UniqueVec, Uri};
 use serde_json::{json, Map, Value};
@@ -30,6 +31,8 @@ pub(crate) struct Parts<'a> {
     pub(crate) tools_changed: bool,
     pub(crate) time_control: bool,
     pub(crate) input: bool,
+    /// The `env` extension's member, when the mod serves it.
+    pub(crate) env: Option<Value>,
     pub(crate) extensions: Vec<(String, Map<String, Value>)>,
     pub(crate) methods: &'a [String],
     pub(crate) channels: Vec<String>,
@@ -72,6 +75,7 @@ pub(crate) fn build(parts: Parts<'_>) -> Result<WelcomeResult, Error> {
                 json!({ "keyNames": "KeyboardEvent.code", "maxTextChars": MAX_INPUT_TEXT_CHARS });
             (INPUT_EXTENSION, ext)
         }),
+        parts.env.map(|ext| (ENV_EXTENSION, ext)),
     ];
     let builtin = builtin
         .into_iter()

@@ -22,7 +22,7 @@
 //! let target = Target::endpoint(served.endpoint().clone(), mock.token().clone());
 //!
 //! let report = conformance::run(&target).await;
-//! print!("{report}"); // "ok   transport.connect [MUST]" ... "31 passed, 0 failed, 2 skipped"
+//! print!("{report}"); // "ok   transport.connect [MUST]" ... "33 passed, 0 failed, 2 skipped"
 //! assert!(report.is_success());
 //! // The mock has no game clock and no picture: the time-control and content checks are skipped.
 //! assert_eq!(report.passed() + 2, conformance::checks().len());

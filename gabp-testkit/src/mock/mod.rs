@@ -1,6 +1,7 @@
 //! [`MockMod`]: a scriptable mod built on [`ModServer`], with [`MockTool`]s that return canned values or run
 //! closures.
 
+mod game;
 mod tool;
 
 use std::fmt;
@@ -32,6 +33,8 @@ pub struct MockModBuilder {
     token: Option<Token>,
     calls: Arc<Mutex<Vec<ToolCall>>>,
     state: Arc<Mutex<Map<String, Value>>>,
+    /// Whether the mock runs a game thread (the demo's inputs and env steps need one).
+    game: bool,
 }
 
 impl fmt::Debug for MockModBuilder {
@@ -51,6 +54,7 @@ impl MockModBuilder {
             token: None,
             calls: Arc::default(),
             state: Arc::default(),
+            game: false,
         }
     }
 
@@ -203,12 +207,17 @@ impl MockModBuilder {
     /// - `player/teleport` (`{"x", "y", "z": numbers, "playerId"?: string}`), which publishes the new
     ///   position on the channel `player/move` and returns it;
     /// - the text resource `gabp://mock/readme`;
-    /// - state `{"tick": 0}` (replacing any set before).
+    /// - state `{"tick": 0}` (replacing any set before);
+    /// - the `input` extension, each input taken and forgotten, and the `env` extension: a walker on a line of
+    ///   0..=10 (`Box` of one `int64`), moved by its action (`Discrete(3)` from -1), rewarded and terminated at
+    ///   10, episodes truncated after 50 steps; the seed picks the start (SPEC/1.0 extensions.md §input, §env).
     #[must_use]
-    pub fn demo(self) -> Self {
+    pub fn demo(mut self) -> Self {
         let events = self.event_publisher();
         let mut state = Map::new();
         state.insert("tick".into(), json!(0));
+        self.inner = game::add(self.inner);
+        self.game = true;
         self.channel("player/move")
             .resource_text("gabp://mock/readme", "Readme", "A mock mod.")
             .state(state)
@@ -284,11 +293,16 @@ impl MockModBuilder {
             .token(token.clone())
             .build()
             .map_err(TestkitError::Build)?;
+        let game = self
+            .game
+            .then(|| game::GameThread::start(server.main_thread()).map(Arc::new))
+            .flatten();
         Ok(MockMod {
             server,
             token,
             calls: self.calls,
             state: self.state,
+            _game: game,
         })
     }
 }
@@ -323,6 +337,9 @@ pub struct MockMod {
     token: Token,
     calls: Arc<Mutex<Vec<ToolCall>>>,
     state: Arc<Mutex<Map<String, Value>>>,
+    /// Runs the work queued for the game's thread (main-thread tools, inputs, env steps) until the last clone
+    /// is dropped.
+    _game: Option<Arc<game::GameThread>>,
 }
 
 impl fmt::Debug for MockMod {

@@ -116,6 +116,16 @@ pub(super) async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes>
         }
     }
 
+    if link
+        .faults
+        .peek(|k| matches!(k, Kind::UncheckedInput).then_some(()))
+        .is_some()
+    {
+        if let Some(lax) = parse_object(&body).and_then(|map| unchecked_input(link, map)) {
+            body = encode(&lax);
+        }
+    }
+
     if let Ok(value) = serde_json::from_slice::<Value>(&body) {
         if link
             .faults
@@ -126,6 +136,60 @@ pub(super) async fn bridge_frame(link: &Arc<Link>, body: Bytes) -> Option<Bytes>
         }
     }
     Some(body)
+}
+
+/// The unchecked-input fault on a request from the bridge: an `input/*` request whose params its method
+/// refuses, with params the mod takes instead.
+fn unchecked_input(link: &Link, mut map: Map<String, Value>) -> Option<Map<String, Value>> {
+    use gabp_types::methods::{InputKeyParams, InputMouseParams, InputTextParams};
+    fn takes<T: serde::de::DeserializeOwned>(params: Option<&Value>) -> bool {
+        params.is_some_and(|p| serde_json::from_value::<T>(p.clone()).is_ok())
+    }
+    let params = map.get("params");
+    let (valid, harmless) = match map.get("method").and_then(Value::as_str)? {
+        "input/key" => (
+            takes::<InputKeyParams>(params),
+            json!({"key": "ShiftLeft", "action": "release"}),
+        ),
+        "input/text" => (takes::<InputTextParams>(params), json!({"text": "x"})),
+        "input/mouse" => (
+            takes::<InputMouseParams>(params),
+            json!({"button": "left", "action": "release"}),
+        ),
+        _ => return None,
+    };
+    if valid {
+        return None;
+    }
+    link.faults
+        .take(|k| matches!(k, Kind::UncheckedInput).then_some(()))?;
+    map.insert("params".into(), harmless);
+    Some(map)
+}
+
+/// The unchecked-actions fault on a response: a -32602 refusal of an `env/step` action becomes a step.
+fn unchecked_actions(link: &Link, map: &mut Map<String, Value>) -> bool {
+    // gabp-session's refusal of an action outside the space (other -32602s, such as input/key's action, are
+    // left alone).
+    let refused_action = map
+        .get("error")
+        .filter(|e| e["code"] == ErrorCode::INVALID_PARAMS.0)
+        .and_then(|e| e["message"].as_str())
+        .is_some_and(|message| message.contains("not in the action space"));
+    if !refused_action
+        || link
+            .faults
+            .take(|k| matches!(k, Kind::UncheckedActions).then_some(()))
+            .is_none()
+    {
+        return false;
+    }
+    map.remove("error");
+    map.insert(
+        "result".into(),
+        json!({"observation": null, "reward": 0, "terminated": false, "truncated": false, "info": {}}),
+    );
+    true
 }
 
 /// Answers the bridge's hello on the mod's behalf (answer-before-hello fault).
@@ -188,6 +252,7 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
                         | Kind::UnregisteredErrorCodes
                         | Kind::NullBesideOther
                         | Kind::UpstreamMinimum
+                        | Kind::UncheckedActions
                 )
                 .then_some(())
             })
@@ -228,6 +293,7 @@ pub(super) fn mod_frame(link: &Link, body: Bytes) -> Option<Bytes> {
             changed = true;
         }
         changed |= upstream_minimum(link, &mut map);
+        changed |= unchecked_actions(link, &mut map);
         changed |= libgab_response(link, &mut map);
     }
 

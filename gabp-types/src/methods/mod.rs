@@ -2,6 +2,7 @@
 
 mod attention;
 mod content;
+mod env;
 mod events;
 mod input;
 mod resources;
@@ -18,6 +19,11 @@ pub use self::attention::{
     AttentionAckParams, AttentionAckResult, AttentionCurrentParams, AttentionCurrentResult,
 };
 pub use self::content::{ContentItem, ToolResult, WithContent, CONTENT_EXTENSION, CONTENT_MEMBER};
+pub use self::env::{
+    BoxSpace, DictSpace, DiscreteSpace, Dtype, EnvResetParams, EnvResetResult, EnvSpacesParams,
+    EnvSpacesResult, EnvStepParams, EnvStepResult, MultiBinarySpace, MultiDiscreteSpace, Space,
+    ENV_EXTENSION, MAX_SPACE_DEPTH, MAX_SPACE_ELEMENTS,
+};
 pub use self::events::{ChannelsParams, SubscribeResult, UnsubscribeResult};
 pub use self::input::{
     ButtonAction, CursorPosition, InputKeyParams, InputMouseParams, InputResult, InputText,
@@ -168,6 +174,20 @@ method!(
     InputMouse, "input/mouse", true, InputMouseParams, InputResult
 );
 
+method!(
+    /// `env/spaces`: the observation and action spaces (the `env` extension, SPEC/1.0 extensions.md §env).
+    EnvSpaces, "env/spaces", false, EnvSpacesParams, EnvSpacesResult
+);
+method!(
+    /// `env/reset`: start an episode, optionally seeded; answers the first observation (the `env` extension).
+    EnvReset, "env/reset", false, EnvResetParams, EnvResetResult
+);
+method!(
+    /// `env/step`: take an action and run the game's ticks of one step; answers observation, reward,
+    /// terminated, truncated and info (the `env` extension).
+    EnvStep, "env/step", true, EnvStepParams, EnvStepResult
+);
+
 /// Methods the extensions of SPEC/1.0 extensions.md define, whose params and results are typed here like
 /// those of the core methods.
 pub const EXTENSION_METHODS: &[&str] = &[
@@ -179,6 +199,9 @@ pub const EXTENSION_METHODS: &[&str] = &[
     InputKey::NAME,
     InputTextMethod::NAME,
     InputMouse::NAME,
+    EnvSpaces::NAME,
+    EnvReset::NAME,
+    EnvStep::NAME,
 ];
 
 /// Channels the extensions of SPEC/1.0 extensions.md define, whose payloads are typed here.

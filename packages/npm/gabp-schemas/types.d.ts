@@ -147,6 +147,113 @@ export type AttentionCurrentResult = {
   attention: null | Attention;
 };
 
+/** Params of `env/reset` requests. */
+export type EnvResetParams = {
+  /** Options of the game's own, as Gymnasium's `reset(options=...)`. */
+  options?: { [key: string]: unknown };
+  /** Seeds the episode: the same seed starts the same episode. */
+  seed?: number;
+};
+
+/** Result of successful `env/reset` responses. */
+export type EnvResetResult = {
+  /** What the game tells beside it. */
+  info: { [key: string]: unknown };
+  /** An element of the observation space. */
+  observation: unknown;
+};
+
+/** Params of `env/spaces` requests. */
+export type EnvSpacesParams = Record<string, never>;
+
+/** Result of successful `env/spaces` responses. */
+export type EnvSpacesResult = {
+  /** What `env/step` takes as `action`. */
+  action: {
+    /** The element type (default `float32`). */
+    dtype?: "float32" | "float64" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64";
+    /** The upper bound, as `low`. */
+    high: number | null | unknown[];
+    /** The lower bound: a number for every element, `null` for none, or nested arrays of the space's shape. */
+    low: number | null | unknown[];
+    /** The size of each dimension; `[]` for a single number. */
+    shape: number[];
+    type: "Box";
+  } | {
+    /** How many values, at least 1. */
+    n: number;
+    /** The smallest value (default 0). */
+    start?: number;
+    type: "Discrete";
+  } | {
+    /** How many values each element has, each at least 1. */
+    nvec: number[];
+    /** The smallest value of each element (default all 0). */
+    start?: number[];
+    type: "MultiDiscrete";
+  } | {
+    /** How many elements, at least 1. */
+    n: number;
+    type: "MultiBinary";
+  } | {
+    /** The spaces by name. */
+    spaces: { [key: string]: unknown };
+    type: "Dict";
+  };
+  /** What `env/reset` and `env/step` answer as `observation`. */
+  observation: {
+    /** The element type (default `float32`). */
+    dtype?: "float32" | "float64" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64";
+    /** The upper bound, as `low`. */
+    high: number | null | unknown[];
+    /** The lower bound: a number for every element, `null` for none, or nested arrays of the space's shape. */
+    low: number | null | unknown[];
+    /** The size of each dimension; `[]` for a single number. */
+    shape: number[];
+    type: "Box";
+  } | {
+    /** How many values, at least 1. */
+    n: number;
+    /** The smallest value (default 0). */
+    start?: number;
+    type: "Discrete";
+  } | {
+    /** How many values each element has, each at least 1. */
+    nvec: number[];
+    /** The smallest value of each element (default all 0). */
+    start?: number[];
+    type: "MultiDiscrete";
+  } | {
+    /** How many elements, at least 1. */
+    n: number;
+    type: "MultiBinary";
+  } | {
+    /** The spaces by name. */
+    spaces: { [key: string]: unknown };
+    type: "Dict";
+  };
+};
+
+/** Params of `env/step` requests. */
+export type EnvStepParams = {
+  /** An element of the action space. */
+  action: unknown;
+};
+
+/** Result of successful `env/step` responses. */
+export type EnvStepResult = {
+  /** What the game tells beside it. */
+  info: { [key: string]: unknown };
+  /** An element of the observation space, after the step. */
+  observation: unknown;
+  /** The reward of the step. */
+  reward: number;
+  /** Whether the episode reached an end of the task (won or lost). */
+  terminated: boolean;
+  /** Whether the episode was cut short (a step limit). */
+  truncated: boolean;
+};
+
 /** Params of `events/subscribe` requests. */
 export type EventsSubscribeParams = {
   /** The channels (at least one, no repeats). */
@@ -432,6 +539,9 @@ export type ToolsListResult = {
 export interface Methods {
   "attention/ack": { params: AttentionAckParams; result: AttentionAckResult; paramsRequired: true };
   "attention/current": { params: AttentionCurrentParams; result: AttentionCurrentResult; paramsRequired: false };
+  "env/reset": { params: EnvResetParams; result: EnvResetResult; paramsRequired: false };
+  "env/spaces": { params: EnvSpacesParams; result: EnvSpacesResult; paramsRequired: false };
+  "env/step": { params: EnvStepParams; result: EnvStepResult; paramsRequired: true };
   "events/subscribe": { params: EventsSubscribeParams; result: EventsSubscribeResult; paramsRequired: true };
   "events/unsubscribe": { params: EventsUnsubscribeParams; result: EventsUnsubscribeResult; paramsRequired: true };
   "input/key": { params: InputKeyParams; result: InputKeyResult; paramsRequired: true };

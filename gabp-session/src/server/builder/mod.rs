@@ -9,10 +9,11 @@ use std::future::Future;
 use futures::FutureExt;
 use gabp_transport::{ModSettings, Token};
 use gabp_types::methods::{
-    AttentionAck, AttentionCurrent, HelloToken, InputKey, InputMouse, InputTextMethod, Method,
-    ServerInfo, StateGet, StateGetParams, StateSet, StateSetParams, StateSetResult, TimePause,
-    TimeResume, TimeStatus, TimeStep, ToolsCancel, CORE_METHODS, EXTENSION_METHODS,
-    TIME_CHANGED_CHANNEL, TOOLS_CHANGED_CHANNEL,
+    AttentionAck, AttentionCurrent, EnvReset, EnvResetParams, EnvResetResult, EnvSpaces, EnvStep,
+    EnvStepResult, HelloToken, InputKey, InputMouse, InputTextMethod, Method, ServerInfo, StateGet,
+    StateGetParams, StateSet, StateSetParams, StateSetResult, TimePause, TimeResume, TimeStatus,
+    TimeStep, ToolsCancel, CORE_METHODS, EXTENSION_METHODS, TIME_CHANGED_CHANNEL,
+    TOOLS_CHANGED_CHANNEL,
 };
 use gabp_types::{ChannelName, ErrorCode, ExtraMembers, MethodName, Response, Uri};
 use serde::de::DeserializeOwned;
@@ -25,6 +26,7 @@ use super::admission::Admission;
 use super::catalog::ToolCatalog;
 use super::clock::GameClock;
 use super::context::{StateMap, StateType};
+use super::env::{Env, EnvSpec};
 use super::error::CallError;
 use super::events::{EventHub, EventPublisher};
 use super::handler::{boxed, Handler};
@@ -88,6 +90,7 @@ pub struct ModServerBuilder {
     dynamic_tools: bool,
     time_control: bool,
     input: Option<InputFn>,
+    env: Option<Env>,
     tools: Vec<Tool>,
     resources: Vec<Resource>,
     channels: Vec<String>,
@@ -143,6 +146,7 @@ impl ModServerBuilder {
             dynamic_tools: false,
             time_control: false,
             input: None,
+            env: None,
             tools: Vec::new(),
             resources: Vec::new(),
             channels: Vec::new(),
@@ -269,6 +273,61 @@ impl ModServerBuilder {
         apply: impl Fn(&mut S, Input) -> Result<(), CallError> + Send + Sync + 'static,
     ) -> Self {
         self.input = Some(input_fn(apply));
+        self
+    }
+
+    /// Serves the game as a reinforcement-learning environment (SPEC/1.0 extensions.md §env): the mod serves
+    /// `env/spaces`, `env/reset` and `env/step` and advertises the `env` extension. On the game's thread, inside
+    /// [`MainThread::pump_with`] with the game's state `S`: `reset` starts an episode (seeded by
+    /// `params.seed`) and answers its first observation; `act` gives the game an action the server already
+    /// checked against the action space; once the step's [`EnvSpec::ticks_per_step`] ticks have run (through
+    /// the [`GameClock`], while time stays paused), `observe` answers observation, reward, `terminated`,
+    /// `truncated` and info. A spec with ticks turns time control on. The server refuses steps out of turn,
+    /// counts steps against [`EnvSpec::max_episode_steps`], and answers an observation outside its space
+    /// `-32603`.
+    ///
+    /// ```
+    /// use gabp_session::server::{CallError, EnvSpec, ModServer};
+    /// use gabp_types::methods::{Dtype, EnvResetResult, EnvStepResult, Space};
+    /// use serde_json::{json, Map};
+    ///
+    /// struct Game { x: i64, goal: i64 }
+    ///
+    /// let spec = EnvSpec::new(Space::bounded(-10.0, 10.0, vec![1], Dtype::Int64), Space::discrete(2))
+    ///     .ticks_per_step(1)
+    ///     .max_episode_steps(100);
+    /// let builder = ModServer::builder().env(
+    ///     spec,
+    ///     |game: &mut Game, params| {
+    ///         game.x = 0;
+    ///         game.goal = if params.seed.unwrap_or(0) % 2 == 0 { 3 } else { -3 };
+    ///         Ok::<_, CallError>(EnvResetResult::new(json!([game.x]), Map::new()))
+    ///     },
+    ///     |game: &mut Game, action| {
+    ///         game.x += if action == json!(1) { 1 } else { -1 };
+    ///         Ok(())
+    ///     },
+    ///     |game: &mut Game| {
+    ///         let mut outcome = EnvStepResult::new(json!([game.x]), 0.0);
+    ///         outcome.terminated = game.x == game.goal;
+    ///         outcome.reward = if outcome.terminated { 1.0 } else { 0.0 };
+    ///         Ok(outcome)
+    ///     },
+    /// );
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn env<S: 'static>(
+        mut self,
+        spec: EnvSpec,
+        reset: impl Fn(&mut S, EnvResetParams) -> Result<EnvResetResult, CallError>
+            + Send
+            + Sync
+            + 'static,
+        act: impl Fn(&mut S, Value) -> Result<(), CallError> + Send + Sync + 'static,
+        observe: impl Fn(&mut S) -> Result<EnvStepResult, CallError> + Send + Sync + 'static,
+    ) -> Self {
+        self.env = Some(Env::new(spec, reset, act, observe));
         self
     }
 
@@ -468,7 +527,7 @@ impl ModServerBuilder {
     /// [`Error`]: no token or a short one, an invalid or duplicate name, a tool schema that does not
     /// compile, a custom method named like one the mod serves itself, an out-of-range limit, invalid app info
     /// or extension.
-    pub fn build(self) -> Result<ModServer, Error> {
+    pub fn build(mut self) -> Result<ModServer, Error> {
         self.check_states()?;
         let token = self.token.ok_or(Error::MissingToken)?;
         let len = token.expose_secret().chars().count();
@@ -479,6 +538,14 @@ impl ModServerBuilder {
         self.hub.set_max_message_size(self.limits.max_message_size);
         self.hub.set_patterns(self.channel_patterns);
         self.main_thread.set_capacity(self.limits.main_thread_queue);
+
+        // SPEC/1.0 extensions.md §env: a step runs ticks through the clock.
+        if let Some(env) = &self.env {
+            if let Some(problem) = env.spec().problem() {
+                return Err(Error::InvalidWelcomeConfig(problem));
+            }
+            self.time_control |= env.spec().ticks() > 0;
+        }
 
         // Tools, and the channel announcing their changes (SPEC/1.0 extensions.md §tools-changed).
         let tools = self
@@ -541,7 +608,7 @@ impl ModServerBuilder {
             })
             .map(str::to_owned)
             .collect();
-        // SPEC/1.0 extensions.md §cancel, §time-control, §input: the extensions' methods.
+        // SPEC/1.0 extensions.md §cancel, §time-control, §input, §env: the extensions' methods.
         methods.push(ToolsCancel::NAME.to_owned());
         if self.time_control {
             let time = [
@@ -555,6 +622,10 @@ impl ModServerBuilder {
         if self.input.is_some() {
             let input = [InputKey::NAME, InputTextMethod::NAME, InputMouse::NAME];
             methods.extend(input.map(str::to_owned));
+        }
+        if self.env.is_some() {
+            let env = [EnvSpaces::NAME, EnvReset::NAME, EnvStep::NAME];
+            methods.extend(env.map(str::to_owned));
         }
         let mut custom = HashMap::new();
         for (name, handler) in self.methods {
@@ -584,6 +655,7 @@ impl ModServerBuilder {
             tools_changed: self.dynamic_tools,
             time_control: self.time_control,
             input: self.input.is_some(),
+            env: self.env.as_ref().map(|env| env.spec().extension()),
             extensions: self.extensions,
             methods: &methods,
             channels: self
@@ -625,6 +697,7 @@ impl ModServerBuilder {
             content_limit: self.limits.content_limit(),
             clock,
             input: self.input,
+            env: self.env.map(Arc::new),
             state: shared,
         });
         Ok(ModServer::new(super::serve::Parts {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use gabp_types::decode::check_result;
-use gabp_types::methods::{ToolResult, CONTENT_MEMBER};
+use gabp_types::methods::{Space, ToolResult, CONTENT_MEMBER};
 use gabp_types::ErrorCode;
 use serde_json::{json, Value};
 
@@ -224,6 +224,171 @@ pub(super) async fn extensions_content(ctx: &mut Ctx) -> CheckResult {
     let bytes = split.content_bytes() as u64;
     if bytes > max {
         fail!("world/render sent {bytes} bytes of content, over the advertised maxBytes of {max}");
+    }
+    Ok(())
+}
+
+pub(super) async fn extensions_input(ctx: &mut Ctx) -> CheckResult {
+    let ext = extension(ctx, "input")?;
+    if ext["keyNames"] != "KeyboardEvent.code" || !ext["maxTextChars"].is_u64() {
+        fail!(
+            "the input extension needs keyNames \"KeyboardEvent.code\" and an integer maxTextChars ({})",
+            short(&ext)
+        );
+    }
+    if !ctx.advertises("input/key") {
+        fail!("the mod advertises input but not the method input/key");
+    }
+    let mut wire = ctx.session().await?;
+    // Releasing a key nobody holds changes nothing in any game.
+    let release = json!({"key": "ShiftLeft", "action": "release"});
+    let r = wire.call("input/key", Some(release), ctx.answer()).await?;
+    let result = expect_result(&r, "input/key of a release of ShiftLeft")?;
+    if let Err(e) = check_result("input/key", result) {
+        fail!("the answer of input/key does not match its schema: {e}");
+    }
+    for (params, what) in [
+        (
+            json!({"key": "Spacebar", "action": "tap"}),
+            "input/key of the key name Spacebar (KeyboardEvent.code calls it Space)",
+        ),
+        (
+            json!({"key": "ShiftLeft", "action": "hold"}),
+            "input/key with the action hold",
+        ),
+    ] {
+        let r = wire.call("input/key", Some(params), ctx.answer()).await?;
+        expect_error(&r, ErrorCode::INVALID_PARAMS, what)?;
+    }
+    if ctx.advertises("input/text") {
+        let r = wire
+            .call("input/text", Some(json!({"text": ""})), ctx.answer())
+            .await?;
+        expect_error(&r, ErrorCode::INVALID_PARAMS, "input/text of no text")?;
+    }
+    Ok(())
+}
+
+/// The result of an `env/*` answer, checked against its schema.
+fn env_result(r: &gabp_types::Response, method: &str) -> Result<Value, Verdict> {
+    let result = expect_result(r, method)?.clone();
+    if let Err(e) = check_result(method, &result) {
+        fail!("the answer of {method} does not match its schema: {e}");
+    }
+    Ok(result)
+}
+
+/// `value` in `space`, or a failure naming `what`.
+fn in_space(space: &Space, value: &Value, what: &str) -> CheckResult {
+    match space.contains(value) {
+        Ok(()) => Ok(()),
+        Err(e) => fail!("{what} ({}) is outside its space: {e}", short(value)),
+    }
+}
+
+pub(super) async fn extensions_env(ctx: &mut Ctx) -> CheckResult {
+    let ext = extension(ctx, "env")?;
+    if !ext["ticksPerStep"].is_u64() {
+        fail!(
+            "the env extension has no integer ticksPerStep ({})",
+            short(&ext)
+        );
+    }
+    for method in ["env/spaces", "env/reset", "env/step"] {
+        if !ctx.advertises(method) {
+            fail!("the mod advertises env but not the method {method}");
+        }
+    }
+    let mut wire = ctx.session().await?;
+    let spaces = env_result(
+        &wire.call("env/spaces", None, ctx.answer()).await?,
+        "env/spaces",
+    )?;
+    let (Ok(observation), Ok(action)) = (
+        serde_json::from_value::<Space>(spaces["observation"].clone()),
+        serde_json::from_value::<Space>(spaces["action"].clone()),
+    ) else {
+        fail!(
+            "env/spaces answered spaces that break their rules: {}",
+            short(&spaces)
+        );
+    };
+    let seeded = json!({"seed": 7});
+    let first = env_result(
+        &wire
+            .call("env/reset", Some(seeded.clone()), ctx.answer())
+            .await?,
+        "env/reset",
+    )?;
+    in_space(
+        &observation,
+        &first["observation"],
+        "the observation of env/reset",
+    )?;
+    let outside = json!({"action": "conformance: no space holds a string"});
+    let r = wire.call("env/step", Some(outside), ctx.answer()).await?;
+    let e = expect_error(
+        &r,
+        ErrorCode::INVALID_PARAMS,
+        "env/step of an action outside the space",
+    )?;
+    let path = e
+        .data
+        .as_ref()
+        .and_then(|d| d["errors"][0]["path"].as_str())
+        .unwrap_or_default();
+    if ctx.strict() && !path.starts_with("/params/action") {
+        fail!("env/step of an action outside the space was refused without the path /params/action (data: {})",
+            e.data.as_ref().map_or_else(|| "none".to_owned(), short));
+    }
+    let mut state = 7_u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        state >> 11
+    };
+    let mut ended = false;
+    for _ in 0..3 {
+        let params = json!({"action": action.sample(&mut next)});
+        let step = env_result(
+            &wire.call("env/step", Some(params), ctx.answer()).await?,
+            "env/step",
+        )?;
+        in_space(
+            &observation,
+            &step["observation"],
+            "the observation of env/step",
+        )?;
+        if step["terminated"] == true || step["truncated"] == true {
+            ended = true;
+            break;
+        }
+    }
+    if ended {
+        let r = wire
+            .call(
+                "env/step",
+                Some(json!({"action": action.sample(&mut next)})),
+                ctx.answer(),
+            )
+            .await?;
+        expect_error(
+            &r,
+            ErrorCode::TOOL_UNAVAILABLE,
+            "env/step after the episode ended",
+        )?;
+    }
+    let again = env_result(
+        &wire.call("env/reset", Some(seeded), ctx.answer()).await?,
+        "env/reset",
+    )?;
+    if again["observation"] != first["observation"] {
+        fail!(
+            "env/reset with the same seed started another episode: {} then {}",
+            short(&first["observation"]),
+            short(&again["observation"])
+        );
     }
     Ok(())
 }

@@ -50,7 +50,8 @@ use self::envelope::{envelope_strictly_valid, responses_ids_match, responses_one
 use self::errors::{errors_invalid_params, errors_method_not_found, errors_responses_not_answered};
 use self::events::events_seq_contiguous;
 use self::extensions::{
-    extensions_cancel, extensions_content, extensions_progress, extensions_time_control,
+    extensions_cancel, extensions_content, extensions_env, extensions_input, extensions_progress,
+    extensions_time_control,
 };
 use self::framing::{
     framing_answers_whole, framing_bad_header_closed, framing_coalesced_frames,
@@ -163,6 +164,10 @@ suite! {
         "with the time-control extension: its methods and channel are advertised, a second pause changes nothing, a step of 0 is refused, a step of 2 runs exactly 2 ticks";
     extensions_content: "extensions.content", GabpRs, Session,
         "with the content extension: maxBytes is advertised, and world/render's picture is a valid content item within it";
+    extensions_input: "extensions.input", GabpRs, Session,
+        "with the input extension: its members and input/key are advertised, a key release is answered {}, an unknown key name, an unknown action and (with input/text) empty text are refused with -32602";
+    extensions_env: "extensions.env", GabpRs, Session,
+        "with the env extension: its methods are advertised, the spaces are valid, observations lie in their space, an action outside the space is refused with -32602 at /params/action, a step after the episode ended with -32401, and a seed starts the same episode twice";
     session_goodbye: "session.goodbye", Must, Session,
         "session/goodbye is answered, then the connection is closed (upstream profile: when the mod advertises it)";
     responses_one_of_result_error: "responses.one_of_result_error", Must, Session,
