@@ -5,8 +5,12 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+
+use support::built;
 
 /// The Python of the venv `.ci/run` makes, when it can import the MCP SDK.
 fn python_with_mcp() -> Option<PathBuf> {
@@ -20,38 +24,6 @@ fn python_with_mcp() -> Option<PathBuf> {
         .stderr(Stdio::null())
         .status();
     matches!(imports, Ok(status) if status.success()).then_some(python)
-}
-
-/// Builds `target` of package `package` (`--bin NAME` or `--example NAME`) and returns its executable.
-fn built(package: &str, kind: &str, name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().unwrap().parent().unwrap().to_owned();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut build = Command::new(cargo);
-    build.args([
-        "build",
-        "--quiet",
-        "--message-format=json",
-        "-p",
-        package,
-        kind,
-        name,
-    ]);
-    if profile.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let out = build.output().unwrap();
-    assert!(
-        out.status.success(),
-        "cargo build -p {package} {kind} {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["target"]["name"] == name)
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo names the executable of {name}"))
 }
 
 #[test]
