@@ -178,7 +178,7 @@ impl Http {
         })
     }
 
-    /// Posts `body` and returns the response body (which must carry a Content-Length).
+    /// Posts `body` and returns the response body (sized by Content-Length, or chunked).
     fn post(&mut self, body: &[u8]) -> Result<Vec<u8>, Failure> {
         let mut request = format!(
             "POST / HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -194,6 +194,7 @@ impl Http {
             return Err(format!("BRP answered {line:?}").into());
         }
         let mut length = None;
+        let mut chunked = false;
         loop {
             line.clear();
             self.reader.read_line(&mut line)?;
@@ -204,12 +205,32 @@ impl Http {
             if let Some((name, value)) = header.split_once(':') {
                 if name.eq_ignore_ascii_case("content-length") {
                     length = Some(value.trim().parse::<usize>()?);
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value.trim().eq_ignore_ascii_case("chunked");
                 }
             }
         }
-        let length = length.ok_or("BRP's answer has no Content-Length")?;
-        let mut answer = vec![0; length];
-        self.reader.read_exact(&mut answer)?;
+        let mut answer = Vec::new();
+        match (length, chunked) {
+            (Some(length), false) => {
+                answer.resize(length, 0);
+                self.reader.read_exact(&mut answer)?;
+            }
+            (None, true) => loop {
+                line.clear();
+                self.reader.read_line(&mut line)?;
+                let size = usize::from_str_radix(line.trim_end(), 16)?;
+                let at = answer.len();
+                answer.resize(at + size, 0);
+                self.reader.read_exact(&mut answer[at..])?;
+                line.clear();
+                self.reader.read_line(&mut line)?;
+                if size == 0 {
+                    break;
+                }
+            },
+            _ => return Err("BRP's answer has neither a Content-Length nor chunks".into()),
+        }
         Ok(answer)
     }
 }
