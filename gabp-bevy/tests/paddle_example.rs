@@ -4,8 +4,9 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,41 +15,9 @@ use gabp_session::bridge::SubscriptionItem;
 use gabp_session::Bridge;
 use gabp_transport::{Endpoint, Token};
 use serde_json::json;
+use support::{built, TOKEN};
 
-const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 const TRANSFORM: &str = "bevy_transform::components::transform::Transform";
-
-/// The example's binary, built (as `cargo test --test paddle_example` alone does not), as cargo names it.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile = exe.parent().unwrap().parent().unwrap().to_owned();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut build = Command::new(cargo);
-    build.args([
-        "build",
-        "--quiet",
-        "--message-format=json",
-        "-p",
-        "gabp-bevy",
-        "--example",
-        "paddle",
-    ]);
-    if profile.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let built = build.output().unwrap();
-    assert!(
-        built.status.success(),
-        "cargo build --example paddle: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    String::from_utf8_lossy(&built.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["target"]["name"] == "paddle")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("cargo names the example's executable")
-}
 
 /// Kills the game however the test ends.
 struct Running(std::process::Child);
@@ -86,7 +55,7 @@ async fn the_paddle_game_is_paused_stepped_played_and_heard() {
         .unwrap()
         .port();
     let home = tempfile::tempdir().unwrap();
-    let binary = example();
+    let binary = built("gabp-bevy", "--example", "paddle");
     let child = Command::new(&binary)
         .env("GABP_SERVER_PORT", port.to_string())
         .env("GABP_TOKEN", TOKEN)

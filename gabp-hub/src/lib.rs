@@ -49,7 +49,7 @@ use std::time::Duration;
 use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
-pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
+pub use calls::{AttentionView, GameCall, GATED_METHODS, MAX_EVENT_WAIT};
 pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools, ToolNaming};
 pub use error::{ConfigProblem, HubError};
 pub use events::{EventLimits, Gap, LoggedEvent};

@@ -14,6 +14,7 @@ use gabp_types::methods::TOOLS_CHANGED_CHANNEL;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::calls::GATED_METHODS;
 use crate::error::HubError;
 use crate::events::Gap;
 use crate::game::{Game, GameStatus};
@@ -104,7 +105,12 @@ impl Game {
     /// Takes `bridge` as the game's connection (unless a newer start replaced `epoch`): the attention gate,
     /// the tool list, the restored subscriptions, and the tasks that follow the connection.
     async fn attach(&self, epoch: u64, bridge: Bridge) -> Result<usize, HubError> {
-        let gate = AttentionGate::new(&bridge.service());
+        let gate = GATED_METHODS
+            .iter()
+            .fold(AttentionGate::builder(), |gate, method| {
+                gate.gate_method(*method)
+            })
+            .build(&bridge.service());
         gate.sync().await;
         let tools = match bridge.tools().await {
             Ok(tools) => tools,

@@ -1,4 +1,5 @@
-//! The hub's own MCP tools: GABS 1.1's thirteen (same names, same arguments) and the event tools.
+//! The hub's own MCP tools: GABS 1.1's thirteen (same names, same arguments), the event tools, and time
+//! control and input for the games that offer them.
 
 use std::sync::Arc;
 
@@ -82,6 +83,20 @@ pub(crate) const HUB_TOOLS: &[HubTool] = &[
         read_only: true,
     },
     HubTool {
+        name: "games_input",
+        description: "Play a game that offers input: press, release or tap a key (W3C KeyboardEvent.code names: KeyA, Digit1, ArrowLeft, Space, Enter, ...), type text, or click a mouse button, as if a player did. Give exactly one of key, text or button.",
+        required: &[],
+        args: &[
+            OPTIONAL_GAME_ID,
+            ("key", "string", "A key name, such as ArrowLeft, KeyW or Space"),
+            ("text", "string", "Text to type, as text input"),
+            ("button", "string", "A mouse button: left, right or middle"),
+            ("action", "string", "For a key: press, release or tap (default tap); for a button: press, release or click (default click)"),
+            ("position", "object", "For a button: {x, y}, where the cursor goes first, in the window's logical pixels from its top left"),
+        ],
+        read_only: false,
+    },
+    HubTool {
         name: "games_kill",
         description: "End a game the hub started, at once (its whole process group).",
         required: &["gameId"],
@@ -147,6 +162,17 @@ pub(crate) const HUB_TOOLS: &[HubTool] = &[
         args: &[
             OPTIONAL_GAME_ID,
             ("channels", "array", "Channel names, such as player/move"),
+        ],
+        read_only: false,
+    },
+    HubTool {
+        name: "games_time",
+        description: "Pause, resume or step a game that offers time control, or read its clock. Paused, the world stays as you read it; step runs exactly that many ticks of its simulation.",
+        required: &["action"],
+        args: &[
+            OPTIONAL_GAME_ID,
+            ("action", "string", "status, pause, resume or step"),
+            ("ticks", "integer", "For step: how many ticks to run (1 to the game's maxStepTicks)"),
         ],
         read_only: false,
     },

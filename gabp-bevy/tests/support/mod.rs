@@ -4,6 +4,8 @@
 
 pub mod world;
 
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -110,4 +112,37 @@ impl Game {
         bridge.close().await;
         assert_eq!(self.thread.join().unwrap(), AppExit::Success);
     }
+}
+
+/// Builds target `name` of `package` (`kind` is `--bin` or `--example`; `cargo test` alone builds neither for
+/// this package's tests) in the tests' profile, and returns its executable as cargo names it.
+pub fn built(package: &str, kind: &str, name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile = exe.parent().unwrap().parent().unwrap().to_owned();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut build = Command::new(cargo);
+    build.args([
+        "build",
+        "--quiet",
+        "--message-format=json",
+        "-p",
+        package,
+        kind,
+        name,
+    ]);
+    if profile.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let out = build.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo build -p {package} {kind} {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["target"]["name"] == name)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo names the executable of {name}"))
 }

@@ -1,5 +1,6 @@
 //! The hub tools' implementations, by what they act on.
 
+mod control;
 mod discovery;
 mod lifecycle;
 pub(crate) mod logs;
@@ -72,6 +73,8 @@ pub(crate) async fn run(
             "games_unsubscribe" => play::unsubscribe(hub, &args)?,
             "games_events" => play::events(hub, &args).await?,
             "games_logs" => logs::logs(hub, &args)?,
+            "games_time" => control::time(hub, &args).await?,
+            "games_input" => control::input(hub, &args).await?,
             other => Reply::error(
                 "unknown_tool",
                 format!("Unknown tool '{other}'"),
