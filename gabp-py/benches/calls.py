@@ -16,17 +16,15 @@ import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import time
-import uuid
 from typing import Any, Callable, Dict, List, Tuple
 
 import gabp
 import gabp.aio
+from plain_client import TOKEN, PlainClient
 
-TOKEN = "0123456789abcdef0123456789abcdef"
 ARGS = {"value": "gabp"}
 
 
@@ -86,40 +84,6 @@ def python_in_flight(endpoint: str, calls: int, in_flight: int) -> float:
         return rate
 
     return asyncio.run(main())
-
-
-class PlainClient:
-    """GABP by hand: Content-Length framing over a socket, json for the envelopes."""
-
-    def __init__(self, endpoint: str) -> None:
-        host, port = endpoint.removeprefix("tcp://").rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = b""
-        self.request(
-            "session/hello",
-            {"token": TOKEN, "bridgeVersion": "0.1.0", "platform": "linux", "launchId": str(uuid.uuid4())},
-        )
-
-    def request(self, method: str, params: Dict[str, Any]) -> Any:
-        body = json.dumps(
-            {"v": "gabp/1", "id": str(uuid.uuid4()), "type": "request", "method": method, "params": params}
-        ).encode()
-        self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        while True:
-            head, sep, rest = self.buffer.partition(b"\r\n\r\n")
-            if sep:
-                length = int(head.split(b":")[1])
-                if len(rest) >= length:
-                    self.buffer = rest[length:]
-                    message = json.loads(rest[:length])
-                    if message.get("type") == "response":
-                        return message.get("result")
-                    continue
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buffer += chunk
 
 
 def plain_sequential(endpoint: str, calls: int) -> float:

@@ -1,5 +1,6 @@
 //! `gabp.Bridge`: a connection to a mod, for test harnesses and agents. Each blocking method waits without
-//! holding the interpreter; each has an `_async` twin returning an asyncio awaitable, for `gabp.aio`.
+//! holding the interpreter; `call_async` and `request_async` start the same for `gabp.aio`, answered through
+//! `Completions`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::Value;
 
+use crate::completions::Completions;
 use crate::errors::{config_error, to_py};
 use crate::events::Subscription;
 use crate::json::{arguments, to_python, Json};
@@ -184,20 +186,21 @@ impl PyBridge {
         }
     }
 
-    /// `call`, as an awaitable.
-    #[pyo3(signature = (name, args=None, /, *, timeout=None, **kwargs))]
-    fn call_async<'py>(
+    /// Starts `call` for `gabp.aio`: its answer comes through `completions` under the returned id.
+    #[pyo3(signature = (completions, name, args=None, /, *, timeout=None, **kwargs))]
+    fn call_async(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
+        completions: &Completions,
         name: &str,
-        args: Option<&Bound<'py, PyAny>>,
+        args: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
-        kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<u64> {
         let args = arguments(args, kwargs, &format!("the arguments of {name}"))?;
         let bridge = self.limited(py, timeout)?;
         let name = name.to_owned();
-        awaitable(py, async move { bridge.call_tool(&name, args).await })
+        completions.submit(async move { bridge.call_tool(&name, args).await })
     }
 
     /// Sends request `method` with `params` (a dict) and returns its result: for methods this class has no
@@ -216,19 +219,20 @@ impl PyBridge {
         self.blocking(py, async move { bridge.request(&method, params).await })
     }
 
-    /// `request`, as an awaitable.
-    #[pyo3(signature = (method, params=None, *, timeout=None))]
-    fn request_async<'py>(
+    /// Starts `request` for `gabp.aio`: its answer comes through `completions` under the returned id.
+    #[pyo3(signature = (completions, method, params=None, *, timeout=None))]
+    fn request_async(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
+        completions: &Completions,
         method: &str,
-        params: Option<&Bound<'py, PyAny>>,
+        params: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<u64> {
         let params = arguments(params, None, &format!("the params of {method}"))?;
         let bridge = self.limited(py, timeout)?;
         let method = method.to_owned();
-        awaitable(py, async move { bridge.request(&method, params).await })
+        completions.submit(async move { bridge.request(&method, params).await })
     }
 
     /// Subscribes to `channels` (names, or glob patterns when the mod offers `channel-patterns`): an

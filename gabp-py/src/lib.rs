@@ -2,6 +2,7 @@
 //! gabp-session. The package's Python modules wrap it; see `python/gabp`.
 
 mod bridge;
+mod completions;
 mod errors;
 mod events;
 mod json;
@@ -14,6 +15,7 @@ use pyo3::prelude::*;
 fn _gabp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<bridge::PyBridge>()?;
+    m.add_class::<completions::Completions>()?;
     m.add_class::<events::Subscription>()?;
     m.add_class::<events::Event>()?;
     m.add_class::<mod_server::PyMod>()?;

@@ -43,12 +43,39 @@ class Subscription:
 
 
 class Bridge:
-    """A connection to one mod, for asyncio programs; see :class:`gabp.Bridge` for what each method does."""
+    """A connection to one mod, for asyncio programs; see :class:`gabp.Bridge` for what each method does.
 
-    __slots__ = ("_inner",)
+    It belongs to the event loop it was connected in.
+    """
+
+    __slots__ = ("_inner", "_loop", "_completions", "_pending")
 
     def __init__(self, inner: _gabp.Bridge) -> None:
         self._inner = inner
+        self._loop = asyncio.get_running_loop()
+        self._completions = _gabp.Completions()
+        self._pending: Dict[int, "asyncio.Future[Any]"] = {}
+        self._loop.add_reader(self._completions.fileno(), self._answered)
+
+    def _answered(self) -> None:
+        for answer_id, ok, value in self._completions.drain():
+            future = self._pending.pop(answer_id, None)
+            if future is None or future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    async def _answer(self, answer_id: int) -> Any:
+        future = self._loop.create_future()
+        self._pending[answer_id] = future
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._pending.pop(answer_id, None)
+            self._completions.cancel(answer_id)
+            raise
 
     @classmethod
     async def connect(
@@ -74,16 +101,16 @@ class Bridge:
         return self._inner.connected
 
     async def tools(self) -> List[Dict[str, Any]]:
-        listed = await self._inner.request_async("tools/list")
+        listed = await self.request("tools/list")
         return list(listed.get("tools", []))
 
     async def call(
         self, name: str, args: Optional[Dict[str, Any]] = None, /, *, timeout: Optional[float] = None, **kwargs: Any
     ) -> Any:
-        return await self._inner.call_async(name, args, timeout=timeout, **kwargs)
+        return await self._answer(self._inner.call_async(self._completions, name, args, timeout=timeout, **kwargs))
 
     async def request(self, method: str, params: Optional[Dict[str, Any]] = None, *, timeout: Optional[float] = None) -> Any:
-        return await self._inner.request_async(method, params, timeout=timeout)
+        return await self._answer(self._inner.request_async(self._completions, method, params, timeout=timeout))
 
     async def subscribe(self, *channels: str) -> Subscription:
         inner = await asyncio.get_running_loop().run_in_executor(None, lambda: self._inner.subscribe(*channels))
@@ -121,6 +148,7 @@ class Bridge:
 
     async def close(self) -> None:
         await self._inner.close_async()
+        self._loop.remove_reader(self._completions.fileno())
 
     async def __aenter__(self) -> "Bridge":
         return self
