@@ -9,25 +9,8 @@ Errors are the exceptions of :mod:`gabp.errors`, re-exported here.
 
 from ._gabp import ToolCall, __version__
 from .bridge import Bridge, Event, Subscription
-from .errors import (
-    AuthenticationFailed,
-    Disconnected,
-    GabpError,
-    InvalidArgument,
-    InvalidParams,
-    MethodNotFound,
-    NotAuthenticated,
-    NotSupported,
-    ProtocolError,
-    RemoteError,
-    ResourceNotFound,
-    StateError,
-    Timeout,
-    ToolFailed,
-    ToolNotFound,
-    ToolTimeout,
-    ToolUnavailable,
-)
+from . import errors
+from .errors import *  # noqa: F403 (the exception classes, listed in errors.__all__)
 from .mod import Mod
 
 __all__ = [
@@ -37,21 +20,5 @@ __all__ = [
     "Subscription",
     "Mod",
     "ToolCall",
-    "GabpError",
-    "RemoteError",
-    "AuthenticationFailed",
-    "NotAuthenticated",
-    "MethodNotFound",
-    "InvalidParams",
-    "ToolNotFound",
-    "ToolUnavailable",
-    "ToolFailed",
-    "ToolTimeout",
-    "ResourceNotFound",
-    "Timeout",
-    "Disconnected",
-    "ProtocolError",
-    "NotSupported",
-    "InvalidArgument",
-    "StateError",
+    *errors.__all__,
 ]
