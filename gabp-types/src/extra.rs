@@ -3,7 +3,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::decode::escape_pointer;
 use crate::methods::{
     AppInfo, AttentionAckResult, AttentionCurrentResult, EnvResetResult, EnvSpacesResult,
     EnvStepResult, GoodbyeResult, InputResult, PingResult, ResourceInfo, ResourcesListResult,
@@ -11,6 +10,7 @@ use crate::methods::{
     SubscribeResult, TimeState, ToolsCancelResult, ToolsListResult, UnsubscribeResult,
     WelcomeResult,
 };
+use crate::pointer::escape_pointer;
 use crate::{Attention, AttentionSample, Capabilities, Limits, ToolDescriptor};
 
 /// A type of an answer from a mod that keeps, in `extra` fields, the members `gabp/1` does not define, in

@@ -120,6 +120,7 @@ mod message;
 pub mod methods;
 mod name;
 pub mod params;
+mod pointer;
 pub mod schema;
 mod strict;
 mod success;

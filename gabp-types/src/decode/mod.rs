@@ -24,12 +24,12 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 pub use self::error::DecodeError;
-pub(crate) use self::params::escape_pointer;
 pub use self::params::{
     check_params, check_result, check_result_in, tools_call_members, ToolsCallMembers,
 };
 use self::params::{typed, typed_answer};
 use crate::methods::{self, Method};
+use crate::pointer::escape_pointer;
 use crate::{
     Attention, ChannelName, ErrorCode, ErrorObject, Event, Message, MessageId, MessageKind,
     MethodName, Outcome, Params, Request, Response, Timestamp, PROTOCOL_VERSION,

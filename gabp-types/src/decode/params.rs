@@ -10,12 +10,8 @@ use serde_json::Value;
 use super::{DecodeError, DecodeMode};
 use crate::methods::{self, Method};
 use crate::params::{json_str, raw_type_name, CallRecord, Key};
+use crate::pointer::escape_pointer;
 use crate::{shorten, without_json_position, ErrorCode, ExtraMembers, Params};
-
-/// Escapes a JSON pointer reference token (RFC 6901).
-pub(crate) fn escape_pointer(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
 
 /// Deserializes `T` from a borrowed value, mapping a failure to `code` with the pointer of the failing value.
 ///

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use crate::decode::escape_pointer;
+use crate::pointer::escape_pointer;
 use crate::Error;
 
 /// The key of the `env` extension in `capabilities.extensions`.
