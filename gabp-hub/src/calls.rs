@@ -24,16 +24,6 @@ use crate::game::Game;
 /// A game tool call under way: its result, with the attention item that opened while it ran.
 pub type GameCall = BoxFuture<'static, Result<Gated<Value>, HubError>>;
 
-/// The extension methods that change the game: refused, like a game-changing tool call, while a blocking
-/// attention item is open. `time/pause` and `time/status` always pass (pausing is what an agent does first).
-pub const GATED_METHODS: [&str; 5] = [
-    "time/resume",
-    "time/step",
-    "input/key",
-    "input/text",
-    "input/mouse",
-];
-
 /// The longest `events` waits for new events.
 pub const MAX_EVENT_WAIT: Duration = Duration::from_secs(30);
 
@@ -122,7 +112,7 @@ impl Game {
 
     /// Sends `method` of the time-control or input extension (SPEC/1.0 extensions.md §time-control, §input)
     /// with `params` through the attention gate, which refuses those that move or play the game
-    /// ([`GATED_METHODS`]) while a blocking item is open. A method the game does not advertise fails without a
+    /// ([`GATED_METHODS`](crate::GATED_METHODS)) while a blocking item is open. A method the game does not advertise fails without a
     /// round trip.
     ///
     /// # Errors

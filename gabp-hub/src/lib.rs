@@ -49,11 +49,12 @@ use std::time::Duration;
 use gabp_types::ToolDescriptor;
 use tokio::sync::broadcast;
 
-pub use calls::{AttentionView, GameCall, GATED_METHODS, MAX_EVENT_WAIT};
+pub use calls::{AttentionView, GameCall, MAX_EVENT_WAIT};
 pub use config::{GameConfig, HubConfig, LaunchMode, MirrorTools, ToolNaming};
 pub use error::{ConfigProblem, HubError};
 pub use events::{EventLimits, Gap, LoggedEvent};
 pub use game::{Game, GameSnapshot, GameStatus, StartOutcome};
+pub use link::GATED_METHODS;
 pub use reload::{LiveHub, RELOAD_POLL};
 
 /// A change a front end passes on to its clients.

@@ -14,11 +14,20 @@ use gabp_types::methods::TOOLS_CHANGED_CHANNEL;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::calls::GATED_METHODS;
 use crate::error::HubError;
 use crate::events::Gap;
 use crate::game::{Game, GameStatus};
 use crate::launch::LaunchPlan;
+
+/// The extension methods that change the game: refused, like a game-changing tool call, while a blocking
+/// attention item is open. `time/pause` and `time/status` always pass (pausing is what an agent does first).
+pub const GATED_METHODS: [&str; 5] = [
+    "time/resume",
+    "time/step",
+    "input/key",
+    "input/text",
+    "input/mouse",
+];
 
 /// The hub's name in `session/hello`.
 const CLIENT_NAME: &str = "gabp-hub";
