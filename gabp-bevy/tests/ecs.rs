@@ -95,7 +95,8 @@ async fn ecs_query_selects_by_components_with_and_without() {
     assert_eq!(moving.len(), 2);
     assert!(!moving.contains(&frozen[0]["entity"].as_u64().unwrap()));
     let tuple = rows(&bridge, json!({ "components": [VELOCITY] })).await;
-    assert_eq!(tuple[0]["components"][VELOCITY], json!([0.5, 0.0]));
+    // An f32 reads as written in the game: 0.1, not the f64 it widens to (0.10000000149011612).
+    assert_eq!(tuple[0]["components"][VELOCITY], json!([0.1, 0.0]));
 
     // Resources live on entities of their own: a query never returns them.
     let everything = ids(&bridge, json!({})).await;

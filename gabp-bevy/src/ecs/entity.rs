@@ -7,6 +7,7 @@ use bevy_reflect::{PartialReflect, TypeRegistry};
 use gabp_session::schemars::JsonSchema;
 use gabp_session::server::{CallError, Tool};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::{component, entity, from_json, invalid, mutable, registry, set_field, to_json};
@@ -181,7 +182,7 @@ struct MutateArgs {
 #[derive(Serialize, JsonSchema)]
 struct Mutated {
     /// The component's value after the change.
-    value: Value,
+    value: Box<RawValue>,
 }
 
 fn mutate(world: &mut World, args: MutateArgs) -> Result<Mutated, CallError> {

@@ -20,6 +20,7 @@ use bevy_reflect::{GetPath, PartialReflect, Reflect, TypeRegistration, TypeRegis
 use gabp_session::server::{CallError, Tool};
 use gabp_types::ErrorCode;
 use serde::de::DeserializeSeed;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Every ECS tool.
@@ -98,13 +99,14 @@ fn mutable(world: &World, type_id: TypeId) -> Option<bool> {
     world.components().get_info(id).map(|info| info.mutable())
 }
 
-/// A reflected value as JSON, as bevy_reflect serializes it.
+/// A reflected value as JSON text, as bevy_reflect serializes it: written once, straight into the answer,
+/// with no tree of values between (an `f32` is written as its shortest form, `0.1`, not the `f64` it widens to).
 fn to_json(
     value: &dyn PartialReflect,
     registry: &TypeRegistry,
     what: &str,
-) -> Result<Value, CallError> {
-    serde_json::to_value(TypedReflectSerializer::new(value, registry))
+) -> Result<Box<RawValue>, CallError> {
+    serde_json::value::to_raw_value(&TypedReflectSerializer::new(value, registry))
         .map_err(|e| CallError::new(format!("{what} does not serialize: {e}")))
 }
 
@@ -129,7 +131,7 @@ fn component_json(
     reflect: &ReflectComponent,
     registry: &TypeRegistry,
     path: &str,
-) -> Option<Result<Value, CallError>> {
+) -> Option<Result<Box<RawValue>, CallError>> {
     let value = reflect.reflect(entity)?;
     Some(to_json(value.as_partial_reflect(), registry, path))
 }

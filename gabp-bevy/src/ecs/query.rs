@@ -1,6 +1,7 @@
 //! `ecs/query`, `ecs/get`, `ecs/list_components`: reading entities and their reflected components.
 
 use std::any::TypeId;
+use std::collections::BTreeMap;
 
 use bevy_ecs::prelude::*;
 use bevy_ecs::query::QueryBuilder;
@@ -10,7 +11,7 @@ use bevy_reflect::TypeRegistry;
 use gabp_session::schemars::JsonSchema;
 use gabp_session::server::{CallError, Tool};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
 use super::{component, component_id, component_json, entity, registry, READ_ONLY};
 
@@ -67,7 +68,7 @@ struct Row {
     /// The entity's id (`Entity::to_bits`).
     entity: u64,
     /// Component values by type path.
-    components: Map<String, Value>,
+    components: BTreeMap<String, Box<RawValue>>,
     /// Reflected components that do not serialize (an opaque field without `Serialize`), when all were asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unreadable: Vec<String>,
@@ -131,7 +132,7 @@ fn query(world: &mut World, args: QueryArgs) -> Result<Rows, CallError> {
         let Ok(entity) = world.get_entity(id) else {
             continue;
         };
-        let mut components = Map::new();
+        let mut components = BTreeMap::new();
         for (path, _, reflect) in &selected {
             if let Some(value) = component_json(entity, reflect, &registry, path) {
                 components.insert((*path).clone(), value?);
@@ -179,7 +180,7 @@ fn get(world: &mut World, args: GetArgs) -> Result<Row, CallError> {
     let entity = world
         .get_entity(id)
         .map_err(|_| super::invalid(format!("entity: no entity {} in the world", args.entity)))?;
-    let mut components = Map::new();
+    let mut components = BTreeMap::new();
     let mut unreadable = Vec::new();
     if args.components.is_empty() {
         for &component_id in entity.archetype().components() {

@@ -6,6 +6,7 @@ use bevy_reflect::{TypeRegistration, TypeRegistry};
 use gabp_session::schemars::JsonSchema;
 use gabp_session::server::{CallError, Tool};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::{
@@ -98,7 +99,7 @@ struct GetResourceArgs {
 #[derive(Serialize, JsonSchema)]
 struct ResourceValue {
     /// The value, as bevy_reflect serializes it.
-    value: Value,
+    value: Box<RawValue>,
 }
 
 fn get_resource(world: &mut World, args: GetResourceArgs) -> Result<ResourceValue, CallError> {

@@ -101,7 +101,7 @@ pub fn world(app: &mut App) {
         .register_type::<Sealed>()
         .insert_resource(Score { points: 3, best: 9 });
     let world = app.world_mut();
-    world.spawn((Position { x: 1.0, y: 2.0 }, Velocity(0.5, 0.0)));
+    world.spawn((Position { x: 1.0, y: 2.0 }, Velocity(0.1, 0.0)));
     world.spawn((Position { x: 3.0, y: 4.0 }, Frozen, Sealed { key: Key }));
     world.spawn((
         Position::default(),
