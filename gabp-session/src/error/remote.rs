@@ -23,9 +23,10 @@ pub struct ParamError {
 }
 
 impl Error {
-    /// Maps an error the mod answered to `method` (and, for `tools/call`, `tool`) to its typed variant.
+    /// Maps an error the mod answered to `method` (and, for `tools/call`, `tool`) to its typed variant. A tool
+    /// code answered to another method (`env/step` blocked by attention: -32401) names the method as the tool.
     pub fn from_remote(error: ErrorObject, method: &str, tool: Option<&str>) -> Error {
-        let tool = || tool.unwrap_or_default().to_owned();
+        let tool = || tool.unwrap_or(method).to_owned();
         match error.code {
             ErrorCode::AUTHENTICATION_FAILED | LIBGAB_AUTHENTICATION_FAILED => {
                 Error::AuthenticationFailed { error }
@@ -186,6 +187,11 @@ mod tests {
         assert!(!e.is_retryable());
         assert!(e.is_remote());
         assert!(!Error::Disconnected.is_remote());
+        let e = Error::from_remote(ErrorObject::new(-32401, "blocked"), "env/step", None);
+        assert_eq!(
+            e.to_string(),
+            "tool env/step unavailable: error -32401: blocked"
+        );
     }
 
     #[test]
