@@ -62,8 +62,16 @@ impl CallResult {
         }
     }
 
-    /// The result as a JSON value.
+    /// The result as a JSON value. An unread text is read once, straight into the value: a value reads what
+    /// the check in [`CallResult::read`] passes, and what it reads beyond that (nesting past 64 levels,
+    /// serde_json's marker names) the general decoder reads the same way; only text a value does not read
+    /// goes that longer way.
     pub(crate) fn into_value(self) -> Value {
+        if self.is_unread() {
+            if let Ok(value) = self.decode::<Value>() {
+                return value;
+            }
+        }
         match self.read() {
             Ok(CallResult::Value(value)) => value,
             // Read whole above, so it reads; should it not, the caller sees `null` rather than a panic.
@@ -168,10 +176,12 @@ mod tests {
         };
         let ok = unread(plain(r#"{"n":1}"#));
         assert_eq!(ok.decode::<Value>().unwrap(), json!({"n": 1}));
+        assert_eq!(ok.clone().into_value(), json!({"n": 1}));
         assert!(matches!(ok.read(), Ok(CallResult::Text { .. })));
         // Not JSON: a typed decode fails, and reading it whole says why.
         let broken = unread(plain(r#"{"n":}"#));
         assert!(broken.decode::<Value>().is_err());
+        assert_eq!(broken.clone().into_value(), Value::Null);
         assert!(matches!(broken.read(), Err(Failure::Invalid(_))));
         // Not UTF-8.
         let mut bytes = plain(r#""ab""#).into_bytes();
@@ -185,13 +195,20 @@ mod tests {
         // A member after `result` the general decoder reads: a result, as that decoder read it.
         let extra = unread(plain(r#"{"n":1},"x":2"#));
         assert!(extra.decode::<Value>().is_err());
+        assert_eq!(extra.clone().into_value(), json!({"n": 1}));
         assert!(matches!(extra.read(), Ok(CallResult::Value(v)) if v == json!({"n": 1})));
-        // Deeper than the plain check reads, valid all the same.
+        // Deeper than the plain check reads, valid all the same, and the same value either way.
         let deep = format!("{}1{}", "[".repeat(80), "]".repeat(80));
-        assert!(matches!(
-            unread(plain(&deep)).read(),
-            Ok(CallResult::Value(_))
-        ));
+        let Ok(CallResult::Value(general)) = unread(plain(&deep)).read() else {
+            panic!("the general decoder reads 80 levels");
+        };
+        assert_eq!(unread(plain(&deep)).into_value(), general);
+        // serde_json's raw value marker: read as the JSON in the string, by either way.
+        let marked = plain(r#"[{"$serde_json::private::RawValue":"[1,2]"}]"#);
+        let Ok(CallResult::Value(general)) = settle(Bytes::from(marked.clone())) else {
+            panic!("the general decoder reads the marker");
+        };
+        assert_eq!(unread(marked).into_value(), general);
     }
 
     #[test]
