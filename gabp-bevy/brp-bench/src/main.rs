@@ -8,8 +8,10 @@
 //! 2. An idle app (`GabpRunnerPlugin` at 60 frames a second, nothing else happening) answers a main-thread
 //!    tool (`add_gabp_tool`): the runner waits on the call queue, so a call does not wait for the next frame.
 //!
-//! Floors in the same run: a loopback TCP echo of the same request (what no protocol can beat), and a
-//! main-thread tool that does nothing on the busy app (GABP's per-call cost without the query).
+//! Floors in the same run: a loopback TCP echo of the same request (what no protocol can beat), a
+//! main-thread tool that does nothing on the busy app (GABP's per-call cost without the query), and the
+//! query's own work with no protocol at all: the 100 `Transform`s read by reflection and written as JSON
+//! text by bevy_reflect's `TypedReflectSerializer`, in this process, which both protocols must do.
 //!
 //! Run: `cargo run --release` in this directory (its own workspace and lock file). `--calls N` sets the
 //! calls per protocol (default 2000). Exits 1 when an answer is wrong, not when a target is missed: timings on a
@@ -25,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use bevy_app::{App, AppExit, TaskPoolPlugin, Update};
 use bevy_ecs::prelude::*;
+use bevy_ecs::reflect::{AppTypeRegistry, ReflectComponent};
+use bevy_reflect::serde::TypedReflectSerializer;
 use bevy_remote::http::RemoteHttpPlugin;
 use bevy_remote::RemotePlugin;
 use bevy_time::TimePlugin;
@@ -148,6 +152,43 @@ fn run_app(
         stop,
         thread: Some(thread),
     }
+}
+
+/// A world with the bench's 100 `Transform`s and no app: what the reflection floor reads.
+fn floor_world() -> World {
+    let mut world = World::new();
+    let registry = AppTypeRegistry::default();
+    registry.write().register::<Transform>();
+    world.insert_resource(registry);
+    for i in 0..ENTITIES {
+        let x = i as f32;
+        world.spawn(Transform::from_xyz(x, x * 0.5, -x));
+    }
+    world
+}
+
+/// The query's own work, no protocol: every entity's `Transform` read by reflection and written as JSON text by
+/// bevy_reflect's serializer. Returns the bytes written.
+fn reflect_floor(world: &mut World) -> Result<usize, Failure> {
+    let registry = world.resource::<AppTypeRegistry>().clone();
+    let registry = registry.read();
+    let reflect = registry
+        .get_with_type_path(TRANSFORM)
+        .and_then(|r| r.data::<ReflectComponent>())
+        .ok_or("Transform is not registered")?;
+    let mut query = world.query_filtered::<Entity, With<Transform>>();
+    let mut bytes = 0;
+    for entity in query.iter(world) {
+        let value = reflect
+            .reflect(world.entity(entity))
+            .ok_or("an entity lost its Transform")?;
+        let text = serde_json::value::to_raw_value(&TypedReflectSerializer::new(
+            value.as_partial_reflect(),
+            &registry,
+        ))?;
+        bytes += text.get().len();
+    }
+    Ok(bytes)
 }
 
 /// A keep-alive HTTP/1.1 connection posting JSON-RPC to BRP.
@@ -325,12 +366,12 @@ struct Row {
 
 fn print_table(rows: &[Row], anchor: f64) {
     println!(
-        "{:<58} {:>9} {:>9} {:>12}",
+        "{:<70} {:>9} {:>9} {:>12}",
         "call", "p50 us", "p90 us", "p50 / BRP"
     );
     for row in rows {
         println!(
-            "{:<58} {:>9.1} {:>9.1} {:>11.2}x",
+            "{:<70} {:>9.1} {:>9.1} {:>11.2}x",
             row.what,
             row.p50,
             row.p90,
@@ -378,7 +419,9 @@ async fn bench(calls: usize) -> Result<(), Failure> {
     echo_line.push(b'\n');
     let mut echoed = Vec::new();
 
+    let mut reflect_world = floor_world();
     let (mut brp, mut gabp, mut noop, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut reflected = Vec::new();
     let mut done = 0;
     let mut warm = true;
     while done < calls {
@@ -421,6 +464,14 @@ async fn bench(calls: usize) -> Result<(), Failure> {
                 floor.push(took);
             }
         }
+        for _ in 0..n {
+            let t = Instant::now();
+            std::hint::black_box(reflect_floor(&mut reflect_world)?);
+            let took = t.elapsed();
+            if !warm {
+                reflected.push(took);
+            }
+        }
         if !warm {
             done += n;
         }
@@ -460,6 +511,7 @@ async fn bench(calls: usize) -> Result<(), Failure> {
     let (gabp50, gabp90) = percentiles(&mut gabp);
     let (noop50, noop90) = percentiles(&mut noop);
     let (floor50, floor90) = percentiles(&mut floor);
+    let (reflect50, reflect90) = percentiles(&mut reflected);
     let (idle50, idle90) = percentiles(&mut idle_calls);
     println!(
         "{calls} timed calls of each kind, {ENTITIES} entities, one run; answers of {brp_bytes} bytes (BRP) and \
@@ -488,6 +540,11 @@ async fn bench(calls: usize) -> Result<(), Failure> {
                 p90: floor90,
             },
             Row {
+                what: "bevy_reflect writing the 100 Transforms as JSON, no protocol (floor)",
+                p50: reflect50,
+                p90: reflect90,
+            },
+            Row {
                 what: "GABP main-thread tool, idle app (GabpRunnerPlugin 60 fps)",
                 p50: idle50,
                 p90: idle90,
@@ -496,6 +553,13 @@ async fn bench(calls: usize) -> Result<(), Failure> {
         brp50,
     );
     let ratio = gabp50 / brp50;
+    println!(
+        "the query's own work (bevy_reflect, no protocol) is {:.2} of BRP's p50; the protocol's part of \
+         ecs/query (its p50 less that floor) {:.0} us, of world.query {:.0} us",
+        reflect50 / brp50,
+        gabp50 - reflect50,
+        brp50 - reflect50,
+    );
     println!(
         "GABP ecs/query p50 / BRP world.query p50 = {ratio:.2} (target <= 0.5: {}); idle main-thread tool p50 {idle50:.0} us (target < 1000: {})",
         if ratio <= 0.5 { "met" } else { "missed" },
