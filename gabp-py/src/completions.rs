@@ -8,60 +8,111 @@
 //! mod (docs/performance.md).
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use futures::future::{AbortHandle, Abortable};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use gabp_session::Error;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use serde_json::Value;
-use tokio::task::AbortHandle;
+use tokio::sync::mpsc;
 
 use crate::errors::to_py;
 use crate::json::to_python;
 use crate::runtime::runtime;
 
-struct Shared {
-    answers: Mutex<VecDeque<(u64, Result<Value, Error>)>>,
+/// A request's work, run on the runtime.
+type Work = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send>>;
+
+/// What the loop's thread asks of the runtime.
+enum Job {
+    Start(u64, Work),
+    Cancel(u64),
+}
+
+/// The answers waiting for the loop, and the byte that wakes it.
+struct Answers {
+    queue: Mutex<VecDeque<(u64, Result<Value, Error>)>>,
     wake: UnixStream,
-    running: Mutex<HashMap<u64, AbortHandle>>,
+}
+
+impl Answers {
+    fn push(&self, id: u64, answer: Result<Value, Error>) {
+        let first = {
+            let mut queue = self.queue.lock();
+            queue.push_back((id, answer));
+            queue.len() == 1
+        };
+        if first {
+            // A full socket already holds a wake-up the loop has not read.
+            let _ = (&self.wake).write(&[1]);
+        }
+    }
+}
+
+/// Runs every request of one loop in one task: the loop's thread hands work over a channel, which wakes the
+/// runtime only when this task is idle, instead of spawning (and waking a worker for) a task per call.
+async fn run(mut jobs: mpsc::UnboundedReceiver<Job>, answers: Arc<Answers>) {
+    let mut running = FuturesUnordered::new();
+    let mut aborts: HashMap<u64, AbortHandle> = HashMap::new();
+    loop {
+        tokio::select! {
+            job = jobs.recv() => match job {
+                Some(Job::Start(id, work)) => {
+                    let (abort, registration) = AbortHandle::new_pair();
+                    aborts.insert(id, abort);
+                    running.push(Abortable::new(work, registration).map(move |done| (id, done)));
+                }
+                Some(Job::Cancel(id)) => {
+                    // Dropping a tool call asks the mod to cancel it (SPEC/1.0 extensions.md §cancel).
+                    if let Some(abort) = aborts.remove(&id) {
+                        abort.abort();
+                    }
+                }
+                // The loop's `Completions` is gone: what still runs is dropped, so cancelled.
+                None => return,
+            },
+            Some((id, done)) = running.next(), if !running.is_empty() => {
+                aborts.remove(&id);
+                if let Ok(answer) = done {
+                    answers.push(id, answer);
+                }
+            }
+        }
+    }
 }
 
 /// The answers of one asyncio loop's requests.
 #[pyclass(name = "Completions", module = "gabp._gabp", frozen)]
 pub(crate) struct Completions {
-    shared: Arc<Shared>,
+    answers: Arc<Answers>,
     woken: UnixStream,
     next: AtomicU64,
+    /// Unbounded as the loop's own awaits are: how many calls are on the wire at once is the bridge's
+    /// `max_in_flight`; the rest wait there.
+    jobs: mpsc::UnboundedSender<Job>,
 }
 
 impl Completions {
     /// Runs `work` on the runtime; its answer is queued under the returned id.
     pub(crate) fn submit(
         &self,
-        work: impl std::future::Future<Output = Result<Value, Error>> + Send + 'static,
+        work: impl Future<Output = Result<Value, Error>> + Send + 'static,
     ) -> PyResult<u64> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let shared = self.shared.clone();
-        let mut running = self.shared.running.lock();
-        let task = runtime()?.spawn(async move {
-            let answer = work.await;
-            shared.running.lock().remove(&id);
-            let first = {
-                let mut answers = shared.answers.lock();
-                answers.push_back((id, answer));
-                answers.len() == 1
-            };
-            if first {
-                // A full socket already holds a wake-up the loop has not read.
-                let _ = (&shared.wake).write(&[1]);
-            }
-        });
-        running.insert(id, task.abort_handle());
+        if self.jobs.send(Job::Start(id, Box::pin(work))).is_err() {
+            // The runtime is shutting down: answer at once.
+            self.answers.push(id, Err(Error::Disconnected));
+        }
         Ok(id)
     }
 }
@@ -73,14 +124,17 @@ impl Completions {
         let (wake, woken) = UnixStream::pair()?;
         wake.set_nonblocking(true)?;
         woken.set_nonblocking(true)?;
+        let answers = Arc::new(Answers {
+            queue: Mutex::new(VecDeque::new()),
+            wake,
+        });
+        let (jobs, received) = mpsc::unbounded_channel();
+        runtime()?.spawn(run(received, answers.clone()));
         Ok(Completions {
-            shared: Arc::new(Shared {
-                answers: Mutex::new(VecDeque::new()),
-                wake,
-                running: Mutex::new(HashMap::new()),
-            }),
+            answers,
             woken,
             next: AtomicU64::new(1),
+            jobs,
         })
     }
 
@@ -100,7 +154,7 @@ impl Completions {
                 Err(_) => break,
             }
         }
-        let answers = std::mem::take(&mut *self.shared.answers.lock());
+        let answers = std::mem::take(&mut *self.answers.queue.lock());
         answers
             .into_iter()
             .map(|(id, answer)| match answer {
@@ -113,8 +167,6 @@ impl Completions {
     /// Drops request `id` (a tool call is then cancelled in the mod, SPEC/1.0 extensions.md §cancel); its
     /// answer never comes.
     fn cancel(&self, id: u64) {
-        if let Some(task) = self.shared.running.lock().remove(&id) {
-            task.abort();
-        }
+        let _ = self.jobs.send(Job::Cancel(id));
     }
 }
