@@ -156,7 +156,7 @@ impl PyBridge {
         on_progress: Option<Bound<'_, PyAny>>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let args = arguments(args, kwargs, &format!("the arguments of {name}"))?;
+        let args = arguments(args, kwargs, &format_args!("the arguments of {name}"))?;
         let bridge = self.limited(py, timeout)?;
         let Some(on_progress) = on_progress else {
             let name = name.to_owned();
@@ -197,7 +197,7 @@ impl PyBridge {
         timeout: Option<f64>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
-        let args = arguments(args, kwargs, &format!("the arguments of {name}"))?;
+        let args = arguments(args, kwargs, &format_args!("the arguments of {name}"))?;
         let bridge = self.limited(py, timeout)?;
         let name = name.to_owned();
         completions.submit(async move { bridge.call_tool(&name, args).await })
@@ -213,7 +213,7 @@ impl PyBridge {
         params: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
-        let params = arguments(params, None, &format!("the params of {method}"))?;
+        let params = arguments(params, None, &format_args!("the params of {method}"))?;
         let bridge = self.limited(py, timeout)?;
         let method = method.to_owned();
         self.blocking(py, async move { bridge.request(&method, params).await })
@@ -229,7 +229,7 @@ impl PyBridge {
         params: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
-        let params = arguments(params, None, &format!("the params of {method}"))?;
+        let params = arguments(params, None, &format_args!("the params of {method}"))?;
         let bridge = self.limited(py, timeout)?;
         let method = method.to_owned();
         completions.submit(async move { bridge.request(&method, params).await })

@@ -101,7 +101,7 @@ pub(crate) fn to_call_error(py: Python<'_>, error: &PyErr) -> CallError {
                 CallError::new(non_empty(message, value)).with_code(ErrorCode(code));
             if let Ok(data) = value.getattr("data") {
                 if !data.is_none() {
-                    if let Ok(data) = from_python(&data, "the error's data") {
+                    if let Ok(data) = from_python(&data, &"the error's data") {
                         call_error = call_error.with_data(data);
                     }
                 }

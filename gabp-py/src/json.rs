@@ -1,5 +1,7 @@
 //! JSON values to Python objects and back, with pythonize (serde's data model on both sides).
 
+use std::fmt::Display;
+
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde_json::{Map, Value};
@@ -24,8 +26,9 @@ pub(crate) fn to_python<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'
     Ok(pythonize::pythonize(py, value)?)
 }
 
-/// A Python object as JSON; `what` names it in the error (`the arguments of world/get_block`).
-pub(crate) fn from_python(object: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+/// A Python object as JSON; `what` names it in the error (`the arguments of world/get_block`), written only
+/// then.
+pub(crate) fn from_python(object: &Bound<'_, PyAny>, what: &dyn Display) -> PyResult<Value> {
     pythonize::depythonize::<Value>(object)
         .map_err(|e| config_error(object.py(), format!("{what} are not JSON: {e}")))
 }
@@ -34,7 +37,7 @@ pub(crate) fn from_python(object: &Bound<'_, PyAny>, what: &str) -> PyResult<Val
 pub(crate) fn arguments(
     args: Option<&Bound<'_, PyAny>>,
     kwargs: Option<&Bound<'_, PyDict>>,
-    what: &str,
+    what: &dyn Display,
 ) -> PyResult<Value> {
     let mut object = match args {
         None => Map::new(),

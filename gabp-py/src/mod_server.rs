@@ -91,7 +91,7 @@ fn invoke(
                 "the tool's function returned an awaitable: tools are plain functions (def, not async def)",
             ));
         }
-        from_python(&returned, "the tool's result")
+        from_python(&returned, &"the tool's result")
     };
     run().map_err(|e| to_call_error(py, &e))
 }
@@ -159,7 +159,7 @@ impl PyMod {
                 format!("tool {name}: the function is not callable"),
             ));
         }
-        let schema = from_python(input_schema, &format!("tool {name}: the input schema"))?;
+        let schema = from_python(input_schema, &format_args!("tool {name}: the input schema"))?;
         if !schema.is_object() {
             return Err(config_error(
                 py,
@@ -291,7 +291,7 @@ impl PyMod {
         payload: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
         let payload = match payload {
-            Some(p) if !p.is_none() => from_python(p, &format!("the payload of {channel}"))?,
+            Some(p) if !p.is_none() => from_python(p, &format_args!("the payload of {channel}"))?,
             _ => Value::Object(Default::default()),
         };
         self.events
