@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::server::CHANNEL_PATTERNS_EXTENSION;
+use crate::Error;
+use gabp_types::methods::TOOLS_CHANGED_CHANNEL;
 
 fn token() -> Token {
     Token::new("t".repeat(40)).unwrap()
