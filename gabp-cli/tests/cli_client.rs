@@ -395,6 +395,7 @@ fn bench_self_json_has_gabp_and_floor() {
     stats(&report["floor"]);
     assert_eq!(report["gabp"]["calls"], 200);
     assert_eq!(report["gabp"]["call"], "demo/echo");
+    assert_eq!(report["gabp"]["callers"], "tasks");
     assert!(report["gabp"]["vs_floor"]["p50"].as_f64().is_some());
     assert_eq!(report["gabp"]["vs_floor"]["rounds"], 10);
     assert_eq!(report["floor"]["calls"], 200);
@@ -417,6 +418,34 @@ fn bench_self_json_has_gabp_and_floor() {
             && verdict.contains("more than the raw echo")
             && verdict.contains("times as long")
             && verdict.ends_with("as many calls per second as the echo."),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bench_from_threads_blocks_a_thread_per_call_in_flight() {
+    let out = run(&[
+        "bench",
+        "--self",
+        "--json",
+        "--from-threads",
+        "--calls",
+        "300",
+        "--concurrency",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_str(&text(&out.stdout)).expect("one JSON object");
+    stats(&report["gabp"]);
+    assert_eq!(report["gabp"]["calls"], 300);
+    assert_eq!(report["gabp"]["callers"], "threads");
+    assert_eq!(report["gabp"]["concurrency"], 3);
+
+    let out = run(&["bench", "--self", "--from-threads", "--calls", "50"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("50 calls of demo/echo, 1 at a time from threads outside the runtime"),
         "{stdout}"
     );
 }

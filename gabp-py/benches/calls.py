@@ -3,7 +3,9 @@
     python gabp-py/benches/calls.py --gabp target/release/gabp
 
 Starts the demo game (`gabp mod`), then takes turns, round by round: `gabp bench` one call at a time and 64 in
-flight; gabp.Bridge one call at a time; gabp.aio 64 in flight; and a plain Python client written with `socket`
+flight; `gabp bench --from-threads` one call at a time (the floor of any binding that blocks a thread outside
+the runtime on each call, as gabp.Bridge does: each call and each answer crosses threads); gabp.Bridge one call
+at a time; gabp.aio 64 in flight; and a plain Python client written with `socket`
 and `json` one call at a time (what users write without this package). Each calls `demo/echo`. Prints each
 figure's median over the rounds and the ratios to `gabp bench`.
 """
@@ -43,9 +45,11 @@ def start_mod(binary: str) -> Tuple["subprocess.Popen[str]", str]:
     return process, found.group(1)
 
 
-def rust(binary: str, endpoint: str, calls: int, concurrency: int) -> float:
+def rust(binary: str, endpoint: str, calls: int, concurrency: int, from_threads: bool = False) -> float:
+    threads = ["--from-threads"] if from_threads else []
     ran = subprocess.run(
-        [binary, "bench", "--connect", endpoint, "--calls", str(calls), "--concurrency", str(concurrency), "--json"],
+        [binary, "bench", "--connect", endpoint, "--calls", str(calls), "--concurrency", str(concurrency), "--json"]
+        + threads,
         env={**os.environ, "GABP_TOKEN": TOKEN},
         capture_output=True,
         text=True,
@@ -108,6 +112,7 @@ def main() -> None:
     process, endpoint = start_mod(options.gabp)
     runs: Dict[str, Callable[[], float]] = {
         "rust_1": lambda: rust(options.gabp, endpoint, options.calls, 1),
+        "rust_threads_1": lambda: rust(options.gabp, endpoint, options.calls, 1, from_threads=True),
         "python_1": lambda: python_sequential(endpoint, options.calls),
         "plain_python_1": lambda: plain_sequential(endpoint, options.calls),
         "rust_64": lambda: rust(options.gabp, endpoint, options.calls * 2, 64),
@@ -124,6 +129,8 @@ def main() -> None:
     median = {name: statistics.median(values) for name, values in rates.items()}
     ratios = {
         "python_1 / rust_1": median["python_1"] / median["rust_1"],
+        "rust_threads_1 / rust_1": median["rust_threads_1"] / median["rust_1"],
+        "python_1 / rust_threads_1": median["python_1"] / median["rust_threads_1"],
         "python_aio_64 / rust_64": median["python_aio_64"] / median["rust_64"],
         "plain_python_1 / rust_1": median["plain_python_1"] / median["rust_1"],
     }

@@ -35,11 +35,14 @@ measures a raw framed echo over the same transport with frames of the same size:
 of GABP to it. The two take turns in ROUNDS short rounds, and each ratio is the median of the rounds' ratios,
 so that a machine that slows down or speeds up for a while moves both sides alike. --json prints one object
 {\"gabp\": {...}, \"floor\": {...}} (floor only with --self) whose parts have p50_us, p99_us and calls_per_s;
-with --self, gabp.vs_floor has the ratios and the number of rounds.
+with --self, gabp.vs_floor has the ratios and the number of rounds. --from-threads makes the calls from threads
+outside the runtime, each blocked until its answer, as a C, C# or Python binding does: the difference from the
+default is what handing each call to the runtime and its answer back costs.
 
 Examples:
   gabp bench --self
   gabp bench --self --calls 20000 --concurrency 16 --json
+  gabp bench --self --from-threads
   gabp bench --connect tcp://127.0.0.1:4711 --token $TOKEN --tool world/get_block --args '{\"x\":1,\"y\":1,\"z\":1}'";
 
 /// Arguments of `gabp bench`.
@@ -67,9 +70,39 @@ pub struct BenchArgs {
     /// one round per call).
     #[arg(long, value_name = "N", default_value_t = 10, requires = "in_process", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub rounds: u64,
+    /// Make the calls from threads outside the runtime, each blocking until its answer (one thread per call
+    /// in flight), as a binding for C, C# or Python does, instead of from tasks on the runtime.
+    #[arg(long)]
+    pub from_threads: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where the calls are made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Callers {
+    /// Tasks on the bridge's runtime.
+    Tasks,
+    /// Threads outside it, each blocked on its call: each call and each answer crosses to another thread.
+    Threads,
+}
+
+impl Callers {
+    fn of(args: &BenchArgs) -> Callers {
+        if args.from_threads {
+            Callers::Threads
+        } else {
+            Callers::Tasks
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Callers::Tasks => "tasks",
+            Callers::Threads => "threads",
+        }
+    }
 }
 
 /// The latencies of one measured run, and how long it took.
@@ -268,6 +301,7 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
                     calls: args.calls,
                     rounds,
                     concurrency,
+                    callers: Callers::of(args),
                 },
                 &mut progress,
             )
@@ -282,7 +316,7 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
                 &bridge,
                 &invocation,
                 args.calls,
-                concurrency,
+                (concurrency, Callers::of(args)),
                 &mut progress,
                 0,
             )
@@ -297,6 +331,7 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
     let text = if args.json {
         let mut gabp_json = gabp.json(json!({
             "concurrency": args.concurrency,
+            "callers": Callers::of(args).label(),
             "call": invocation.label(),
             "endpoint": where_,
         }));
@@ -333,6 +368,7 @@ struct Turns {
     calls: u64,
     rounds: u64,
     concurrency: usize,
+    callers: Callers,
 }
 
 impl Turns {
@@ -364,7 +400,7 @@ async fn in_turns(
                     bridge,
                     invocation,
                     calls,
-                    turns.concurrency,
+                    (turns.concurrency, turns.callers),
                     progress,
                     offset,
                 )
@@ -426,12 +462,12 @@ async fn with_progress<T>(
     }
 }
 
-/// `calls` measured calls, `concurrency` at a time.
+/// `calls` measured calls, `concurrency` at a time, made by `callers`.
 async fn measure_calls(
     bridge: &Bridge,
     invocation: &Invocation,
     calls: u64,
-    concurrency: usize,
+    (concurrency, callers): (usize, Callers),
     progress: &mut Progress,
     offset: u64,
 ) -> Result<Run, String> {
@@ -444,7 +480,7 @@ async fn measure_calls(
         .map(|_| {
             let (bridge, invocation) = (bridge.clone(), invocation.clone());
             let (next, done, latencies) = (next.clone(), done.clone(), latencies.clone());
-            tokio::spawn(async move {
+            let work = async move {
                 let mut mine = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -458,7 +494,14 @@ async fn measure_calls(
                 }
                 latencies.lock().extend(mine);
                 Ok::<(), (u64, SessionError)>(())
-            })
+            };
+            match callers {
+                Callers::Tasks => tokio::spawn(work),
+                Callers::Threads => {
+                    let runtime = tokio::runtime::Handle::current();
+                    tokio::task::spawn_blocking(move || runtime.block_on(work))
+                }
+            }
         })
         .collect();
     let outcomes = with_progress(
@@ -506,6 +549,7 @@ mod tests {
             calls,
             rounds,
             concurrency: 1,
+            callers: Callers::Tasks,
         };
         let split = |t: Turns| (0..t.rounds).map(|r| t.calls_in(r)).collect::<Vec<_>>();
         assert_eq!(split(turns(2000, 10)), vec![200; 10]);

@@ -86,10 +86,15 @@ pub(super) fn human(
         )
     };
     let mut out = format!(
-        "{} calls of {}, {} at a time, over {where_}\n",
+        "{} calls of {}, {} at a time{}, over {where_}\n",
         args.calls,
         invocation.label(),
-        args.concurrency
+        args.concurrency,
+        if args.from_threads {
+            " from threads outside the runtime"
+        } else {
+            ""
+        }
     );
     out.push_str(&line("gabp", gabp));
     out.push('\n');
