@@ -14,15 +14,16 @@ use pyo3::types::PyDict;
 use serde_json::Value;
 
 use crate::completions::Completions;
-use crate::errors::{config_error, to_py};
+use crate::errors::{config_error, state_error, to_py};
 use crate::events::Subscription;
 use crate::json::{arguments, to_python, Json};
-use crate::runtime::{runtime, wait};
+use crate::runtime::{runtime, Driver};
 
 /// A connection to one mod.
 #[pyclass(name = "Bridge", module = "gabp._gabp", frozen)]
 pub(crate) struct PyBridge {
     bridge: Bridge,
+    driver: Driver,
 }
 
 /// A time limit in seconds from Python, checked.
@@ -69,6 +70,19 @@ fn resolve(
 }
 
 impl PyBridge {
+    /// Refuses an awaitable on a bridge connected for blocking calls, whose connection only runs while a
+    /// thread waits on it.
+    fn for_asyncio(&self, py: Python<'_>) -> PyResult<()> {
+        if self.driver.is_shared() {
+            Ok(())
+        } else {
+            Err(state_error(
+                py,
+                "this bridge was connected for blocking calls; gabp.aio.Bridge.connect makes one for asyncio",
+            ))
+        }
+    }
+
     fn limited(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Bridge> {
         Ok(match seconds(py, timeout, "timeout")? {
             Some(limit) => self.bridge.with_timeout(limit),
@@ -82,7 +96,7 @@ impl PyBridge {
         py: Python<'_>,
         work: impl std::future::Future<Output = Result<T, Error>> + Send,
     ) -> PyResult<Py<PyAny>> {
-        match wait(py, work)? {
+        match self.driver.wait(py, work)? {
             Ok(value) => Ok(pythonize::pythonize(py, &value)?.unbind()),
             Err(e) => Err(to_py(py, &e)),
         }
@@ -107,22 +121,32 @@ pub(crate) fn awaitable<'py>(
 #[pymethods]
 impl PyBridge {
     /// Connects to a mod: `endpoint` and `token` when given, else the GABS environment, else `bridge.json`.
+    /// `asyncio`: for `gabp.aio`, on the runtime its awaits run on; else the connection runs on the thread
+    /// that waits on it.
     #[staticmethod]
-    #[pyo3(signature = (endpoint=None, token=None, *, timeout=None, bridge_json=None))]
+    #[pyo3(signature = (endpoint=None, token=None, *, timeout=None, bridge_json=None, asyncio=false))]
     fn connect(
         py: Python<'_>,
         endpoint: Option<&str>,
         token: Option<&str>,
         timeout: Option<f64>,
         bridge_json: Option<PathBuf>,
+        asyncio: bool,
     ) -> PyResult<PyBridge> {
         let (endpoint, token) = resolve(py, endpoint, token, bridge_json)?;
         let mut builder = Bridge::builder(token).client_info("gabp-py", env!("CARGO_PKG_VERSION"));
         if let Some(limit) = seconds(py, timeout, "timeout")? {
             builder = builder.request_timeout(limit);
         }
-        let bridge = wait(py, builder.connect(&endpoint))?.map_err(|e| to_py(py, &e))?;
-        Ok(PyBridge { bridge })
+        let driver = if asyncio {
+            Driver::Shared
+        } else {
+            Driver::own()?
+        };
+        let bridge = driver
+            .wait(py, builder.connect(&endpoint))?
+            .map_err(|e| to_py(py, &e))?;
+        Ok(PyBridge { bridge, driver })
     }
 
     /// The mod's `session/welcome` result.
@@ -165,7 +189,7 @@ impl PyBridge {
         let (mut updates, mut call) = bridge.call_tool_with_progress(name, args);
         let mut updates_open = true;
         loop {
-            let step = wait(py, async {
+            let step = self.driver.wait(py, async {
                 tokio::select! {
                     biased;
                     update = updates.next(), if updates_open => Err(update),
@@ -197,6 +221,7 @@ impl PyBridge {
         timeout: Option<f64>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<u64> {
+        self.for_asyncio(py)?;
         let args = arguments(args, kwargs, &format_args!("the arguments of {name}"))?;
         let bridge = self.limited(py, timeout)?;
         let name = name.to_owned();
@@ -229,6 +254,7 @@ impl PyBridge {
         params: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
+        self.for_asyncio(py)?;
         let params = arguments(params, None, &format_args!("the params of {method}"))?;
         let bridge = self.limited(py, timeout)?;
         let method = method.to_owned();
@@ -244,8 +270,10 @@ impl PyBridge {
         }
         let bridge = self.bridge.clone();
         let asked = channels.clone();
-        let subscription =
-            wait(py, async move { bridge.subscribe(asked).await })?.map_err(|e| to_py(py, &e))?;
+        let subscription = self
+            .driver
+            .wait(py, async move { bridge.subscribe(asked).await })?
+            .map_err(|e| to_py(py, &e))?;
         if subscription.channels().is_empty() {
             return Err(config_error(
                 py,
@@ -255,13 +283,13 @@ impl PyBridge {
                 ),
             ));
         }
-        Ok(Subscription::new(subscription))
+        Ok(Subscription::new(subscription, self.driver.clone()))
     }
 
     /// Says goodbye and closes the connection; calls in progress fail with `gabp.Disconnected`.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let bridge = self.bridge.clone();
-        wait(py, async move {
+        self.driver.wait(py, async move {
             let _ = bridge.goodbye(Some("closed")).await;
             bridge.close().await;
         })
@@ -269,6 +297,7 @@ impl PyBridge {
 
     /// `close`, as an awaitable.
     fn close_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.for_asyncio(py)?;
         let bridge = self.bridge.clone();
         awaitable(py, async move {
             let _ = bridge.goodbye(Some("closed")).await;

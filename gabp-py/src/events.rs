@@ -12,9 +12,9 @@ use pyo3::prelude::*;
 use tokio::sync::Mutex;
 
 use crate::bridge::seconds;
-use crate::errors::to_py;
+use crate::errors::{state_error, to_py};
 use crate::json::to_python;
-use crate::runtime::{runtime, wait};
+use crate::runtime::{runtime, Driver};
 
 /// One item of a subscription: an event, a notice of `missed` events, or of a reconnection.
 #[pyclass(name = "Event", module = "gabp._gabp", frozen, get_all)]
@@ -86,13 +86,16 @@ type Next = Option<Result<SubscriptionItem, Error>>;
 pub(crate) struct Subscription {
     stream: Arc<Mutex<Option<Stream>>>,
     channels: Vec<String>,
+    /// The bridge's: where its connection runs.
+    driver: Driver,
 }
 
 impl Subscription {
-    pub(crate) fn new(stream: Stream) -> Self {
+    pub(crate) fn new(stream: Stream, driver: Driver) -> Self {
         Subscription {
             channels: stream.channels(),
             stream: Arc::new(Mutex::new(Some(stream))),
+            driver,
         }
     }
 }
@@ -133,7 +136,7 @@ impl Subscription {
     fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Event>> {
         let limit = seconds(py, timeout, "timeout")?;
         loop {
-            match wait(py, next(self.stream.clone(), limit))? {
+            match self.driver.wait(py, next(self.stream.clone(), limit))? {
                 Err(()) => return Ok(None),
                 Ok(item) => {
                     let ended = item.is_none();
@@ -159,6 +162,12 @@ impl Subscription {
 
     /// The next item as an awaitable; raises `StopAsyncIteration` at the end.
     fn next_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if !self.driver.is_shared() {
+            return Err(state_error(
+                py,
+                "this subscription is of a bridge connected for blocking calls; iterate it with for",
+            ));
+        }
         runtime()?;
         let stream = self.stream.clone();
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
@@ -179,9 +188,11 @@ impl Subscription {
     /// Unsubscribes; iteration ends.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let stream = self.stream.clone();
-        let taken = wait(py, async move { stream.lock().await.take() })?;
+        let taken = self
+            .driver
+            .wait(py, async move { stream.lock().await.take() })?;
         if let Some(stream) = taken {
-            let _ = wait(py, stream.unsubscribe())?;
+            let _ = self.driver.wait(py, stream.unsubscribe())?;
         }
         Ok(())
     }

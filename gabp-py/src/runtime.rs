@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -12,6 +12,10 @@ use tokio::runtime::Runtime;
 
 /// How often a blocked call looks for a signal (Ctrl-C) to hand to Python.
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// How often a bridge's own runtime yields after a Ctrl-C, for its connection to write what the dropped call
+/// queued.
+const SETTLE_YIELDS: usize = 4;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
@@ -51,6 +55,85 @@ where
         match done {
             Ok(output) => return Ok(output),
             Err(_) => py.check_signals()?,
+        }
+    }
+}
+
+/// Where a bridge's connection runs, and so how a Python thread waits on it.
+#[derive(Clone)]
+pub(crate) enum Driver {
+    /// The process's runtime, shared with `gabp.aio` and the mods: its workers read and write.
+    Shared,
+    /// A runtime of the bridge's own, run by the Python thread that waits on it: a blocking call is written,
+    /// and its answer read, on the calling thread, so neither crosses to another thread (on a small machine
+    /// that saves two context switches a call). Nothing runs while no thread waits: what the mod sends
+    /// meanwhile stays in the socket until the next call or `next()`.
+    Own(Arc<OwnRuntime>),
+}
+
+/// A bridge's own single-threaded runtime.
+pub(crate) struct OwnRuntime(Option<Runtime>);
+
+impl Drop for OwnRuntime {
+    fn drop(&mut self) {
+        // The last handle may go in any thread, a runtime worker's included, where a blocking shutdown would
+        // panic.
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Driver {
+    /// A driver with a runtime of its own.
+    pub(crate) fn own() -> PyResult<Driver> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("starting a bridge's runtime failed: {e}"))
+            })?;
+        Ok(Driver::Own(Arc::new(OwnRuntime(Some(runtime)))))
+    }
+
+    /// Whether the connection runs on the shared runtime, where `gabp.aio` awaits it.
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, Driver::Shared)
+    }
+
+    /// As [`wait`], on this driver's runtime. On Ctrl-C the runtime runs a moment more after `work` is
+    /// dropped, so that what dropping it queued (a call's cancel, SPEC/1.0 extensions.md §cancel) is sent.
+    pub(crate) fn wait<F>(&self, py: Python<'_>, work: F) -> PyResult<F::Output>
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        let Driver::Own(own) = self else {
+            return wait(py, work);
+        };
+        let Some(runtime) = own.0.as_ref() else {
+            return Err(PyRuntimeError::new_err("the bridge's runtime has stopped"));
+        };
+        let mut work = Box::pin(work);
+        loop {
+            // The timer is made inside, where the runtime is current.
+            let done = py.detach(|| {
+                runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK, work.as_mut()).await })
+            });
+            if let Ok(output) = done {
+                return Ok(output);
+            }
+            if let Err(interrupted) = py.check_signals() {
+                drop(work);
+                py.detach(|| {
+                    runtime.block_on(async {
+                        for _ in 0..SETTLE_YIELDS {
+                            tokio::task::yield_now().await;
+                        }
+                    });
+                });
+                return Err(interrupted);
+            }
         }
     }
 }

@@ -44,6 +44,7 @@ class Bridge:
         *,
         timeout: Optional[float] = None,
         bridge_json: Optional[str] = None,
+        asyncio: bool = False,
     ) -> Bridge: ...
     @property
     def welcome(self) -> Dict[str, Any]: ...

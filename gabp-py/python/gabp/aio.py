@@ -88,7 +88,7 @@ class Bridge:
     ) -> "Bridge":
         path = os.fspath(bridge_json) if bridge_json is not None else None
         inner = await asyncio.get_running_loop().run_in_executor(
-            None, lambda: _gabp.Bridge.connect(endpoint, token, timeout=timeout, bridge_json=path)
+            None, lambda: _gabp.Bridge.connect(endpoint, token, timeout=timeout, bridge_json=path, asyncio=True)
         )
         return cls(inner)
 

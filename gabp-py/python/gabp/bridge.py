@@ -32,7 +32,9 @@ class Bridge:
     ...     game.call("world/get_block", x=0, y=64, z=0)
 
     Every method blocks without holding the interpreter, and Ctrl-C interrupts it (a tool call is then
-    cancelled in the mod). Errors are :mod:`gabp.errors` exceptions.
+    cancelled in the mod). The connection is read and written on the thread that waits on it: events the mod
+    sends while no thread waits are read at the next call or ``next()``. Errors are :mod:`gabp.errors`
+    exceptions.
     """
 
     __slots__ = ("_inner",)

@@ -4,6 +4,7 @@ state, attention, progress."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -98,6 +99,44 @@ def test_events_arrive_in_sequence(game: gabp.Bridge) -> None:
     assert events.next(timeout=0.2) is None
     events.close()
     assert events.next(timeout=0.2) is None
+
+
+def test_one_thread_iterates_events_while_another_calls(game: gabp.Bridge) -> None:
+    # The connection runs on whichever thread waits on it; two waiting at once share it.
+    events = game.subscribe("world/block_change")
+    seen: List[int] = []
+
+    def listen() -> None:
+        for event in events:
+            seen.append(event.seq)
+            if len(seen) == 20:
+                return
+
+    listener = threading.Thread(target=listen)
+    listener.start()
+    for i in range(20):
+        assert game.call("world/place_block", x=i % 16, y=6, z=2 + i // 16, blockType="dirt")["success"] is True
+    listener.join(10)
+    assert not listener.is_alive(), f"the listener saw {len(seen)} of 20 events"
+    assert seen == sorted(seen) and len(set(seen)) == 20
+    events.close()
+
+
+def test_a_blocking_bridge_refuses_to_be_awaited(demo: DemoMod) -> None:
+    from gabp import _gabp
+
+    inner = _gabp.Bridge.connect(demo.endpoint, TOKEN)
+    completions = _gabp.Completions()
+    with pytest.raises(gabp.StateError, match="gabp.aio"):
+        inner.call_async(completions, "demo/echo", {"value": "x"})
+    with pytest.raises(gabp.StateError, match="gabp.aio"):
+        inner.request_async(completions, "session/ping")
+    with pytest.raises(gabp.StateError, match="gabp.aio"):
+        inner.close_async()
+    with pytest.raises(gabp.StateError, match="with for"):
+        inner.subscribe("world/block_change").next_async()
+    assert inner.call("demo/echo", {"value": "still"}) == {"value": "still"}
+    inner.close()
 
 
 def test_a_pattern_subscribes_to_every_matching_channel(game: gabp.Bridge) -> None:

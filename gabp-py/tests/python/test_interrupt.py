@@ -12,6 +12,7 @@ import time
 
 import gabp
 from conftest import TOKEN, DemoMod
+from test_mod import Farm
 
 
 def test_ctrl_c_interrupts_a_blocking_call(demo: DemoMod) -> None:
@@ -42,6 +43,39 @@ def test_ctrl_c_interrupts_a_blocking_call(demo: DemoMod) -> None:
     seconds = float(out.split("interrupted after ")[1].split(" s")[0])
     assert seconds < 2, out
     assert "{'value': 'after'}" in out
+
+
+def test_ctrl_c_cancels_the_call_in_the_mod_though_the_bridge_is_not_used_again() -> None:
+    # A blocking bridge's connection runs only while a thread waits on it: the cancel must go out before
+    # KeyboardInterrupt reaches the program, which here makes no further call.
+    farm = Farm()
+    endpoint = farm.start(endpoint="tcp://127.0.0.1:0", token=TOKEN)
+    script = textwrap.dedent(
+        f"""
+        import time, gabp
+        game = gabp.Bridge.connect({endpoint!r}, {TOKEN!r})
+        print("calling", flush=True)
+        try:
+            game.call("demo/sleep", ms=20000)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            time.sleep(10)
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy(), start_new_session=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "calling"
+        time.sleep(0.3)
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline().strip() == "interrupted"
+        assert farm.cancelled.wait(5), "the tool saw its call cancelled while the program slept"
+    finally:
+        child.kill()
+        child.wait()
+        farm.stop()
 
 
 def test_the_interpreter_is_free_while_a_call_waits(game: gabp.Bridge) -> None:
