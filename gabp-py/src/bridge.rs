@@ -98,8 +98,17 @@ impl PyBridge {
     ) -> PyResult<Py<PyAny>> {
         match self.driver.wait(py, work)? {
             Ok(value) => Ok(pythonize::pythonize(py, &value)?.unbind()),
-            Err(e) => Err(to_py(py, &e)),
+            Err(e) => Err(self.failed(py, &e)),
         }
+    }
+
+    /// `error` as a Python exception. A call given up on its time limit has queued its cancel (SPEC/1.0
+    /// extensions.md §cancel): the connection is settled so that it goes out now, not at the next call.
+    fn failed(&self, py: Python<'_>, error: &Error) -> PyErr {
+        if matches!(error, Error::Timeout { .. }) {
+            self.driver.settle(py);
+        }
+        to_py(py, error)
     }
 }
 
@@ -157,9 +166,10 @@ impl PyBridge {
         Ok(to_python(py, &welcome)?.unbind())
     }
 
-    /// Whether the connection is up.
+    /// Whether the connection is up (after reading what has arrived: the mod may have gone meanwhile).
     #[getter]
-    fn connected(&self) -> bool {
+    fn connected(&self, py: Python<'_>) -> bool {
+        self.driver.settle(py);
         self.bridge.state().is_connected()
     }
 
@@ -188,26 +198,33 @@ impl PyBridge {
         };
         let (mut updates, mut call) = bridge.call_tool_with_progress(name, args);
         let mut updates_open = true;
-        loop {
+        let outcome = loop {
             let step = self.driver.wait(py, async {
                 tokio::select! {
                     biased;
                     update = updates.next(), if updates_open => Err(update),
                     done = &mut call => Ok(done),
                 }
-            })?;
+            });
             match step {
-                Ok(done) => {
-                    return done
-                        .map_err(|e| to_py(py, &e))
-                        .and_then(|v| Ok(to_python(py, &v)?.unbind()))
+                Ok(Ok(done)) => break done.map_err(|e| self.failed(py, &e)),
+                Ok(Err(Some(update))) => {
+                    let told = on_progress.call1((update.progress, update.total, update.message));
+                    if let Err(raised) = told {
+                        break Err(raised);
+                    }
                 }
-                Err(Some(update)) => {
-                    on_progress.call1((update.progress, update.total, update.message))?;
-                }
-                Err(None) => updates_open = false,
+                Ok(Err(None)) => updates_open = false,
+                Err(interrupted) => break Err(interrupted),
             }
+        };
+        if outcome.is_err() {
+            // The call is dropped here, not inside the wait: its cancel is queued now and must go out.
+            drop(call);
+            drop(updates);
+            self.driver.settle(py);
         }
+        outcome.and_then(|v| Ok(to_python(py, &v)?.unbind()))
     }
 
     /// Starts `call` for `gabp.aio`: its answer comes through `completions` under the returned id.

@@ -1,5 +1,6 @@
-//! The one tokio runtime every bridge and mod of the process runs on, and the wait that blocks a Python
-//! thread on it: without the interpreter held, and Ctrl-C still heard.
+//! The runtimes connections run on (the process's shared one for `gabp.aio` and the mods, one of its own for
+//! each blocking bridge), and the wait that blocks a Python thread on them: without the interpreter held, and
+//! Ctrl-C still heard.
 
 use std::future::Future;
 use std::pin::pin;
@@ -10,11 +11,13 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 
+use crate::errors::state_error;
+
 /// How often a blocked call looks for a signal (Ctrl-C) to hand to Python.
 const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 
-/// How often a bridge's own runtime yields after a Ctrl-C, for its connection to write what the dropped call
-/// queued.
+/// How often a bridge's own runtime yields when settled ([`Driver::settle`]): its connection's task writes
+/// and reads within the first.
 const SETTLE_YIELDS: usize = 4;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -22,6 +25,8 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// The process's runtime, started on first use, for `gabp.aio`'s connections and the mods' servers. One
 /// worker: a second one on a small machine mostly wakes up to steal work, and `gabp.aio` at 64 calls in
 /// flight made 5-35% more calls a second with one (blocking bridges run on runtimes of their own, [`Driver`]).
+/// A task that takes the interpreter on it (an aio subscription's next event, `close_async`) holds up every
+/// connection on it meanwhile; calls answer through [`crate::completions`], which never does.
 pub(crate) fn runtime() -> PyResult<&'static Runtime> {
     if let Some(runtime) = RUNTIME.get() {
         return Ok(runtime);
@@ -103,8 +108,8 @@ impl Driver {
         matches!(self, Driver::Shared)
     }
 
-    /// As [`wait`], on this driver's runtime. On Ctrl-C the runtime runs a moment more after `work` is
-    /// dropped, so that what dropping it queued (a call's cancel, SPEC/1.0 extensions.md §cancel) is sent.
+    /// As [`wait`], on this driver's runtime. On Ctrl-C the runtime is [settled](Driver::settle) after `work`
+    /// is dropped, so that what dropping it queued (a call's cancel, SPEC/1.0 extensions.md §cancel) is sent.
     pub(crate) fn wait<F>(&self, py: Python<'_>, work: F) -> PyResult<F::Output>
     where
         F: Future + Send,
@@ -113,9 +118,7 @@ impl Driver {
         let Driver::Own(own) = self else {
             return wait(py, work);
         };
-        let Some(runtime) = own.0.as_ref() else {
-            return Err(PyRuntimeError::new_err("the bridge's runtime has stopped"));
-        };
+        let runtime = own.runtime(py)?;
         let mut work = Box::pin(work);
         loop {
             // The timer is made inside, where the runtime is current.
@@ -127,15 +130,38 @@ impl Driver {
             }
             if let Err(interrupted) = py.check_signals() {
                 drop(work);
-                py.detach(|| {
-                    runtime.block_on(async {
-                        for _ in 0..SETTLE_YIELDS {
-                            tokio::task::yield_now().await;
-                        }
-                    });
-                });
+                self.settle(py);
                 return Err(interrupted);
             }
         }
+    }
+
+    /// Runs a bridge's own runtime a moment, for what a dropped call queued (its cancel) to be written and
+    /// what arrived (the connection's end) to be read, when no call follows to do it. With another thread
+    /// waiting on the bridge meanwhile, that thread does it. Nothing for the shared runtime, whose worker
+    /// always runs.
+    pub(crate) fn settle(&self, py: Python<'_>) {
+        let Driver::Own(own) = self else {
+            return;
+        };
+        let Ok(runtime) = own.runtime(py) else {
+            return;
+        };
+        py.detach(|| {
+            runtime.block_on(async {
+                for _ in 0..SETTLE_YIELDS {
+                    tokio::task::yield_now().await;
+                }
+            });
+        });
+    }
+}
+
+impl OwnRuntime {
+    fn runtime(&self, py: Python<'_>) -> PyResult<&Runtime> {
+        // Emptied only when dropped.
+        self.0
+            .as_ref()
+            .ok_or_else(|| state_error(py, "the bridge's runtime has stopped"))
     }
 }

@@ -33,8 +33,8 @@ class Bridge:
 
     Every method blocks without holding the interpreter, and Ctrl-C interrupts it (a tool call is then
     cancelled in the mod). The connection is read and written on the thread that waits on it: events the mod
-    sends while no thread waits are read at the next call or ``next()``. Errors are :mod:`gabp.errors`
-    exceptions.
+    sends while no thread waits are read at the next call, ``next()`` or ``connected``. Errors are
+    :mod:`gabp.errors` exceptions.
     """
 
     __slots__ = ("_inner",)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -107,12 +108,13 @@ def test_one_thread_iterates_events_while_another_calls(game: gabp.Bridge) -> No
     seen: List[int] = []
 
     def listen() -> None:
-        for event in events:
-            seen.append(event.seq)
-            if len(seen) == 20:
+        while len(seen) < 20:
+            event = events.next(timeout=10)
+            if event is None:
                 return
+            seen.append(event.seq)
 
-    listener = threading.Thread(target=listen)
+    listener = threading.Thread(target=listen, daemon=True)
     listener.start()
     for i in range(20):
         assert game.call("world/place_block", x=i % 16, y=6, z=2 + i // 16, blockType="dirt")["success"] is True
@@ -120,6 +122,20 @@ def test_one_thread_iterates_events_while_another_calls(game: gabp.Bridge) -> No
     assert not listener.is_alive(), f"the listener saw {len(seen)} of 20 events"
     assert seen == sorted(seen) and len(set(seen)) == 20
     events.close()
+
+
+def test_connected_turns_false_when_the_mod_goes() -> None:
+    # Nothing reads a blocking bridge's connection while no thread waits on it: the getter reads what came.
+    demo = start_demo()
+    try:
+        game = gabp.Bridge.connect(demo.endpoint, TOKEN)
+        assert game.connected
+    finally:
+        stop_demo(demo)
+    deadline = time.monotonic() + 5
+    while game.connected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not game.connected
 
 
 def test_a_blocking_bridge_refuses_to_be_awaited(demo: DemoMod) -> None:

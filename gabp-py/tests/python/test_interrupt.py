@@ -1,4 +1,5 @@
-"""Ctrl-C interrupts a blocking call at once, and the interpreter is free while a call waits."""
+"""Ctrl-C interrupts a blocking call at once; Ctrl-C, a time limit or a failing progress callback cancel the call
+in the mod without another call to carry the cancel; the interpreter is free while a call waits."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 import textwrap
 import threading
 import time
+
+import pytest
 
 import gabp
 from conftest import TOKEN, DemoMod
@@ -75,6 +78,28 @@ def test_ctrl_c_cancels_the_call_in_the_mod_though_the_bridge_is_not_used_again(
     finally:
         child.kill()
         child.wait()
+        farm.stop()
+
+
+@pytest.mark.parametrize("end", ["time limit", "progress callback"])
+def test_a_time_limit_or_a_failing_progress_callback_cancels_the_call_in_the_mod(end: str) -> None:
+    def stop(*_: object) -> None:
+        raise RuntimeError("enough")
+
+    farm = Farm()
+    endpoint = farm.start(endpoint="tcp://127.0.0.1:0", token=TOKEN)
+    try:
+        game = gabp.Bridge.connect(endpoint, TOKEN)
+        if end == "time limit":
+            with pytest.raises(gabp.Timeout):
+                game.call("demo/sleep", ms=20000, timeout=0.3)
+        else:
+            with pytest.raises(RuntimeError, match="enough"):
+                game.call("demo/sleep", ms=20000, on_progress=stop)
+        # No further call: the cancel went out when the call ended.
+        assert farm.cancelled.wait(5), f"{end}: the tool saw its call cancelled"
+        game.close()
+    finally:
         farm.stop()
 
 
