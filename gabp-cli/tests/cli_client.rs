@@ -441,6 +441,14 @@ fn bench_from_threads_blocks_a_thread_per_call_in_flight() {
     assert_eq!(report["gabp"]["callers"], "threads");
     assert_eq!(report["gabp"]["concurrency"], 3);
 
+    let out = run(&["bench", "--self", "--from-threads", "--concurrency", "513"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--concurrency is at most 512"),
+        "{}",
+        text(&out.stderr)
+    );
+
     let out = run(&["bench", "--self", "--from-threads", "--calls", "50"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);

@@ -3,10 +3,10 @@
     python gabp-py/benches/calls.py --gabp target/release/gabp
 
 Starts the demo game (`gabp mod`), then takes turns, round by round: `gabp bench` one call at a time and 64 in
-flight; `gabp bench --from-threads` one call at a time (the floor of any binding that blocks a thread outside
-the runtime on each call, as gabp.Bridge does: each call and each answer crosses threads); gabp.Bridge one call
-at a time; gabp.aio 64 in flight; and a plain Python client written with `socket`
-and `json` one call at a time (what users write without this package). Each calls `demo/echo`. Prints each
+flight; `gabp bench --from-threads` one call at a time (the floor of a binding that blocks a thread outside
+the runtime on each call, as the C and C# bindings do: each call and each answer crosses threads); gabp.Bridge
+one call at a time (its connection runs on the calling thread); gabp.aio 64 in flight; and a plain Python client
+written with `socket` and `json` one call at a time (what users write without this package). Each calls `demo/echo`. Prints each
 figure's median over the rounds and the ratios to `gabp bench` (each the median of the rounds' ratios).
 """
 

@@ -36,8 +36,8 @@ of GABP to it. The two take turns in ROUNDS short rounds, and each ratio is the 
 so that a machine that slows down or speeds up for a while moves both sides alike. --json prints one object
 {\"gabp\": {...}, \"floor\": {...}} (floor only with --self) whose parts have p50_us, p99_us and calls_per_s;
 with --self, gabp.vs_floor has the ratios and the number of rounds. --from-threads makes the calls from threads
-outside the runtime, each blocked until its answer, as a C, C# or Python binding does: the difference from the
-default is what handing each call to the runtime and its answer back costs.
+outside the runtime, each blocked until its answer, as the C and C# bindings do: the difference from the
+default is what handing each call to the runtime and its answer back costs (the floor stays on the runtime).
 
 Examples:
   gabp bench --self
@@ -71,13 +71,17 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 10, requires = "in_process", value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub rounds: u64,
     /// Make the calls from threads outside the runtime, each blocking until its answer (one thread per call
-    /// in flight), as a binding for C, C# or Python does, instead of from tasks on the runtime.
+    /// in flight, so CONCURRENCY at most 512), as the C and C# bindings do, instead of from tasks on the runtime.
+    /// With --self the floor's calls stay on the runtime.
     #[arg(long)]
     pub from_threads: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
 }
+
+/// The most threads `--from-threads` blocks at once: tokio's default for its blocking threads.
+const MAX_CALLING_THREADS: u64 = 512;
 
 /// Where the calls are made from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,6 +239,11 @@ pub async fn run(args: &BenchArgs, stdout: &mut dyn Write) -> Result<(), String>
         .transpose()?;
     if arguments.is_some() && args.tool.is_none() {
         return Err("--args needs --tool".into());
+    }
+    if args.from_threads && args.concurrency > MAX_CALLING_THREADS {
+        return Err(format!(
+            "--from-threads makes a thread per call in flight: --concurrency is at most {MAX_CALLING_THREADS}"
+        ));
     }
     let concurrency = usize::try_from(args.concurrency).unwrap_or(usize::MAX);
 
