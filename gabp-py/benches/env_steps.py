@@ -22,7 +22,7 @@ import time
 from typing import Any, List
 
 import gabp.gym
-from calls import ARGS, rust, start_mod
+from calls import plain_sequential, rust, start_mod
 from plain_client import TOKEN, PlainClient
 
 
@@ -59,16 +59,6 @@ def plain(endpoint: str, steps: int) -> float:
     return rate
 
 
-def plain_echo(endpoint: str, calls: int) -> float:
-    client = PlainClient(endpoint)
-    started = time.perf_counter()
-    for _ in range(calls):
-        client.request("tools/call", {"name": "demo/echo", "arguments": ARGS})
-    rate = calls / (time.perf_counter() - started)
-    client.sock.close()
-    return rate
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gabp", required=True, help="the gabp binary (a release build)")
@@ -81,7 +71,7 @@ def main() -> None:
         for _ in range(options.rounds):
             rates["GameEnv"].append(game_env(endpoint, options.steps))
             rates["plain"].append(plain(endpoint, options.steps))
-            rates["plain echo"].append(plain_echo(endpoint, options.steps))
+            rates["plain echo"].append(plain_sequential(endpoint, options.steps))
             rates["gabp bench"].append(rust(options.gabp, endpoint, options.steps, 1))
     finally:
         os.killpg(process.pid, signal.SIGTERM)

@@ -21,7 +21,8 @@ import signal
 import socket
 import subprocess
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, SupportsFloat, Tuple, Union
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, Sequence, SupportsFloat, Tuple, Union
 
 import gymnasium
 import numpy as np
@@ -96,6 +97,8 @@ def _to_numpy(space: spaces.Space[Any], value: Any) -> Any:
 
 def _to_json(value: Any) -> Any:
     """An action as JSON: arrays as lists, numpy scalars as Python numbers."""
+    if isinstance(value, (int, float, str)):
+        return value
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
