@@ -116,6 +116,7 @@ mod error;
 mod extra;
 pub mod format;
 mod id;
+mod json_kind;
 mod message;
 pub mod methods;
 mod name;

@@ -5,7 +5,8 @@
 use serde_json::{Map, Value};
 
 use super::params::repeated_member;
-use super::{json_type_name, DecodeError, DecodeMode};
+use super::{DecodeError, DecodeMode};
+use crate::json_kind::json_type_name;
 use crate::methods::HelloToken;
 use crate::{ErrorCode, Params};
 

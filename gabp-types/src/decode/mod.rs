@@ -28,6 +28,7 @@ pub use self::params::{
     check_params, check_result, check_result_in, tools_call_members, ToolsCallMembers,
 };
 use self::params::{typed, typed_answer};
+use crate::json_kind::json_type_name;
 use crate::methods::{self, Method};
 use crate::pointer::escape_pointer;
 use crate::{
@@ -161,18 +162,6 @@ fn parse(body: &[u8]) -> Result<Value, DecodeError> {
     }
     serde_json::from_slice(body)
         .map_err(|e| DecodeError::new(ErrorCode::PARSE_ERROR, "", format!("body is not JSON: {e}")))
-}
-
-/// The JSON type name of a value, for messages.
-pub(crate) fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 const REQUEST_FIELDS: &[&str] = &["v", "id", "type", "method", "params"];

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::check::{deeper, elements, integer};
 use super::space::{BoxSpace, Space};
+use crate::json_kind::json_type_name;
 use crate::Error;
 
 fn outside(pointer: &str, reason: impl Into<String>) -> Error {
@@ -24,7 +25,7 @@ impl BoxSpace {
         elements(value, &self.shape, &mut pointer, &mut 0, &mut |v, i, at| {
             let fail = |reason: String| Err((at.to_owned(), reason));
             let Some(f) = v.as_f64() else {
-                return fail(format!("must be a number, not {}", kind(v)));
+                return fail(format!("must be a number, not {}", json_type_name(v)));
             };
             if let Some((min, max)) = range {
                 match integer(v) {
@@ -79,17 +80,6 @@ impl BoxSpace {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Checks that `value` is an integer from `start` to `start + n - 1`.
 fn in_range(value: &Value, start: i128, n: u64, at: &str) -> Result<(), Error> {
     let end = start + i128::from(n) - 1;
@@ -100,7 +90,7 @@ fn in_range(value: &Value, start: i128, n: u64, at: &str) -> Result<(), Error> {
             at,
             format!(
                 "must be an integer from {start} to {end}, not {}",
-                kind(value)
+                json_type_name(value)
             ),
         )),
     }
@@ -116,7 +106,7 @@ fn array_of(value: &Value, len: usize) -> Result<&[Value], Error> {
         )),
         other => Err(outside(
             "",
-            format!("must be an array of {len}, not {}", kind(other)),
+            format!("must be an array of {len}, not {}", json_type_name(other)),
         )),
     }
 }
@@ -150,13 +140,7 @@ impl Space {
             Space::MultiDiscrete(m) => {
                 let items = array_of(value, m.nvec.len())?;
                 for (i, (item, n)) in items.iter().zip(&m.nvec).enumerate() {
-                    let start = m
-                        .start
-                        .as_ref()
-                        .and_then(|s| s.get(i))
-                        .copied()
-                        .unwrap_or(0);
-                    in_range(item, start.into(), *n, &format!("/{i}"))?;
+                    in_range(item, m.start_at(i).into(), *n, &format!("/{i}"))?;
                 }
                 Ok(())
             }
@@ -172,7 +156,7 @@ impl Space {
                 let Value::Object(members) = value else {
                     return Err(outside(
                         "",
-                        format!("must be an object, not {}", kind(value)),
+                        format!("must be an object, not {}", json_type_name(value)),
                     ));
                 };
                 if let Some(extra) = members.keys().find(|k| !dict.spaces.contains_key(*k)) {
@@ -210,15 +194,7 @@ impl Space {
                 m.nvec
                     .iter()
                     .enumerate()
-                    .map(|(i, n)| {
-                        let start = m
-                            .start
-                            .as_ref()
-                            .and_then(|s| s.get(i))
-                            .copied()
-                            .unwrap_or(0);
-                        i128_json(i128::from(start) + i128::from(below(*n)))
-                    })
+                    .map(|(i, n)| i128_json(i128::from(m.start_at(i)) + i128::from(below(*n))))
                     .collect(),
             ),
             Space::MultiBinary(m) => {

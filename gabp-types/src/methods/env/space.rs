@@ -99,6 +99,17 @@ pub struct MultiDiscreteSpace {
     pub start: Option<Vec<i64>>,
 }
 
+impl MultiDiscreteSpace {
+    /// The smallest value of element `i` (0 when `start` is not given).
+    pub(crate) fn start_at(&self, i: usize) -> i64 {
+        self.start
+            .as_ref()
+            .and_then(|s| s.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
 /// A `MultiBinary` space: an array of `n` integers, each 0 or 1.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
