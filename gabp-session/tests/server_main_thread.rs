@@ -158,6 +158,38 @@ async fn a_full_queue_is_answered_at_once_and_retryable() {
 }
 
 #[tokio::test]
+async fn a_game_loop_that_closes_answers_its_waiting_calls_at_once_without_running_them() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let server = server(ServerLimits::default(), runs.clone());
+    let mut client = connect_hello(&server).await;
+    let (queued_id, queued) = request(
+        "tools/call",
+        Some(json!({"name": "world/spawn", "arguments": {"kind": "cow"}})),
+    );
+    client.send_value(&queued).await;
+    while server.main_thread().pending() < 1 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    // The game exits: the waiting call is answered now, not at its 300 ms limit (-32403).
+    server.main_thread().close();
+    assert!(server.main_thread().is_closed());
+    let r = client.recv_response().await;
+    assert_eq!(r.id, queued_id);
+    assert_eq!(code(&r), Some(-32401), "{r:?}");
+    assert_eq!(data(&r)["reason"], "shutting_down");
+    assert_eq!(r.error_object().unwrap().retryable(), Some(false));
+    // A call that arrives afterwards is refused the same way; other tools still answer.
+    let r = client
+        .call_tool("world/spawn", json!({"kind": "pig"}))
+        .await;
+    assert_eq!(data(&r)["reason"], "shutting_down", "{r:?}");
+    let r = client.call_tool("demo/echo", json!({"i": 1})).await;
+    assert_eq!(result(&r), json!({"i": 1}));
+    assert_eq!(server.main_thread().pump(Duration::from_millis(50)).ran, 0);
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
 async fn a_panic_on_the_game_thread_is_an_internal_error() {
     let runs = Arc::new(AtomicUsize::new(0));
     let server = server(ServerLimits::default(), runs.clone());

@@ -341,20 +341,19 @@ async fn on_game_thread(
     method: &str,
     job: Job,
 ) -> Result<ResultValue, ErrorObject> {
-    let Ok(rx) = main_thread.submit(deadline, job) else {
-        return Err(ErrorObject::new(
-            ErrorCode::TOOL_UNAVAILABLE,
-            format!("{method}: the game's main-thread queue is full"),
-        )
-        .with_data(json!({ "retryable": true })));
-    };
-    match tokio::time::timeout_at(deadline, rx).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(_)) | Err(_) => Err(ErrorObject::new(
+    let late = || {
+        ErrorObject::new(
             ErrorCode::TOOL_TIMEOUT,
             format!("{method}: the game did not run it within {limit:?}"),
-        )),
-    }
+        )
+    };
+    let queued = main_thread
+        .submit(deadline, job)
+        .map_err(|n| n.answer(method, late))?;
+    queued
+        .answer()
+        .await
+        .unwrap_or_else(|n| Err(n.answer(method, late)))
 }
 
 #[cfg(test)]

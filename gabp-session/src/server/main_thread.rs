@@ -10,7 +10,8 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::{Condvar, Mutex};
 use std::time::Duration;
 
-use gabp_types::{ErrorObject, ResultValue};
+use gabp_types::{ErrorCode, ErrorObject, ResultValue};
+use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
@@ -37,7 +38,9 @@ struct Item {
 /// as a call arrives, so a call on an idle game costs microseconds, not a frame; a loop that owns another
 /// event source registers [`MainThread::on_work`] to be woken. Each call carries a deadline (its timeout); one
 /// that has not started by then is dropped and answered `-32403`. The queue is bounded: a call arriving when
-/// it is full is answered `-32401` (retryable) at once. Connections never wait for the game thread.
+/// it is full is answered `-32401` (retryable) at once. Connections never wait for the game thread. A game
+/// loop that stops for good says so with [`MainThread::close`], so that calls still waiting are answered at once
+/// instead of at their time limit.
 ///
 /// ```
 /// use std::time::Duration;
@@ -103,11 +106,59 @@ struct Queue {
     items: VecDeque<Item>,
     /// Bumped by [`MainThread::wake`], so that a waiting game loop returns.
     wakes: u64,
+    /// Set by [`MainThread::close`]: the game loop runs no more calls.
+    closed: bool,
 }
 
-/// The queue is full.
-#[derive(Debug)]
-pub(crate) struct QueueFull;
+/// Why a call queued for the game thread did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotRun {
+    /// The queue was full when it arrived.
+    Full,
+    /// The game loop stopped ([`MainThread::close`]) before running it.
+    Stopped,
+    /// Its time limit passed before it started.
+    Late,
+}
+
+impl NotRun {
+    /// The answer to `what` (`tool world/place`, `env/step`) that did not run (SPEC/1.0 gabp.md §8: -32401
+    /// for a full queue or a stopped game); `late` words the time-limit error, which differs by method.
+    pub(crate) fn answer(self, what: &str, late: impl FnOnce() -> ErrorObject) -> ErrorObject {
+        match self {
+            NotRun::Full => ErrorObject::new(
+                ErrorCode::TOOL_UNAVAILABLE,
+                format!("{what} runs on the game's main thread, whose queue is full"),
+            )
+            .with_data(json!({ "retryable": true })),
+            NotRun::Stopped => ErrorObject::new(
+                ErrorCode::TOOL_UNAVAILABLE,
+                format!("{what} did not run: the game is shutting down"),
+            )
+            .with_data(json!({ "reason": "shutting_down", "retryable": false })),
+            NotRun::Late => late(),
+        }
+    }
+}
+
+/// A call in the queue: its answer, once the game loop has run it.
+pub(crate) struct Queued {
+    rx: oneshot::Receiver<Result<ResultValue, ErrorObject>>,
+    deadline: Instant,
+    main_thread: MainThread,
+}
+
+impl Queued {
+    /// The call's result, or why it did not run.
+    pub(crate) async fn answer(self) -> Result<Result<ResultValue, ErrorObject>, NotRun> {
+        match tokio::time::timeout_at(self.deadline, self.rx).await {
+            Ok(Ok(result)) => Ok(result),
+            // Dropped by the pump (its deadline passed before it started) or by `close`.
+            Ok(Err(_)) if self.main_thread.is_closed() => Err(NotRun::Stopped),
+            Ok(Err(_)) | Err(_) => Err(NotRun::Late),
+        }
+    }
+}
 
 impl MainThread {
     pub(crate) fn new(capacity: usize) -> Self {
@@ -126,17 +177,16 @@ impl MainThread {
         self.inner.capacity.store(capacity, Ordering::Relaxed);
     }
 
-    /// Queues `job`, to run before `deadline`; the receiver gets its result, or is closed if it expires.
-    pub(crate) fn submit(
-        &self,
-        deadline: Instant,
-        job: Job,
-    ) -> Result<oneshot::Receiver<Result<ResultValue, ErrorObject>>, QueueFull> {
+    /// Queues `job`, to run before `deadline`; refused at once when the queue is full or closed.
+    pub(crate) fn submit(&self, deadline: Instant, job: Job) -> Result<Queued, NotRun> {
         let (reply, rx) = oneshot::channel();
         {
             let mut queue = self.inner.queue.lock();
+            if queue.closed {
+                return Err(NotRun::Stopped);
+            }
             if queue.items.len() >= self.inner.capacity.load(Ordering::Relaxed) {
-                return Err(QueueFull);
+                return Err(NotRun::Full);
             }
             queue.items.push_back(Item {
                 deadline,
@@ -149,7 +199,33 @@ impl MainThread {
         if let Some(notify) = notify {
             notify();
         }
-        Ok(rx)
+        Ok(Queued {
+            rx,
+            deadline,
+            main_thread: self.clone(),
+        })
+    }
+
+    /// Tells the server that the game loop runs no more calls (the game is exiting): the calls still queued,
+    /// and any that arrive after, are answered -32401 with `data.reason` `shutting_down` at once, not at their
+    /// time limit (SPEC/1.0 gabp.md §7). Call it before shutting the server down from the thread that pumped;
+    /// a call already running finishes and is answered as usual.
+    pub fn close(&self) {
+        let dropped = {
+            let mut queue = self.inner.queue.lock();
+            queue.closed = true;
+            queue.wakes += 1;
+            std::mem::take(&mut queue.items)
+        };
+        self.inner.arrived.notify_all();
+        // Their senders drop here, outside the lock: each waiting call sees the queue closed.
+        drop(dropped);
+    }
+
+    /// Whether [`MainThread::close`] was called.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.inner.queue.lock().closed
     }
 
     /// The game's clock, when the server was built with
@@ -279,8 +355,8 @@ mod tests {
                 remaining: 0
             }
         );
-        assert_eq!(a.try_recv().unwrap().unwrap(), json!(1));
-        assert_eq!(b.try_recv().unwrap().unwrap_err().code.0, -32603);
+        assert_eq!(a.rx.try_recv().unwrap().unwrap(), json!(1));
+        assert_eq!(b.rx.try_recv().unwrap().unwrap_err().code.0, -32603);
         drop(expired);
     }
 
@@ -346,6 +422,38 @@ mod wake_tests {
         thread.join().unwrap();
     }
 
+    #[tokio::test]
+    async fn close_answers_the_queue_ends_a_wait_and_refuses_what_comes_after() {
+        let mt = MainThread::new(4);
+        let queued = mt
+            .submit(far_off(), Box::new(|_| Ok(json!(1).into())))
+            .unwrap();
+        mt.close();
+        assert_eq!(queued.answer().await.err(), Some(NotRun::Stopped));
+        let later = mt.submit(far_off(), Box::new(|_| Ok(json!(2).into())));
+        assert_eq!(later.err(), Some(NotRun::Stopped));
+        assert_eq!(mt.pump(Duration::from_secs(1)).ran, 0);
+        let answer = NotRun::Stopped.answer("tool world/place", || unreachable!());
+        assert_eq!(answer.code, ErrorCode::TOOL_UNAVAILABLE);
+        assert_eq!(answer.retryable(), Some(false));
+
+        // A game loop waiting for work returns on the close.
+        let idle = MainThread::new(4);
+        let waiter = idle.clone();
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            waiter.wait(Duration::from_secs(30));
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        idle.close();
+        assert!(thread.join().unwrap() < Duration::from_secs(30));
+    }
+
+    fn far_off() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
     #[test]
     fn on_work_is_told_of_each_call() {
         let mt = MainThread::new(4);
@@ -386,6 +494,6 @@ mod wake_tests {
         let mut world = World { blocks: Vec::new() };
         assert_eq!(mt.pump_with(&mut world, Duration::from_secs(1)).ran, 1);
         assert_eq!(world.blocks, [7]);
-        assert_eq!(rx.try_recv().unwrap().unwrap(), json!(1));
+        assert_eq!(rx.rx.try_recv().unwrap().unwrap(), json!(1));
     }
 }

@@ -36,7 +36,7 @@ use super::input::{Input, InputFn};
 use super::layer::capability::method_not_found;
 use super::layer::timeout::tool_timeout;
 use super::layer::ResponseFuture;
-use super::main_thread::{Job, MainThread};
+use super::main_thread::{Job, MainThread, NotRun};
 use super::pattern::NamePattern;
 use super::progress::Progress;
 use super::registry::ToolTable;
@@ -317,25 +317,21 @@ impl Router {
                 let deadline = Instant::now() + limit;
                 self.serve(session, id, progress, |context| {
                     let job = handler(context, args).map_err(explain)?;
-                    let name = tool.descriptor.name.as_str();
-                    let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
-                        return Err(ErrorObject::new(
-                            ErrorCode::TOOL_UNAVAILABLE,
-                            format!(
-                                "tool {name} runs on the game's main thread, whose queue is full"
-                            ),
-                        )
-                        .with_data(json!({ "retryable": true })));
+                    let not_run = move |not_run: NotRun, name: &str| {
+                        not_run.answer(&format!("tool {name}"), || tool_timeout(name, limit))
                     };
+                    let name = tool.descriptor.name.as_str();
+                    let queued = self
+                        .routes
+                        .main_thread
+                        .submit(deadline, job)
+                        .map_err(|n| not_run(n, name))?;
                     let tool = tool.clone();
                     Ok(async move {
-                        match tokio::time::timeout_at(deadline, rx).await {
-                            Ok(Ok(result)) => result,
-                            // Dropped by the pump (deadline passed before it started), or the deadline hit.
-                            Ok(Err(_)) | Err(_) => {
-                                Err(tool_timeout(tool.descriptor.name.as_str(), limit))
-                            }
-                        }
+                        queued
+                            .answer()
+                            .await
+                            .unwrap_or_else(|n| Err(not_run(n, tool.descriptor.name.as_str())))
                     })
                 })
             }
@@ -364,21 +360,24 @@ impl Router {
                     .map(|()| ResultValue::from(json!({})))
                     .map_err(CallError::into_error_object)
             });
-            let Ok(rx) = self.routes.main_thread.submit(deadline, job) else {
-                return Err(ErrorObject::new(
-                    ErrorCode::TOOL_UNAVAILABLE,
-                    format!("{method}: the game's main-thread queue is full"),
-                )
-                .with_data(json!({ "retryable": true })));
-            };
-            Ok(async move {
-                match tokio::time::timeout_at(deadline, rx).await {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(_)) | Err(_) => Err(ErrorObject::new(
+            let not_run = move |n: NotRun, method: &str| {
+                n.answer(method, || {
+                    ErrorObject::new(
                         ErrorCode::TOOL_TIMEOUT,
                         format!("{method}: the game did not take the input within {limit:?}"),
-                    )),
-                }
+                    )
+                })
+            };
+            let queued = self
+                .routes
+                .main_thread
+                .submit(deadline, job)
+                .map_err(|n| not_run(n, &method))?;
+            Ok(async move {
+                queued
+                    .answer()
+                    .await
+                    .unwrap_or_else(|n| Err(not_run(n, &method)))
             })
         })
     }
