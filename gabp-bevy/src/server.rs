@@ -106,7 +106,10 @@ impl GabpServer {
 }
 
 impl Drop for GabpServer {
+    /// The app has stopped: calls still waiting for a frame are answered at once (the game is shutting
+    /// down), those in flight elsewhere get up to 5 s, then the connections close.
     fn drop(&mut self) {
+        self.main_thread.close();
         let Some(runtime) = self.runtime.take() else {
             return;
         };

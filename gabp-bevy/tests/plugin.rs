@@ -4,9 +4,11 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bevy_app::FixedUpdate;
+use bevy_app::{AppExit, FixedUpdate, Update};
 use bevy_ecs::prelude::*;
 use bevy_time::{Fixed, Time};
 use futures::StreamExt;
@@ -170,7 +172,86 @@ async fn the_runner_wakes_for_a_call_on_an_idle_app() {
         started.elapsed()
     );
     game.ask_to_stop();
-    // The stop flag is read in the next frame, which this call starts.
-    let _ = x(&bridge).await;
+    // The stop flag is read in the next frame, which this call starts, unless the frame that answered the
+    // last call reads it first: then this call is refused as the app exits, or finds the connection closed.
+    match bridge.call_tool("ball/get", json!({})).await {
+        Ok(_) | Err(gabp_session::Error::Disconnected) => {}
+        Err(e) => assert_shutting_down(&e),
+    }
+    game.stop(bridge).await;
+}
+
+fn assert_shutting_down(e: &gabp_session::Error) {
+    let error = e.error_object().unwrap_or_else(|| panic!("{e:?}"));
+    assert_eq!(error.code.0, -32401, "{e:?}");
+    assert_eq!(
+        error.data.as_ref().unwrap()["reason"],
+        "shutting_down",
+        "{e:?}"
+    );
+    assert_eq!(error.retryable(), Some(false));
+}
+
+/// Asked to quit: the app exits in this frame, once another call waits for the next.
+#[derive(Resource)]
+struct Quit;
+
+/// Set once the quitting frame is past its calls and waits for one more.
+#[derive(Resource, Clone, Default)]
+struct Exiting(Arc<AtomicBool>);
+
+fn quit(_: In<Option<Value>>, mut commands: Commands<'_, '_>) -> Where {
+    commands.insert_resource(Quit);
+    Where { x: 0 }
+}
+
+fn exit_once_a_call_waits(
+    quit: Option<Res<'_, Quit>>,
+    exiting: Res<'_, Exiting>,
+    server: Res<'_, gabp_bevy::GabpServer>,
+    mut exit: MessageWriter<'_, AppExit>,
+) {
+    if quit.is_none() {
+        return;
+    }
+    exiting.0.store(true, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.main_thread().pending() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    exit.write(AppExit::Success);
+}
+
+#[tokio::test]
+async fn a_call_waiting_for_a_frame_when_the_app_exits_is_answered_at_once() {
+    // A frame every 30 s, and calls whose time limit is 30 s: only the answer on exit is quick.
+    let exiting = Exiting::default();
+    let flag = exiting.0.clone();
+    let game = Game::start_at(
+        Duration::from_secs(30),
+        |plugin| plugin,
+        move |app| {
+            app.init_resource::<Ball>()
+                .insert_resource(exiting)
+                .add_gabp_read_only_tool("ball/get", "Where the ball is", get_ball)
+                .add_gabp_tool("game/quit", quit)
+                .add_systems(Update, exit_once_a_call_waits);
+        },
+    );
+    let bridge = game.connect().await;
+    bridge.call_tool("game/quit", json!({})).await.unwrap();
+    // The frame's calls have run; this one waits for a frame that never comes.
+    while !flag.load(Ordering::Acquire) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let started = Instant::now();
+    let refused = bridge.call_tool("ball/get", json!({})).await.unwrap_err();
+    assert_shutting_down(&refused);
+    // Not at the shutdown's 5 s bound, nor the call's 30 s limit.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     game.stop(bridge).await;
 }

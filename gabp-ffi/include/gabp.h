@@ -656,8 +656,9 @@ enum GabpStatus gabp_mod_tick(uint64_t m,
                               bool *run_tick);
 
 /**
- * Stops mod `m`: stops listening, lets the calls in flight answer (up to 5 s), closes the connections and
- * removes the `bridge.json` it wrote. A mod that is not running is left as it is.
+ * Stops mod `m`: stops listening, answers the main-thread calls still queued -32401 (the game is shutting
+ * down), lets the other calls in flight answer (up to 5 s), closes the connections and removes the
+ * `bridge.json` it wrote. A mod that is not running is left as it is.
  *
  * Thread-safety: any thread but the library's own (not from a tool's callback).
  */

@@ -476,6 +476,8 @@ fn stop(m: &Mod) {
         }
     };
     let Some(mut running) = running else { return };
+    // The game thread is here, not pumping: calls waiting for it are answered now (SPEC/1.0 gabp.md §7).
+    m.main_thread.close();
     if let Some(serve) = running.serve.take() {
         running.runtime.block_on(async {
             let _ = tokio::time::timeout(Duration::from_secs(5), serve.shutdown()).await;
@@ -484,8 +486,9 @@ fn stop(m: &Mod) {
     running.runtime.shutdown_timeout(Duration::from_secs(1));
 }
 
-/// Stops mod `m`: stops listening, lets the calls in flight answer (up to 5 s), closes the connections and
-/// removes the `bridge.json` it wrote. A mod that is not running is left as it is.
+/// Stops mod `m`: stops listening, answers the main-thread calls still queued -32401 (the game is shutting
+/// down), lets the other calls in flight answer (up to 5 s), closes the connections and removes the
+/// `bridge.json` it wrote. A mod that is not running is left as it is.
 ///
 /// Thread-safety: any thread but the library's own (not from a tool's callback).
 #[no_mangle]

@@ -271,11 +271,37 @@ fn a_c_game_serves_tools_events_and_main_thread_calls() {
             unsafe { gabp_mod_publish(m, u, ul, p, pl, std::ptr::null_mut()) },
             GabpStatus::Invalid
         );
+
+        // The game loop ends with a main-thread call waiting for it: stopping the mod answers the call at
+        // once, not at its time limit.
+        stop.store(true, Ordering::Release);
+        ok(gabp_mod_wake(m));
+        game.join().unwrap();
+        let waiting = tokio::spawn({
+            let bridge = bridge.clone();
+            async move { bridge.call_tool("world/tick", json!({})).await }
+        });
+        let mut work = false;
+        while !work {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            ok(unsafe { gabp_mod_wait(m, 0, &mut work) });
+        }
+        let (stopped, stopping) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || stopped.send(gabp_mod_stop(m)));
+        let refused = waiting.await.unwrap().unwrap_err();
+        let error = refused
+            .error_object()
+            .unwrap_or_else(|| panic!("{refused:?}"));
+        assert_eq!(error.code.0, -32401, "{refused:?}");
+        assert_eq!(error.data.as_ref().unwrap()["reason"], "shutting_down");
+        ok(stopping.await.unwrap());
+        assert_eq!(
+            ticks.load(Ordering::SeqCst),
+            2,
+            "the waiting call did not run"
+        );
     });
 
-    stop.store(true, Ordering::Release);
-    ok(gabp_mod_wake(m));
-    game.join().unwrap();
     ok(gabp_mod_free(m));
     // A freed handle is an error that says so.
     assert_eq!(gabp_mod_start(m), GabpStatus::Handle);

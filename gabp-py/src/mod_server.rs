@@ -345,7 +345,8 @@ impl PyMod {
         Ok(clock.run_tick(|| ()))
     }
 
-    /// Stops: no new connections, calls in flight answer (up to 5 s), `bridge.json` is removed.
+    /// Stops: no new connections, main-thread calls still queued are answered -32401 (the game is shutting
+    /// down), other calls in flight answer (up to 5 s), `bridge.json` is removed.
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         let running = {
             let mut stage = self.stage.lock();
@@ -358,6 +359,8 @@ impl PyMod {
             }
         };
         if let Some(mut running) = running {
+            // Nothing pumps after this: queued calls are answered now (SPEC/1.0 gabp.md §7).
+            self.main_thread.close();
             if let Some(serve) = running.serve.take() {
                 wait(py, async move {
                     let _ = tokio::time::timeout(Duration::from_secs(5), serve.shutdown()).await;

@@ -191,7 +191,8 @@ class Mod:
             self.stop()
 
     def stop(self) -> None:
-        """Stops serving: calls in flight answer (up to 5 s), ``bridge.json`` is removed."""
+        """Stops serving: main-thread calls still queued are answered -32401 (the game is shutting down),
+        other calls in flight answer (up to 5 s), ``bridge.json`` is removed."""
         self._inner.stop()
 
     def __enter__(self) -> "Mod":

@@ -187,6 +187,36 @@ def test_a_main_thread_tool_the_loop_does_not_pump_in_time_is_a_tool_timeout() -
         mod.stop()
 
 
+def test_stopping_a_mod_answers_the_main_thread_calls_still_waiting_at_once() -> None:
+    mod = gabp.Mod("exiting", "1.0")
+    ran: List[bool] = []
+    mod.add_tool("world/save", lambda: ran.append(True), main_thread=True, timeout=30)
+    mod.serve("tcp://127.0.0.1:0", TOKEN)
+    assert mod.endpoint is not None
+    with gabp.Bridge.connect(mod.endpoint, TOKEN) as bridge:
+        outcome: List[BaseException] = []
+
+        def call() -> None:
+            try:
+                bridge.call("world/save")
+            except gabp.GabpError as e:
+                outcome.append(e)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        # The game loop never pumps again; the call waits for it until the mod stops.
+        assert mod.wait(5.0)
+        started = time.monotonic()
+        mod.stop()
+        caller.join(10)
+        assert not caller.is_alive()
+        assert time.monotonic() - started < 4, "not at the 5 s shutdown bound or the call's 30 s limit"
+    assert len(outcome) == 1 and isinstance(outcome[0], gabp.ToolUnavailable), outcome
+    assert outcome[0].code == -32401
+    assert outcome[0].data["reason"] == "shutting_down"
+    assert ran == []
+
+
 def test_progress_from_a_python_tool(bridge: gabp.Bridge) -> None:
     seen: List[float] = []
     assert bridge.call("demo/sleep", ms=100, on_progress=lambda done, total, message: seen.append(done)) == {"sleptMs": 100}
