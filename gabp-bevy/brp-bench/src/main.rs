@@ -11,7 +11,9 @@
 //! Floors in the same run: a loopback TCP echo of the same request (what no protocol can beat), a
 //! main-thread tool that does nothing on the busy app (GABP's per-call cost without the query), and the
 //! query's own work with no protocol at all: the 100 `Transform`s read by reflection and written as JSON
-//! text by bevy_reflect's `TypedReflectSerializer`, in this process, which both protocols must do.
+//! text by bevy_reflect's `TypedReflectSerializer`, in this process, which both protocols must do; and the
+//! client's own work, BRP's answer read into a `serde_json::Value` (as both clients here read theirs). Their
+//! sum with the call doing nothing is the floor of the query through any protocol.
 //!
 //! Run: `cargo run --release` in this directory (its own workspace and lock file). `--calls N` sets the
 //! calls per protocol (default 2000). Exits 1 when an answer is wrong, not when a target is missed: timings on a
@@ -295,7 +297,12 @@ fn translations<'a>(entities: impl Iterator<Item = &'a Value>) -> Result<Vec<Val
 }
 
 fn brp_query(http: &mut Http, body: &[u8]) -> Result<Vec<Value>, Failure> {
-    let answer: Value = serde_json::from_slice(&http.post(body)?)?;
+    brp_read(&http.post(body)?)
+}
+
+/// What a client does with BRP's answer: reads it into a value and takes the translations out.
+fn brp_read(answer: &[u8]) -> Result<Vec<Value>, Failure> {
+    let answer: Value = serde_json::from_slice(answer)?;
     let entities = answer["result"]
         .as_array()
         .ok_or_else(|| format!("BRP world.query: {answer}"))?;
@@ -404,7 +411,8 @@ async fn bench(calls: usize) -> Result<(), Failure> {
     if from_brp != from_gabp {
         return Err(format!("BRP and GABP disagree:\n{from_brp:?}\n{from_gabp:?}").into());
     }
-    let brp_bytes = http.post(&body)?.len();
+    let brp_answer = http.post(&body)?;
+    let brp_bytes = brp_answer.len();
     let gabp_bytes = serde_json::to_vec(
         &bridge
             .call_tool("ecs/query", json!({ "components": [TRANSFORM] }))
@@ -421,7 +429,7 @@ async fn bench(calls: usize) -> Result<(), Failure> {
 
     let mut reflect_world = floor_world();
     let (mut brp, mut gabp, mut noop, mut floor) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut reflected = Vec::new();
+    let (mut reflected, mut read) = (Vec::new(), Vec::new());
     let mut done = 0;
     let mut warm = true;
     while done < calls {
@@ -472,6 +480,14 @@ async fn bench(calls: usize) -> Result<(), Failure> {
                 reflected.push(took);
             }
         }
+        for _ in 0..n {
+            let t = Instant::now();
+            std::hint::black_box(brp_read(&brp_answer)?);
+            let took = t.elapsed();
+            if !warm {
+                read.push(took);
+            }
+        }
         if !warm {
             done += n;
         }
@@ -512,6 +528,7 @@ async fn bench(calls: usize) -> Result<(), Failure> {
     let (noop50, noop90) = percentiles(&mut noop);
     let (floor50, floor90) = percentiles(&mut floor);
     let (reflect50, reflect90) = percentiles(&mut reflected);
+    let (read50, read90) = percentiles(&mut read);
     let (idle50, idle90) = percentiles(&mut idle_calls);
     println!(
         "{calls} timed calls of each kind, {ENTITIES} entities, one run; answers of {brp_bytes} bytes (BRP) and \
@@ -545,6 +562,11 @@ async fn bench(calls: usize) -> Result<(), Failure> {
                 p90: reflect90,
             },
             Row {
+                what: "the client reading the answer into a Value, no protocol (floor)",
+                p50: read50,
+                p90: read90,
+            },
+            Row {
                 what: "GABP main-thread tool, idle app (GabpRunnerPlugin 60 fps)",
                 p50: idle50,
                 p90: idle90,
@@ -559,6 +581,15 @@ async fn bench(calls: usize) -> Result<(), Failure> {
         reflect50 / brp50,
         gabp50 - reflect50,
         brp50 - reflect50,
+    );
+    // What no protocol skips: the query's own work, the client's read of the answer, and a call that reaches
+    // the app's thread and comes back.
+    let floor = reflect50 + read50 + noop50;
+    println!(
+        "floor of the query through any protocol (reflection + the client's read + a call doing nothing): \
+         {floor:.0} us, {:.2} of BRP's p50; ecs/query is that floor + {:.0} us",
+        floor / brp50,
+        gabp50 - floor,
     );
     println!(
         "GABP ecs/query p50 / BRP world.query p50 = {ratio:.2} (target <= 0.5: {}); idle main-thread tool p50 {idle50:.0} us (target < 1000: {})",
