@@ -269,3 +269,29 @@ async fn without_ticks_no_time_control_and_without_env_method_not_found() {
         assert_eq!(code(&ask(&mut client, method, None).await), Some(-32601));
     }
 }
+
+/// A game stalled past the request time limit: a reset is answered like any late request that is not a tool
+/// call (SPEC/1.0 gabp.md §7: -32603 with `data.timeoutMs`, retryable), and never reaches the game.
+#[tokio::test]
+async fn a_reset_the_game_does_not_take_in_time_is_a_late_request() {
+    let server = server_support::builder()
+        .limits(server_support::limits().with_request_timeout(Duration::from_secs(1)))
+        .env(
+            spec(),
+            |_: &mut Game, _| -> Result<EnvResetResult, CallError> {
+                panic!("the reset ran after its time limit")
+            },
+            |_: &mut Game, _| Ok(()),
+            |_: &mut Game| Ok(EnvStepResult::new(json!([0, 0]), 0.0)),
+        )
+        .build()
+        .unwrap();
+    let mut client = connect_hello(&server).await;
+    let answer = ask(&mut client, "env/reset", Some(json!({"seed": 1}))).await;
+    assert_eq!(code(&answer), Some(-32603), "{answer:?}");
+    assert_eq!(data(&answer), json!({"timeoutMs": 1000, "retryable": true}));
+    let report = server
+        .main_thread()
+        .pump_with(&mut Game::default(), Duration::from_millis(50));
+    assert_eq!(report.ran, 0);
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use gabp_session::server::{CallError, Input, ModServer};
 use gabp_types::methods::{ButtonAction, KeyAction};
 use serde_json::json;
-use server_support::{ask, code, connect_hello, result};
+use server_support::{ask, code, connect_hello, data, result};
 
 /// The game's state: what it saw, in order.
 #[derive(Default)]
@@ -167,4 +167,30 @@ async fn a_mod_without_the_extension_answers_method_not_found() {
     )
     .await;
     assert_eq!(code(&answer), Some(-32601));
+}
+
+/// A game stalled past the request time limit: the input is answered like any late request that is not a
+/// tool call (SPEC/1.0 gabp.md §7: -32603 with `data.timeoutMs`, retryable), and never reaches the game.
+#[tokio::test]
+async fn an_input_the_game_does_not_take_in_time_is_a_late_request() {
+    let server = server_support::builder()
+        .limits(server_support::limits().with_request_timeout(Duration::from_secs(1)))
+        .input(|_: &mut Game, _: Input| -> Result<(), CallError> {
+            panic!("the input ran after its time limit")
+        })
+        .build()
+        .expect("build");
+    let mut client = connect_hello(&server).await;
+    let answer = ask(
+        &mut client,
+        "input/key",
+        Some(json!({"key": "Space", "action": "tap"})),
+    )
+    .await;
+    assert_eq!(code(&answer), Some(-32603), "{answer:?}");
+    assert_eq!(data(&answer), json!({"timeoutMs": 1000, "retryable": true}));
+    let report = server
+        .main_thread()
+        .pump_with(&mut Game::default(), Duration::from_millis(50));
+    assert_eq!(report.ran, 0);
 }

@@ -17,7 +17,8 @@ use tokio::time::Instant;
 
 use super::clock::GameClock;
 use super::error::CallError;
-use super::main_thread::{Job, MainThread};
+use super::layer::timeout::Work;
+use super::main_thread::{Job, MainThread, NotRun};
 use super::session::internal_error;
 
 /// What a mod serves as an environment: its spaces, the ticks one step runs, and the steps after which it cuts
@@ -341,19 +342,9 @@ async fn on_game_thread(
     method: &str,
     job: Job,
 ) -> Result<ResultValue, ErrorObject> {
-    let late = || {
-        ErrorObject::new(
-            ErrorCode::TOOL_TIMEOUT,
-            format!("{method}: the game did not run it within {limit:?}"),
-        )
-    };
-    let queued = main_thread
-        .submit(deadline, job)
-        .map_err(|n| n.answer(method, late))?;
-    queued
-        .answer()
-        .await
-        .unwrap_or_else(|n| Err(n.answer(method, late)))
+    let not_run = |n: NotRun| n.answer(Work::Method(method), limit);
+    let queued = main_thread.submit(deadline, job).map_err(not_run)?;
+    queued.answer().await.unwrap_or_else(|n| Err(not_run(n)))
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::clock::{GameClock, Waker};
+use super::layer::timeout::Work;
 use super::session::internal_error;
 
 pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<ResultValue, ErrorObject> + Send>;
@@ -122,21 +123,23 @@ pub(crate) enum NotRun {
 }
 
 impl NotRun {
-    /// The answer to `what` (`tool world/place`, `env/step`) that did not run (SPEC/1.0 gabp.md §8: -32401
-    /// for a full queue or a stopped game); `late` words the time-limit error, which differs by method.
-    pub(crate) fn answer(self, what: &str, late: impl FnOnce() -> ErrorObject) -> ErrorObject {
+    /// The answer to `work` that did not run (SPEC/1.0 gabp.md §8): -32401 for a full queue or a stopped game,
+    /// the time-limit answer of `work` (§7) for a call whose `limit` passed before it started.
+    pub(crate) fn answer(self, work: Work<'_>, limit: Duration) -> ErrorObject {
         match self {
             NotRun::Full => ErrorObject::new(
                 ErrorCode::TOOL_UNAVAILABLE,
-                format!("{what} runs on the game's main thread, whose queue is full"),
+                format!("{work} runs on the game's main thread, whose queue is full"),
             )
             .with_data(json!({ "retryable": true })),
             NotRun::Stopped => ErrorObject::new(
                 ErrorCode::TOOL_UNAVAILABLE,
-                format!("{what} did not run: the game is shutting down"),
+                format!("{work} did not run: the game is shutting down"),
             )
             .with_data(json!({ "reason": "shutting_down", "retryable": false })),
-            NotRun::Late => late(),
+            NotRun::Late => {
+                work.timed_out("did not start on the game's main thread within its", limit)
+            }
         }
     }
 }
@@ -433,7 +436,7 @@ mod wake_tests {
         let later = mt.submit(far_off(), Box::new(|_| Ok(json!(2).into())));
         assert_eq!(later.err(), Some(NotRun::Stopped));
         assert_eq!(mt.pump(Duration::from_secs(1)).ran, 0);
-        let answer = NotRun::Stopped.answer("tool world/place", || unreachable!());
+        let answer = NotRun::Stopped.answer(Work::Tool("world/place"), Duration::from_secs(1));
         assert_eq!(answer.code, ErrorCode::TOOL_UNAVAILABLE);
         assert_eq!(answer.retryable(), Some(false));
 
@@ -448,6 +451,40 @@ mod wake_tests {
         std::thread::sleep(Duration::from_millis(20));
         idle.close();
         assert!(thread.join().unwrap() < Duration::from_secs(30));
+    }
+
+    /// SPEC/1.0 gabp.md §4.5 and §7: a call that did not run is answered by why, and a late one by what it is.
+    #[test]
+    fn not_run_answers_by_why_and_by_what() {
+        let limit = Duration::from_millis(250);
+        let late = json!({ "timeoutMs": 250, "retryable": true });
+        for (work, late_code, full_message) in [
+            (
+                Work::Tool("world/place"),
+                -32403,
+                "tool world/place runs on the game's main thread, whose queue is full",
+            ),
+            (
+                Work::Method("input/key"),
+                -32603,
+                "input/key runs on the game's main thread, whose queue is full",
+            ),
+        ] {
+            let full = NotRun::Full.answer(work, limit);
+            assert_eq!((full.code.0, full.message.as_str()), (-32401, full_message));
+            assert_eq!(full.data, Some(json!({ "retryable": true })));
+            let stopped = NotRun::Stopped.answer(work, limit);
+            assert_eq!(stopped.code.0, -32401);
+            assert_eq!(stopped.data.unwrap()["reason"], "shutting_down");
+            let answer = NotRun::Late.answer(work, limit);
+            assert_eq!(answer.code.0, late_code, "{work}");
+            assert_eq!(answer.data, Some(late.clone()), "{work}");
+            assert!(
+                answer.message.starts_with(&work.to_string()),
+                "{}",
+                answer.message
+            );
+        }
     }
 
     fn far_off() -> Instant {

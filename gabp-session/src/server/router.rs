@@ -34,7 +34,7 @@ use super::events::{EventHub, EventPublisher, RejectedPattern};
 use super::handler::BoxedHandler;
 use super::input::{Input, InputFn};
 use super::layer::capability::method_not_found;
-use super::layer::timeout::tool_timeout;
+use super::layer::timeout::Work;
 use super::layer::ResponseFuture;
 use super::main_thread::{Job, MainThread, NotRun};
 use super::pattern::NamePattern;
@@ -317,9 +317,8 @@ impl Router {
                 let deadline = Instant::now() + limit;
                 self.serve(session, id, progress, |context| {
                     let job = handler(context, args).map_err(explain)?;
-                    let not_run = move |not_run: NotRun, name: &str| {
-                        not_run.answer(&format!("tool {name}"), || tool_timeout(name, limit))
-                    };
+                    let not_run =
+                        move |not_run: NotRun, name: &str| not_run.answer(Work::Tool(name), limit);
                     let name = tool.descriptor.name.as_str();
                     let queued = self
                         .routes
@@ -360,14 +359,7 @@ impl Router {
                     .map(|()| ResultValue::from(json!({})))
                     .map_err(CallError::into_error_object)
             });
-            let not_run = move |n: NotRun, method: &str| {
-                n.answer(method, || {
-                    ErrorObject::new(
-                        ErrorCode::TOOL_TIMEOUT,
-                        format!("{method}: the game did not take the input within {limit:?}"),
-                    )
-                })
-            };
+            let not_run = move |n: NotRun, method: &str| n.answer(Work::Method(method), limit);
             let queued = self
                 .routes
                 .main_thread

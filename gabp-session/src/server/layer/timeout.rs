@@ -94,19 +94,36 @@ pub struct Timeout<S> {
     layer: TimeoutLayer,
 }
 
-/// `-32403` for a tool over its time limit.
-pub(crate) fn tool_timeout(tool: &str, limit: Duration) -> ErrorObject {
-    timed_out(
-        ErrorCode::TOOL_TIMEOUT,
-        &format!("tool {tool} exceeded its"),
-        limit,
-    )
+/// What a time limit applies to: a tool (`tools/call`) or any other method.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Work<'a> {
+    /// A `tools/call` of this tool.
+    Tool(&'a str),
+    /// Any other method, by name.
+    Method(&'a str),
 }
 
-fn timed_out(code: ErrorCode, what: &str, limit: Duration) -> ErrorObject {
-    let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-    ErrorObject::new(code, format!("{what} time limit of {ms} ms"))
-        .with_data(json!({ "timeoutMs": ms, "retryable": true }))
+impl Work<'_> {
+    /// The answer once its limit has passed (SPEC/1.0 gabp.md §7): `-32403` for a tool, `-32603` for any other
+    /// method, both with `data.timeoutMs` and `data.retryable: true`. `happened` words what went over the limit.
+    pub(crate) fn timed_out(self, happened: &str, limit: Duration) -> ErrorObject {
+        let code = match self {
+            Work::Tool(_) => ErrorCode::TOOL_TIMEOUT,
+            Work::Method(_) => ErrorCode::INTERNAL_ERROR,
+        };
+        let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        ErrorObject::new(code, format!("{self} {happened} time limit of {ms} ms"))
+            .with_data(json!({ "timeoutMs": ms, "retryable": true }))
+    }
+}
+
+impl std::fmt::Display for Work<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Work::Tool(name) => write!(f, "tool {name}"),
+            Work::Method(method) => f.write_str(method),
+        }
+    }
 }
 
 impl<S> Service<ServerRequest> for Timeout<S>
@@ -180,14 +197,11 @@ where
         }
         let limit = *this.limit;
         let error = match &*this.subject {
-            Subject::ToolNamed(tool) => tool_timeout(tool, limit),
-            Subject::ToolCopied(name) => tool_timeout(name.as_str(), limit),
-            Subject::Method(method) => timed_out(
-                ErrorCode::INTERNAL_ERROR,
-                &format!("{method} exceeded the"),
-                limit,
-            ),
-        };
+            Subject::ToolNamed(tool) => Work::Tool(tool),
+            Subject::ToolCopied(name) => Work::Tool(name.as_str()),
+            Subject::Method(method) => Work::Method(method),
+        }
+        .timed_out("exceeded its", limit);
         tracing::debug!(message = %error.message, "request timed out");
         Poll::Ready(Ok(Response::error(*this.id, error)))
     }
