@@ -295,3 +295,41 @@ async fn a_reset_the_game_does_not_take_in_time_is_a_late_request() {
         .pump_with(&mut Game::default(), Duration::from_millis(50));
     assert_eq!(report.ran, 0);
 }
+
+/// A game that takes the step's action but never runs its ticks: the step is answered as late (SPEC/1.0
+/// gabp.md §7: -32603 with `data.timeoutMs`, retryable) when the request time limit passes.
+#[tokio::test]
+async fn a_step_whose_ticks_never_run_is_a_late_request() {
+    let server = server_support::builder()
+        .limits(server_support::limits().with_request_timeout(Duration::from_secs(1)))
+        .env(
+            spec(),
+            |_: &mut Game, _| Ok(EnvResetResult::new(json!([0, 0]), Map::new())),
+            |game: &mut Game, _| {
+                game.seen.push("act".to_owned());
+                Ok(())
+            },
+            |_: &mut Game| Ok(EnvStepResult::new(json!([0, 0]), 0.0)),
+        )
+        .build()
+        .unwrap();
+    // Pumps the queued work, never the clock.
+    let stop = Arc::new(AtomicBool::new(false));
+    let main_thread = server.main_thread();
+    let halt = stop.clone();
+    let game = std::thread::spawn(move || {
+        let mut game = Game::default();
+        while !halt.load(Ordering::Acquire) {
+            main_thread.wait(Duration::from_millis(5));
+            main_thread.pump_with(&mut game, Duration::from_millis(2));
+        }
+        game
+    });
+    let mut client = connect_hello(&server).await;
+    assert!(ask(&mut client, "env/reset", None).await.result().is_some());
+    let answer = ask(&mut client, "env/step", Some(json!({"action": 1}))).await;
+    assert_eq!(code(&answer), Some(-32603), "{answer:?}");
+    assert_eq!(data(&answer), json!({"timeoutMs": 1000, "retryable": true}));
+    stop.store(true, Ordering::Release);
+    assert_eq!(game.join().unwrap().seen, ["act"]);
+}

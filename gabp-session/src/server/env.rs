@@ -296,9 +296,8 @@ impl Env {
         on_game_thread(main_thread, deadline, limit, "env/step", job).await?;
         if let Ok(ran) = ticks_rx.await {
             if tokio::time::timeout_at(deadline, ran).await.is_err() {
-                return Err(internal_error(format!(
-                    "env/step: the game did not run its {ticks} ticks within {limit:?}"
-                )));
+                return Err(Work::Method("env/step")
+                    .timed_out(&format!("did not run its {ticks} ticks within its"), limit));
             }
         }
         let (observe, phase, space, max_steps) = (

@@ -38,7 +38,8 @@ struct Item {
 /// none. A game loop that sleeps between frames waits with [`MainThread::wait`] instead, which returns as soon
 /// as a call arrives, so a call on an idle game costs microseconds, not a frame; a loop that owns another
 /// event source registers [`MainThread::on_work`] to be woken. Each call carries a deadline (its timeout); one
-/// that has not started by then is dropped and answered `-32403`. The queue is bounded: a call arriving when
+/// that has not started by then is dropped and answered as late (SPEC/1.0 gabp.md §7: `-32403` for a tool,
+/// `-32603` for another method). The queue is bounded: a call arriving when
 /// it is full is answered `-32401` (retryable) at once. Connections never wait for the game thread. A game
 /// loop that stops for good says so with [`MainThread::close`], so that calls still waiting are answered at once
 /// instead of at their time limit.
@@ -94,7 +95,7 @@ impl fmt::Debug for MainThread {
 pub struct PumpReport {
     /// Calls run to completion (successfully, with an error, or with a caught panic).
     pub ran: usize,
-    /// Calls dropped because their deadline passed before they started (answered `-32403`).
+    /// Calls dropped because their deadline passed before they started (answered as late).
     pub expired: usize,
     /// Calls dropped because nobody waits for them any more (their connection closed).
     pub cancelled: usize,
@@ -118,13 +119,13 @@ pub(crate) enum NotRun {
     Full,
     /// The game loop stopped ([`MainThread::close`]) before running it.
     Stopped,
-    /// Its time limit passed before it started.
+    /// Its time limit passed before it was done (mostly: before it started).
     Late,
 }
 
 impl NotRun {
-    /// The answer to `work` that did not run (SPEC/1.0 gabp.md §8): -32401 for a full queue or a stopped game,
-    /// the time-limit answer of `work` (§7) for a call whose `limit` passed before it started.
+    /// The answer to `work` that did not run (SPEC/1.0 gabp.md §4.5): -32401 for a full queue or a stopped
+    /// game, the time-limit answer of `work` (§7) for a call not done when its `limit` passed.
     pub(crate) fn answer(self, work: Work<'_>, limit: Duration) -> ErrorObject {
         match self {
             NotRun::Full => ErrorObject::new(
@@ -138,7 +139,7 @@ impl NotRun {
             )
             .with_data(json!({ "reason": "shutting_down", "retryable": false })),
             NotRun::Late => {
-                work.timed_out("did not start on the game's main thread within its", limit)
+                work.timed_out("was not done on the game's main thread within its", limit)
             }
         }
     }
