@@ -12,7 +12,7 @@ use std::time::Duration;
 use gabp_session::server::{CallError, EnvSpec, ModServer};
 use gabp_types::methods::{Dtype, EnvResetResult, EnvStepResult, Space};
 use serde_json::{json, Map, Value};
-use server_support::{ask, code, connect_hello, data, request, result};
+use server_support::{ask, assert_late, code, connect_hello, data, request, result};
 
 /// The game: a walker on a line, and the ticks it ran.
 #[derive(Default)]
@@ -288,8 +288,7 @@ async fn a_reset_the_game_does_not_take_in_time_is_a_late_request() {
         .unwrap();
     let mut client = connect_hello(&server).await;
     let answer = ask(&mut client, "env/reset", Some(json!({"seed": 1}))).await;
-    assert_eq!(code(&answer), Some(-32603), "{answer:?}");
-    assert_eq!(data(&answer), json!({"timeoutMs": 1000, "retryable": true}));
+    assert_late(&answer, 1000);
     let report = server
         .main_thread()
         .pump_with(&mut Game::default(), Duration::from_millis(50));
@@ -328,8 +327,7 @@ async fn a_step_whose_ticks_never_run_is_a_late_request() {
     let mut client = connect_hello(&server).await;
     assert!(ask(&mut client, "env/reset", None).await.result().is_some());
     let answer = ask(&mut client, "env/step", Some(json!({"action": 1}))).await;
-    assert_eq!(code(&answer), Some(-32603), "{answer:?}");
-    assert_eq!(data(&answer), json!({"timeoutMs": 1000, "retryable": true}));
+    assert_late(&answer, 1000);
     stop.store(true, Ordering::Release);
     assert_eq!(game.join().unwrap().seen, ["act"]);
 }

@@ -17,9 +17,9 @@ use tokio::time::Instant;
 
 use super::clock::GameClock;
 use super::error::CallError;
-use super::layer::timeout::Work;
 use super::main_thread::{Job, MainThread, NotRun};
 use super::session::internal_error;
+use super::time_limit::Work;
 
 /// What a mod serves as an environment: its spaces, the ticks one step runs, and the steps after which it cuts
 /// an episode short.

@@ -16,8 +16,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::clock::{GameClock, Waker};
-use super::layer::timeout::Work;
 use super::session::internal_error;
+use super::time_limit::Work;
 
 pub(crate) type Job = Box<dyn FnOnce(&mut dyn Any) -> Result<ResultValue, ErrorObject> + Send>;
 

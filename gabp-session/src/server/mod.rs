@@ -78,6 +78,7 @@ mod router;
 mod serve;
 mod session;
 mod stack;
+mod time_limit;
 mod tool;
 mod welcome;
 

@@ -88,6 +88,16 @@ pub fn data(r: &Response) -> Value {
         .unwrap_or(Value::Null)
 }
 
+/// The answer to a late request that is not a tool call (SPEC/1.0 gabp.md §7): -32603 with `data.timeoutMs`,
+/// retryable.
+pub fn assert_late(r: &Response, timeout_ms: u64) {
+    assert_eq!(code(r), Some(-32603), "{r:?}");
+    assert_eq!(
+        data(r),
+        serde_json::json!({"timeoutMs": timeout_ms, "retryable": true})
+    );
+}
+
 pub fn result(r: &Response) -> Value {
     r.result()
         .cloned()

@@ -10,11 +10,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::server::registry::ToolTable;
+use crate::server::time_limit::Work;
 use crate::server::ServerRequest;
 use gabp_types::methods::CORE_METHODS;
-use gabp_types::{ErrorCode, ErrorObject, MessageId, Response};
+use gabp_types::{MessageId, Response};
 use pin_project_lite::pin_project;
-use serde_json::json;
 use tower::{Layer, Service};
 
 /// The time-limit rule (`capabilities.limits.requestTimeout`): a request still running after its limit is
@@ -92,38 +92,6 @@ impl<S> Layer<S> for TimeoutLayer {
 pub struct Timeout<S> {
     inner: S,
     layer: TimeoutLayer,
-}
-
-/// What a time limit applies to: a tool (`tools/call`) or any other method.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Work<'a> {
-    /// A `tools/call` of this tool.
-    Tool(&'a str),
-    /// Any other method, by name.
-    Method(&'a str),
-}
-
-impl Work<'_> {
-    /// The answer once its limit has passed (SPEC/1.0 gabp.md §7): `-32403` for a tool, `-32603` for any other
-    /// method, both with `data.timeoutMs` and `data.retryable: true`. `happened` words what went over the limit.
-    pub(crate) fn timed_out(self, happened: &str, limit: Duration) -> ErrorObject {
-        let code = match self {
-            Work::Tool(_) => ErrorCode::TOOL_TIMEOUT,
-            Work::Method(_) => ErrorCode::INTERNAL_ERROR,
-        };
-        let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-        ErrorObject::new(code, format!("{self} {happened} time limit of {ms} ms"))
-            .with_data(json!({ "timeoutMs": ms, "retryable": true }))
-    }
-}
-
-impl std::fmt::Display for Work<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Work::Tool(name) => write!(f, "tool {name}"),
-            Work::Method(method) => f.write_str(method),
-        }
-    }
 }
 
 impl<S> Service<ServerRequest> for Timeout<S>
@@ -285,6 +253,7 @@ mod tests {
     use super::*;
     use crate::server::layer::testing::{call, code, request};
     use crate::server::Session;
+    use serde_json::json;
 
     #[tokio::test(start_paused = true)]
     async fn tools_get_32403_and_their_own_limit() {
